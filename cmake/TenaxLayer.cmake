@@ -1,0 +1,43 @@
+# tenax_add_layer(<layer> [DEPENDS <targets>...] [PRIVATE_DEPENDS <targets>...]
+#                 [CUDA_DEPENDS <targets>...])
+#
+# Creates the library tenax_<layer> (alias tenax::<layer>) from <layer>/src and <layer>/cpu,
+# with public headers in <layer>/include. Its CUDA code in <layer>/cuda becomes the object
+# library tenax_<layer>_cuda, folded into tenax_<layer> when the CUDA backend is enabled;
+# otherwise <layer>/stub supplies the same symbols, throwing NotCompiledError.
+function(tenax_add_layer layer)
+  cmake_parse_arguments(ARG "" "" "DEPENDS;PRIVATE_DEPENDS;CUDA_DEPENDS" ${ARGN})
+  set(dir ${PROJECT_SOURCE_DIR}/${layer})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/src/*.cpp ${dir}/cpu/*.cpp)
+  add_library(tenax_${layer} ${sources})
+  add_library(tenax::${layer} ALIAS tenax_${layer})
+  set_target_properties(tenax_${layer} PROPERTIES EXPORT_NAME ${layer} OUTPUT_NAME tenax_${layer}
+                                                  VERSION ${PROJECT_VERSION} SOVERSION 0)
+  target_include_directories(tenax_${layer} PUBLIC $<BUILD_INTERFACE:${dir}/include>
+                                                   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_compile_features(tenax_${layer} PUBLIC cxx_std_20)
+  target_compile_options(tenax_${layer} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
+  target_link_libraries(tenax_${layer} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE_DEPENDS})
+
+  if(TENAX_CUDA_ENABLED)
+    file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${dir}/cuda/*.cpp ${dir}/cuda/*.cu)
+    if(cuda_sources)
+      add_library(tenax_${layer}_cuda OBJECT ${cuda_sources})
+      target_include_directories(tenax_${layer}_cuda PRIVATE ${dir}/include ${dir}/cuda)
+      foreach(dep IN LISTS ARG_DEPENDS)
+        target_include_directories(tenax_${layer}_cuda
+                                   PRIVATE $<TARGET_PROPERTY:${dep},INTERFACE_INCLUDE_DIRECTORIES>)
+      endforeach()
+      target_link_libraries(tenax_${layer}_cuda PRIVATE CUDA::cudart ${ARG_CUDA_DEPENDS})
+      target_compile_definitions(tenax_${layer}_cuda PRIVATE TENAX_WITH_CUDA=1)
+      target_sources(tenax_${layer} PRIVATE $<TARGET_OBJECTS:tenax_${layer}_cuda>)
+      target_link_libraries(tenax_${layer} PRIVATE CUDA::cudart ${ARG_CUDA_DEPENDS})
+    endif()
+  else()
+    file(GLOB_RECURSE stub_sources CONFIGURE_DEPENDS ${dir}/stub/*.cpp)
+    target_sources(tenax_${layer} PRIVATE ${stub_sources})
+  endif()
+
+  install(TARGETS tenax_${layer} EXPORT tenaxTargets)
+  install(DIRECTORY ${dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endfunction()

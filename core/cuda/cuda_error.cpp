@@ -1,0 +1,120 @@
+#include "cuda_error.hpp"
+
+#include <string>
+
+namespace tenax::cuda {
+
+std::string version_string(int cuda_version) {
+  if (cuda_version <= 0) return "none";
+  return std::to_string(cuda_version / 1000) + "." + std::to_string((cuda_version % 1000) / 10);
+}
+
+bool is_sticky(cudaError_t status) noexcept {
+  switch (status) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+FaultClass classify(cudaError_t status) noexcept {
+  if (is_sticky(status)) return FaultClass::device_fault;
+  switch (status) {
+    case cudaErrorMemoryAllocation:
+      return FaultClass::out_of_memory;
+    case cudaErrorInsufficientDriver:
+    case cudaErrorNoDevice:
+    case cudaErrorInvalidDevice:
+    case cudaErrorNoKernelImageForDevice:
+    case cudaErrorUnsupportedPtxVersion:
+    case cudaErrorSystemDriverMismatch:
+    case cudaErrorCompatNotSupportedOnDevice:
+    case cudaErrorInitializationError:
+    case cudaErrorStubLibrary:
+      return FaultClass::environment;
+    case cudaErrorInvalidValue:
+    case cudaErrorInvalidDevicePointer:
+    case cudaErrorInvalidMemcpyDirection:
+    case cudaErrorInvalidConfiguration:
+      return FaultClass::usage;
+    default:
+      return FaultClass::device_fault;
+  }
+}
+
+namespace {
+
+std::string fix_for(FaultClass fault) {
+  switch (fault) {
+    case FaultClass::out_of_memory:
+      return "lower the batch size, call empty_cache(), or set TENAX_MEMORY_LIMIT below the "
+             "device memory shared with other processes";
+    case FaultClass::environment:
+      return "run `tenax doctor` to see which driver, device or toolkit is missing";
+    case FaultClass::usage:
+      return "check the arguments of the call named above (pointer on the right device, sizes)";
+    default:
+      return "the device is in an unusable state: exit with the restart code and resume from "
+             "the last checkpoint (on another device if this one keeps failing)";
+  }
+}
+
+}  // namespace
+
+void check(cudaError_t status, const char* call, std::source_location where) {
+  if (status == cudaSuccess) return;
+  if (!is_sticky(status)) cudaGetLastError();  // clear a non-sticky error so later calls work
+  const FaultClass fault = classify(status);
+  std::string cause = std::string(call) + " failed with " + cudaGetErrorName(status) + " (" +
+                      cudaGetErrorString(status) + ")";
+  std::string fix = fix_for(fault);
+  switch (fault) {
+    case FaultClass::out_of_memory:
+      throw OutOfMemoryError(std::move(cause), std::move(fix), where);
+    case FaultClass::environment:
+      throw EnvironmentError(std::move(cause), std::move(fix), where);
+    case FaultClass::usage:
+      throw UsageError(std::move(cause), std::move(fix), where);
+    default:
+      throw DeviceFaultError(std::move(cause), std::move(fix), where);
+  }
+}
+
+Diagnosis diagnose_unavailable(cudaError_t status, int runtime_version, int driver_version) {
+  const std::string runtime = version_string(runtime_version);
+  if (driver_version == 0 || status == cudaErrorInsufficientDriver && driver_version == 0) {
+    return {"no NVIDIA driver is installed or loadable (libcuda.so.1 not found); the CUDA " +
+                runtime + " runtime needs one",
+            "install an NVIDIA driver that supports CUDA " + runtime +
+                " or newer (check with nvidia-smi), or run on the CPU with --device cpu"};
+  }
+  if (status == cudaErrorInsufficientDriver) {
+    return {"the NVIDIA driver supports CUDA up to " + version_string(driver_version) +
+                " but tenax was built with the CUDA " + runtime + " runtime",
+            "upgrade the NVIDIA driver to one that supports CUDA " + runtime +
+                ", or rebuild tenax with a CUDA toolkit no newer than " +
+                version_string(driver_version)};
+  }
+  if (status == cudaErrorNoDevice || status == cudaSuccess) {
+    return {"the driver is loaded but reports no CUDA device",
+            "check CUDA_VISIBLE_DEVICES (an empty or wrong value hides every device), that the "
+            "GPU appears in nvidia-smi, and that the container was started with GPU access"};
+  }
+  return {std::string("the device query failed with ") + cudaGetErrorName(status) + " (" +
+              cudaGetErrorString(status) + ")",
+          "run nvidia-smi; if it fails too, reload the driver or reboot the node"};
+}
+
+}  // namespace tenax::cuda

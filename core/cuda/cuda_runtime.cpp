@@ -1,0 +1,65 @@
+// CUDA runtime hooks. The runtime library loads the driver itself, so a build with CUDA starts
+// on a machine without an NVIDIA driver and reports why CUDA cannot be used.
+#include "tenax/core/cuda_runtime.hpp"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cuda_error.hpp"
+#include "tenax/core/error.hpp"
+
+namespace tenax::cuda {
+
+bool compiled() noexcept { return true; }
+
+namespace {
+
+Availability query_availability() {
+  Availability a;
+  cudaRuntimeGetVersion(&a.runtime_version);
+  cudaDriverGetVersion(&a.driver_version);  // 0 when no driver is installed
+  cudaError_t status = cudaGetDeviceCount(&a.device_count);
+  a.status_code = static_cast<int>(status);
+  a.status_name = cudaGetErrorName(status);
+  if (status == cudaSuccess && a.device_count > 0) {
+    a.usable = true;
+    return a;
+  }
+  cudaGetLastError();  // the failed query must not poison later calls
+  a.device_count = 0;
+  const Diagnosis d = diagnose_unavailable(status, a.runtime_version, a.driver_version);
+  a.reason = d.reason;
+  a.fix = d.fix;
+  return a;
+}
+
+}  // namespace
+
+const Availability& availability() noexcept {
+  static const Availability info = query_availability();
+  return info;
+}
+
+void require_device(Device device) {
+  const Availability& a = availability();
+  if (!a.usable) throw EnvironmentError("CUDA is not usable: " + a.reason, a.fix);
+  if (device.index < 0 || device.index >= a.device_count) {
+    throw UsageError(to_string(device) + " does not exist: this machine has " +
+                         std::to_string(a.device_count) + " CUDA device(s)",
+                     "use an ordinal in [0, " + std::to_string(a.device_count) +
+                         ") or check CUDA_VISIBLE_DEVICES");
+  }
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
+                std::size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_device.is_cuda()) require_device(dst_device);
+  if (src_device.is_cuda()) require_device(src_device);
+  // cudaMemcpyDefault infers the direction from unified addressing; a pageable host source or
+  // destination is staged by the driver.
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+}
+
+}  // namespace tenax::cuda

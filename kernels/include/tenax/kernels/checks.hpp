@@ -1,0 +1,24 @@
+// Argument checks shared by every op in tenax::ops. Each throws UsageError naming the op, both
+// operands and the fix, e.g. "axpby: x is on cuda:0 but y is on cpu -- fix: move one with
+// to(device) so that both are on the same device".
+#pragma once
+
+#include <string_view>
+
+#include "tenax/core/tensor.hpp"
+
+namespace tenax::ops::detail {
+
+void check_defined(std::string_view op, std::string_view name, const Tensor& t);
+void check_same_device(std::string_view op, std::string_view a_name, const Tensor& a,
+                       std::string_view b_name, const Tensor& b);
+void check_same_dtype(std::string_view op, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b);
+void check_same_shape(std::string_view op, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b);
+void check_floating(std::string_view op, std::string_view name, const Tensor& t);
+// defined, same device, same dtype, same shape.
+void check_compatible(std::string_view op, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b);
+
+}  // namespace tenax::ops::detail

@@ -1,0 +1,55 @@
+#include "tenax/kernels/checks.hpp"
+
+#include <string>
+
+namespace tenax::ops::detail {
+
+void check_defined(std::string_view op, std::string_view name, const Tensor& t) {
+  TENAX_EXPECTS(t.defined(), UsageError,
+                std::string(op) + ": " + std::string(name) + " is an undefined tensor",
+                "create it with Tensor::empty or an op before passing it");
+}
+
+void check_same_device(std::string_view op, std::string_view a_name, const Tensor& a,
+                       std::string_view b_name, const Tensor& b) {
+  TENAX_EXPECTS(a.device() == b.device(), UsageError,
+                std::string(op) + ": " + std::string(a_name) + " is on " + to_string(a.device()) +
+                    " but " + std::string(b_name) + " is on " + to_string(b.device()),
+                "move one with to(device) so that both are on the same device");
+}
+
+void check_same_dtype(std::string_view op, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b) {
+  TENAX_EXPECTS(a.dtype() == b.dtype(), UsageError,
+                std::string(op) + ": " + std::string(a_name) + " is " +
+                    std::string(to_string(a.dtype())) + " but " + std::string(b_name) + " is " +
+                    std::string(to_string(b.dtype())),
+                "cast one with ops::cast(tensor, dtype) so that both have the same dtype");
+}
+
+void check_same_shape(std::string_view op, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b) {
+  TENAX_EXPECTS(a.shape() == b.shape(), UsageError,
+                std::string(op) + ": " + std::string(a_name) + " has shape " +
+                    to_string(a.shape()) + " but " + std::string(b_name) + " has shape " +
+                    to_string(b.shape()),
+                "pass tensors of the same shape (slice or reshape one of them)");
+}
+
+void check_floating(std::string_view op, std::string_view name, const Tensor& t) {
+  TENAX_EXPECTS(is_floating(t.dtype()), UsageError,
+                std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+                    " but the op needs a floating-point dtype",
+                "cast it to f64, f32, f16 or bf16 with ops::cast");
+}
+
+void check_compatible(std::string_view op, std::string_view a_name, const Tensor& a,
+                      std::string_view b_name, const Tensor& b) {
+  check_defined(op, a_name, a);
+  check_defined(op, b_name, b);
+  check_same_device(op, a_name, a, b_name, b);
+  check_same_dtype(op, a_name, a, b_name, b);
+  check_same_shape(op, a_name, a, b_name, b);
+}
+
+}  // namespace tenax::ops::detail
