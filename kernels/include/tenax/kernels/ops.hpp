@@ -1,0 +1,7 @@
+// tenax::ops: the checked front end of the compute kernels. Every op validates devices, dtypes
+// and shapes (throwing UsageError that names the op, both operands and the fix) and then runs
+// the kernel of the tensors' device: the CPU backend (the reference) or the CUDA backend.
+#pragma once
+
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_linalg.hpp"

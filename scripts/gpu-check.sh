@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds what is missing (release preset), runs every test
+# labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth) and the GPU
+# benchmarks, then prints a short table. Finishes in a few minutes on one GPU.
+# On a machine where the Debian packages are absent, point TENAX_BUILD_DIR at a build copied
+# there (with LD_LIBRARY_PATH set to its bundled libraries); the script then skips building.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${TENAX_BUILD_DIR:-build}
+out=${OUT:-$build_dir/gpu-check}
+mkdir -p "$out"
+
+if [ ! -x "$build_dir/bin/tenax" ]; then
+  cmake --preset release >/dev/null && cmake --build --preset release -j "$(nproc)" || exit 1
+fi
+
+status() { [ "$1" -eq 0 ] && echo PASS || echo "FAIL($1)"; }
+
+timeout 60 "$build_dir/bin/tenax" doctor --json >"$out/doctor.json" 2>"$out/doctor.err"
+doctor_rc=$?
+timeout 60 "$build_dir/bin/tenax" doctor | tee "$out/doctor.txt"
+
+if command -v ctest >/dev/null && [ -f "$build_dir/CTestTestfile.cmake" ]; then
+  (cd "$build_dir" && timeout 240 ctest -L gpu --output-on-failure) | tee "$out/gpu-tests.txt"
+  tests_rc=${PIPESTATUS[0]}
+else
+  tests_rc=0
+  for exe in "$build_dir"/bin/*_gpu_test; do
+    [ -x "$exe" ] || continue
+    timeout 120 "$exe" | tee -a "$out/gpu-tests.txt" || tests_rc=$?
+  done
+fi
+
+bench_rc=0
+for bench in "$build_dir"/bin/bench_*; do
+  [ -x "$bench" ] || continue
+  name=$(basename "$bench")
+  timeout 90 "$bench" --benchmark_filter='[Cc]uda|GPU|Gpu' --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/$name.json" \
+    --benchmark_out_format=json | tee "$out/$name.txt" || bench_rc=$?
+done
+
+echo
+echo "=== tenax gpu-check summary ==="
+printf '%-14s %s\n' "doctor" "$(status $doctor_rc)"
+printf '%-14s %s\n' "gpu tests" "$(status $tests_rc)"
+printf '%-14s %s\n' "gpu benches" "$(status $bench_rc)"
+grep -h '_median' "$out"/bench_*.txt 2>/dev/null | awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
+[ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ]

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tenax builds with, when any is missing. Non-interactive; needs
+# root (or sudo) only when something has to be installed.
+set -euo pipefail
+
+packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy
+          libeigen3-dev libhdf5-dev hdf5-tools libopenmpi-dev openmpi-bin
+          libgtest-dev libgmock-dev libbenchmark-dev
+          libcli11-dev libfmt-dev nlohmann-json3-dev)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root to install ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

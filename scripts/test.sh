@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and tests every configuration CI checks:
+#   build/       release, CUDA backend when the toolkit is present (GPU tests skip without a GPU)
+#   build-cpu/   release, CPU only (TENAX_WITH_CUDA=OFF)
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer, core and kernel tests
+# Usage: scripts/test.sh [preset...]   (default: release cpu asan)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+jobs=$(nproc)
+presets=("$@")
+[ ${#presets[@]} -gt 0 ] || presets=(release cpu asan)
+
+for preset in "${presets[@]}"; do
+  echo "=== tenax: configure, build and test preset '$preset' ==="
+  start=$(date +%s)
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  ctest --preset "$preset" -j "$jobs"
+  echo "=== preset '$preset' passed in $(( $(date +%s) - start )) s ==="
+done
