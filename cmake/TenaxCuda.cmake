@@ -41,6 +41,11 @@ if(TENAX_CUDA_ENABLED)
     set(CMAKE_CUDA_ARCHITECTURES ${TENAX_CUDA_ARCHITECTURES})
   endif()
   enable_language(CUDA)
+  # CMake 3.25 predates nvcc's C++20 support and knows no flag for it; nvcc 12+ accepts this.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   # No fused multiply-add contraction: kernels compute exactly what the CPU reference computes.
