@@ -62,4 +62,41 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
 }
 
+DeviceProperties device_properties(int ordinal) {
+  require_device(Device::cuda(ordinal));
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+  DeviceProperties p;
+  p.ordinal = ordinal;
+  p.name = prop.name;
+  p.compute_major = prop.major;
+  p.compute_minor = prop.minor;
+  p.total_memory = prop.totalGlobalMem;
+  p.multiprocessor_count = prop.multiProcessorCount;
+  char bus_id[32] = {};
+  check(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal), "cudaDeviceGetPCIBusId");
+  p.pci_bus_id = bus_id;
+  // Free memory is per device, so switch to it and back; the caller's current device survives.
+  int previous = 0;
+  check(cudaGetDevice(&previous), "cudaGetDevice");
+  check(cudaSetDevice(ordinal), "cudaSetDevice");
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
+  cudaSetDevice(previous);
+  check(status, "cudaMemGetInfo");
+  p.free_memory = free_bytes;
+  p.total_memory = total_bytes;
+  return p;
+}
+
+bool is_sticky_status(int status) noexcept { return is_sticky(static_cast<cudaError_t>(status)); }
+
+FaultClass classify_status(int status) noexcept {
+  if (status == 0) return FaultClass::usage;
+  return classify(static_cast<cudaError_t>(status));
+}
+
+std::string status_name(int status) { return cudaGetErrorName(static_cast<cudaError_t>(status)); }
+
 }  // namespace tenax::cuda

@@ -1,13 +1,26 @@
 #include "tenax/core/memory/device_memory.hpp"
 
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "tenax/core/error.hpp"
-#include "tenax/core/memory/host_resource.hpp"
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/core/memory/cuda_memory.hpp"
+#include "tenax/core/memory/fault_injecting_resource.hpp"
+#include "tenax/core/memory/host_virtual_memory.hpp"
+#include "tenax/core/memory/pool_resource.hpp"
+#include "tenax/core/memory/resource_adaptor.hpp"
 
 namespace tenax {
 namespace {
+
+constexpr std::string_view kByteSizeSyntax =
+    "write a number with an optional unit: B; KB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, "
+    "TiB or K, M, G, T (powers of 1024), e.g. 2GiB, 512MiB, 1.5GB or 1073741824";
 
 std::mutex registry_mutex;
 std::map<Device, std::shared_ptr<MemoryResource>>& registry() {
@@ -15,9 +28,34 @@ std::map<Device, std::shared_ptr<MemoryResource>>& registry() {
   return resources;
 }
 
+}  // namespace
+
 std::shared_ptr<MemoryResource> make_default_resource(Device device) {
-  if (device.is_cpu()) return std::make_shared<HostResource>();
-  throw_not_compiled("CUDA device memory", "TENAX_WITH_CUDA");
+  std::shared_ptr<VirtualMemory> arena;
+  if (device.is_cpu()) {
+    arena = std::make_shared<HostVirtualMemory>();
+  } else {
+    arena = cuda::make_virtual_memory(device);
+  }
+  PoolOptions options;
+  options.capacity = memory_limit_from_environment();  // 0: the arena's physical memory
+  std::shared_ptr<MemoryResource> resource =
+      std::make_shared<PoolResource>(std::move(arena), options);
+  // A plan of its own: the resource counts its allocations itself, and a fresh read lets a
+  // stack built later pick up a changed TENAX_FAULTS.
+  auto plan = std::make_shared<const FaultPlan>(FaultPlan::from_environment());
+  if (plan->has(FaultPoint::alloc)) {
+    resource = std::make_shared<FaultInjectingResource>(std::move(resource), std::move(plan));
+  }
+  return resource;
+}
+
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace
@@ -41,6 +79,78 @@ std::shared_ptr<MemoryResource> set_current_resource(Device device,
   auto& slot = registry()[device];
   std::swap(slot, resource);
   return resource;
+}
+
+MemoryStats memory_stats(Device device) {
+  const std::shared_ptr<MemoryResource> resource = current_resource(device);
+  if (const PoolResource* pool = find_in_stack<PoolResource>(resource.get())) return pool->stats();
+  MemoryStats stats;
+  stats.device = device;
+  return stats;
+}
+
+std::string memory_summary(Device device) {
+  const std::shared_ptr<MemoryResource> resource = current_resource(device);
+  if (const PoolResource* pool = find_in_stack<PoolResource>(resource.get())) {
+    return pool->memory_summary();
+  }
+  return "the memory resource of " + to_string(device) +
+         " is not a tenax PoolResource; it keeps no statistics\n";
+}
+
+std::size_t empty_cache(Device device) { return current_resource(device)->release_cache(); }
+
+std::size_t parse_byte_size(std::string_view text) {
+  const std::string original(text);
+  auto fail = [&]() -> std::size_t {
+    throw UsageError("'" + original + "' is not a byte size", std::string(kByteSizeSyntax));
+  };
+  std::size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  const std::size_t number_begin = i;
+  bool digits = false;
+  bool dot = false;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digits = true;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+    ++i;
+  }
+  if (!digits) return fail();
+  const std::string number(text.substr(number_begin, i - number_begin));
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  std::size_t unit_end = text.size();
+  while (unit_end > i && std::isspace(static_cast<unsigned char>(text[unit_end - 1]))) --unit_end;
+  const std::string unit = lower(text.substr(i, unit_end - i));
+  static const std::map<std::string, double> kUnits = {
+      {"", 1.0},       {"b", 1.0},      {"kb", 1e3},     {"mb", 1e6},    {"gb", 1e9},
+      {"tb", 1e12},    {"k", 0x1p10},   {"m", 0x1p20},   {"g", 0x1p30},  {"t", 0x1p40},
+      {"kib", 0x1p10}, {"mib", 0x1p20}, {"gib", 0x1p30}, {"tib", 0x1p40}};
+  const auto found = kUnits.find(unit);
+  if (found == kUnits.end()) return fail();
+  const double value = std::strtod(number.c_str(), nullptr) * found->second;
+  // A fraction of a byte rounds up; nothing may overflow size_t.
+  if (!std::isfinite(value) || value >= 0x1p63) return fail();
+  return static_cast<std::size_t>(std::ceil(value));
+}
+
+std::size_t memory_limit_from_environment() {
+  const char* value = std::getenv("TENAX_MEMORY_LIMIT");
+  if (value == nullptr || *value == '\0') return 0;
+  std::size_t limit = 0;
+  try {
+    limit = parse_byte_size(value);
+  } catch (const UsageError& e) {
+    throw UsageError("TENAX_MEMORY_LIMIT: " + e.cause(), e.fix());
+  }
+  TENAX_EXPECTS(limit > 0, UsageError, "TENAX_MEMORY_LIMIT is zero",
+                "unset it to use all memory of the device, or give a positive size such as 2GiB");
+  return limit;
 }
 
 }  // namespace tenax

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tenax/core/device.hpp"
+#include "tenax/core/error.hpp"
 #include "tenax/core/stream.hpp"
 
 namespace tenax::cuda {
@@ -35,5 +36,30 @@ void require_device(Device device);
 // Copies between host and CUDA memory or between CUDA devices, synchronously.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                 std::size_t bytes);
+
+// What `tenax doctor` and error messages report about one device. Memory sizes in bytes.
+struct DeviceProperties {
+  int ordinal = 0;
+  std::string name;
+  int compute_major = 0;  // compute capability, e.g. 9.0 for H100/H200
+  int compute_minor = 0;
+  std::size_t total_memory = 0;
+  std::size_t free_memory = 0;  // at the time of the query; other processes change it
+  std::string pci_bus_id;       // e.g. "0000:3B:00.0", the key nvidia-smi and NVML use
+  int multiprocessor_count = 0;
+};
+// Queries device `ordinal` (creates its primary context to read free memory; the calling
+// thread's current device is left unchanged). Throws like require_device when the device does
+// not exist or CUDA is unusable, and the error of its fault class when a query fails.
+[[nodiscard]] DeviceProperties device_properties(int ordinal);
+
+// Classification of a CUDA runtime status (cudaError_t as int; 0 is success and is neither
+// sticky nor classified: classify_status(0) answers usage). Sticky statuses leave the device
+// unusable for the rest of the process: they are device faults. Without CUDA compiled in every
+// non-zero status is not_compiled and none is sticky.
+[[nodiscard]] bool is_sticky_status(int status) noexcept;
+[[nodiscard]] FaultClass classify_status(int status) noexcept;
+// The enumerator name of a status, e.g. "cudaErrorIllegalAddress" ("not compiled" without CUDA).
+[[nodiscard]] std::string status_name(int status);
 
 }  // namespace tenax::cuda

@@ -1,13 +1,19 @@
 // The memory resource that tensors on each device allocate from.
 //
-// Built on first use per device: the pool over the device's upstream, capped by
-// TENAX_MEMORY_LIMIT, with allocation faults injected when TENAX_FAULTS asks for them.
+// Built on first use per device:
+//   [FaultInjectingResource, only when TENAX_FAULTS plans alloc faults]
+//     -> PoolResource over the device's virtual memory arena (host pages or CUDA VMM),
+//        capacity = TENAX_MEMORY_LIMIT when set, else the physical RAM / device memory.
 // Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "tenax/core/device.hpp"
+#include "tenax/core/memory/memory_stats.hpp"
 #include "tenax/core/memory_resource.hpp"
 
 namespace tenax {
@@ -18,5 +24,29 @@ namespace tenax {
 // previous one. Tensors allocated earlier keep the resource they came from.
 std::shared_ptr<MemoryResource> set_current_resource(Device device,
                                                      std::shared_ptr<MemoryResource> resource);
+
+// Builds the default stack described above for `device`, reading TENAX_MEMORY_LIMIT and
+// TENAX_FAULTS now. current_resource() calls it on first use; call it directly to rebuild the
+// stack after changing the environment. Throws UsageError for bad environment values,
+// NotCompiledError / EnvironmentError for a CUDA device that cannot be used.
+[[nodiscard]] std::shared_ptr<MemoryResource> make_default_resource(Device device);
+
+// Statistics of the pool in current_resource(device)'s stack; all zero (with the device set)
+// when the stack holds no PoolResource.
+[[nodiscard]] MemoryStats memory_stats(Device device);
+// A table of memory_stats(device), or a line saying that the resource is not a pool.
+[[nodiscard]] std::string memory_summary(Device device);
+// Returns the cached memory of current_resource(device) to the system; the bytes released.
+std::size_t empty_cache(Device device);
+
+// Parses a byte size: a non-negative number (decimals allowed) with an optional unit, case
+// insensitive, optional space between: B; KB, MB, GB, TB (powers of 1000); KiB, MiB, GiB, TiB
+// and K, M, G, T (powers of 1024). "2GiB", "512MiB", "1.5GB", "1073741824". Throws UsageError
+// giving the accepted syntax for anything else.
+[[nodiscard]] std::size_t parse_byte_size(std::string_view text);
+
+// The value of TENAX_MEMORY_LIMIT in bytes, or 0 when unset. Throws UsageError for a bad or zero
+// value.
+[[nodiscard]] std::size_t memory_limit_from_environment();
 
 }  // namespace tenax

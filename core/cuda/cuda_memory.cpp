@@ -1,0 +1,228 @@
+// CUDA memory: the virtual memory arena of a device, a plain device resource and a pinned host
+// resource.
+//
+// The arena uses the driver's virtual memory management API. libcuda is not linked (a build must
+// start on machines without a driver and report why CUDA is unusable), so the driver entry
+// points are looked up through the runtime with cudaGetDriverEntryPointByVersion; <cuda.h> and
+// <cudaTypedefs.h> are included only for types.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cuda_error.hpp"
+#include "tenax/core/cuda_runtime.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/memory/cuda_memory.hpp"
+#include "tenax/core/memory/memory_stats.hpp"
+
+namespace tenax::cuda {
+namespace {
+
+// The ABI version of the entry points below (their _v10020 signatures).
+constexpr unsigned int kDriverAbiVersion = 12000;
+
+// Driver status -> the runtime status with the same meaning, for check(). The runtime mirrors
+// the driver's numbering for the errors these calls return; the few that differ are mapped.
+cudaError_t to_runtime_status(CUresult status) noexcept {
+  switch (status) {
+    case CUDA_SUCCESS:
+      return cudaSuccess;
+    case CUDA_ERROR_OUT_OF_MEMORY:
+      return cudaErrorMemoryAllocation;
+    case CUDA_ERROR_NOT_INITIALIZED:
+      return cudaErrorInitializationError;
+    case CUDA_ERROR_INVALID_CONTEXT:
+      return cudaErrorDeviceUninitialized;
+    case CUDA_ERROR_NOT_SUPPORTED:
+      return cudaErrorNotSupported;
+    default:
+      return static_cast<cudaError_t>(status);
+  }
+}
+
+void check_driver(CUresult status, const char* call) { check(to_runtime_status(status), call); }
+
+template <class Fn>
+Fn driver_entry(const char* symbol) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  check(cudaGetDriverEntryPointByVersion(symbol, &fn, kDriverAbiVersion, cudaEnableDefault, &found),
+        "cudaGetDriverEntryPointByVersion");
+  if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+    throw EnvironmentError(std::string("the NVIDIA driver does not provide ") + symbol +
+                               " (CUDA virtual memory management)",
+                           "upgrade the NVIDIA driver to one that supports CUDA 12 or newer");
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+struct DriverApi {
+  PFN_cuMemAddressReserve_v10020 address_reserve;
+  PFN_cuMemAddressFree_v10020 address_free;
+  PFN_cuMemCreate_v10020 create;
+  PFN_cuMemRelease_v10020 release;
+  PFN_cuMemMap_v10020 map;
+  PFN_cuMemUnmap_v10020 unmap;
+  PFN_cuMemSetAccess_v10020 set_access;
+  PFN_cuMemGetAllocationGranularity_v10020 granularity;
+};
+
+const DriverApi& driver() {
+  static const DriverApi api = [] {
+    DriverApi a{};
+    a.address_reserve = driver_entry<PFN_cuMemAddressReserve_v10020>("cuMemAddressReserve");
+    a.address_free = driver_entry<PFN_cuMemAddressFree_v10020>("cuMemAddressFree");
+    a.create = driver_entry<PFN_cuMemCreate_v10020>("cuMemCreate");
+    a.release = driver_entry<PFN_cuMemRelease_v10020>("cuMemRelease");
+    a.map = driver_entry<PFN_cuMemMap_v10020>("cuMemMap");
+    a.unmap = driver_entry<PFN_cuMemUnmap_v10020>("cuMemUnmap");
+    a.set_access = driver_entry<PFN_cuMemSetAccess_v10020>("cuMemSetAccess");
+    a.granularity =
+        driver_entry<PFN_cuMemGetAllocationGranularity_v10020>("cuMemGetAllocationGranularity");
+    return a;
+  }();
+  return api;
+}
+
+// Makes `device` current and its primary context live (the driver calls below need one).
+void activate(Device device) {
+  require_device(device);
+  check(cudaSetDevice(device.index), "cudaSetDevice");
+  check(cudaFree(nullptr), "cudaFree(nullptr) (context initialisation)");
+}
+
+class CudaVirtualMemory final : public VirtualMemory {
+ public:
+  explicit CudaVirtualMemory(Device device) : device_(device), api_(driver()) {
+    activate(device);
+    prop_.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop_.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop_.location.id = device.index;
+    access_.location = prop_.location;
+    access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    std::size_t granularity = 0;
+    check_driver(api_.granularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                 "cuMemGetAllocationGranularity");
+    granularity_ = granularity;
+    std::size_t free_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes_), "cudaMemGetInfo");
+  }
+
+ private:
+  [[nodiscard]] Device do_device() const noexcept override { return device_; }
+  [[nodiscard]] std::size_t do_granularity() const noexcept override { return granularity_; }
+  [[nodiscard]] std::size_t do_physical_bytes() const override { return total_bytes_; }
+
+  void* do_reserve(std::size_t bytes) override {
+    CUdeviceptr base = 0;
+    check_driver(api_.address_reserve(&base, bytes, granularity_, 0, 0), "cuMemAddressReserve");
+    return reinterpret_cast<void*>(base);
+  }
+
+  void do_release(void* base, std::size_t bytes) noexcept override {
+    api_.address_free(reinterpret_cast<CUdeviceptr>(base), bytes);
+  }
+
+  // One physical allocation per granule: cuMemUnmap can only unmap whole mappings, and the pool
+  // unmaps single granules. The handle is released right after mapping; the mapping keeps the
+  // memory alive until it is unmapped.
+  void do_map(void* addr, std::size_t bytes) override {
+    const auto start = reinterpret_cast<CUdeviceptr>(addr);
+    std::size_t done = 0;
+    try {
+      for (; done < bytes; done += granularity_) {
+        CUmemGenericAllocationHandle handle{};
+        check_driver(api_.create(&handle, granularity_, &prop_, 0), "cuMemCreate");
+        const CUresult mapped = api_.map(start + done, granularity_, 0, handle, 0);
+        api_.release(handle);
+        check_driver(mapped, "cuMemMap");
+        const CUresult access = api_.set_access(start + done, granularity_, &access_, 1);
+        if (access != CUDA_SUCCESS) {
+          api_.unmap(start + done, granularity_);
+          check_driver(access, "cuMemSetAccess");
+        }
+      }
+    } catch (...) {
+      // A failed call maps nothing: give back the granules mapped so far.
+      for (std::size_t off = 0; off < done; off += granularity_) {
+        api_.unmap(start + off, granularity_);
+      }
+      throw;
+    }
+  }
+
+  void do_unmap(void* addr, std::size_t bytes) noexcept override {
+    const auto start = reinterpret_cast<CUdeviceptr>(addr);
+    for (std::size_t off = 0; off < bytes; off += granularity_) {
+      api_.unmap(start + off, granularity_);
+    }
+  }
+
+  void do_synchronize() noexcept override {
+    int current = 0;
+    cudaGetDevice(&current);
+    if (current != device_.index) cudaSetDevice(device_.index);
+    cudaDeviceSynchronize();
+    if (current != device_.index) cudaSetDevice(current);
+  }
+
+  Device device_;
+  const DriverApi& api_;
+  CUmemAllocationProp prop_{};
+  CUmemAccessDesc access_{};
+  std::size_t granularity_ = 0;
+  std::size_t total_bytes_ = 0;
+};
+
+class CudaDeviceResource final : public MemoryResource {
+ public:
+  explicit CudaDeviceResource(Device device) : device_(device) { activate(device); }
+
+ private:
+  void* do_allocate(std::size_t bytes, StreamRef stream) override {
+    check(cudaSetDevice(device_.index), "cudaSetDevice");
+    void* ptr = nullptr;
+    check(cudaMallocAsync(&ptr, bytes, stream.handle), "cudaMallocAsync");
+    return ptr;
+  }
+  void do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream) noexcept override {
+    cudaSetDevice(device_.index);
+    cudaFreeAsync(ptr, stream.handle);
+  }
+  [[nodiscard]] Device do_device() const noexcept override { return device_; }
+
+  Device device_;
+};
+
+class PinnedHostResource final : public MemoryResource {
+ private:
+  void* do_allocate(std::size_t bytes, StreamRef /*stream*/) override {
+    void* ptr = nullptr;
+    check(cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+    return ptr;
+  }
+  void do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef /*stream*/) noexcept override {
+    cudaFreeHost(ptr);
+  }
+  [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
+};
+
+}  // namespace
+
+std::shared_ptr<VirtualMemory> make_virtual_memory(Device device) {
+  return std::make_shared<CudaVirtualMemory>(device);
+}
+
+std::shared_ptr<MemoryResource> make_device_resource(Device device) {
+  return std::make_shared<CudaDeviceResource>(device);
+}
+
+std::shared_ptr<MemoryResource> make_pinned_host_resource() {
+  const Availability& a = availability();
+  if (!a.usable) throw EnvironmentError("CUDA is not usable: " + a.reason, a.fix);
+  return std::make_shared<PinnedHostResource>();
+}
+
+}  // namespace tenax::cuda

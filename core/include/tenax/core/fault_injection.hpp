@@ -1,0 +1,79 @@
+// Fault injection points: a plan of faults to inject, read from the TENAX_FAULTS environment
+// variable, so that every recovery path of a long job can be exercised on purpose.
+//
+// Grammar (whitespace around items is ignored; an empty string is an empty plan):
+//   plan  := item ("," item)*
+//   item  := kind "@" point "=" N ["x" M]
+//   kind  := oom | nan | inf | device | comm | io | kill
+//   point := alloc | step | checkpoint
+// N (from 1) is the occurrence of the point at which the fault fires; "xM" makes it fire on M
+// consecutive occurrences N .. N+M-1. Examples:
+//   oom@alloc=37       the 37th allocation through the fault-injecting resource fails
+//   oom@alloc=37x3     allocations 37, 38 and 39 fail
+//   oom@step=12, nan@step=50, device@step=120, kill@step=75
+// What a fault means at a point is up to the code that owns the point (the fault-injecting
+// memory resource for alloc, the runner for step and checkpoint).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tenax {
+
+enum class FaultKind : unsigned char { oom, nan, inf, device, comm, io, kill };
+enum class FaultPoint : unsigned char { alloc, step, checkpoint };
+
+[[nodiscard]] std::string_view to_string(FaultKind kind) noexcept;
+[[nodiscard]] std::string_view to_string(FaultPoint point) noexcept;
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::oom;
+  FaultPoint point = FaultPoint::alloc;
+  std::uint64_t first = 1;  // occurrence of the point, counted from 1
+  std::uint64_t count = 1;  // consecutive occurrences that fail
+
+  friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
+};
+
+class FaultPlan {
+ public:
+  FaultPlan() = default;
+  explicit FaultPlan(std::vector<FaultSpec> faults);
+  FaultPlan(const FaultPlan& other);
+  FaultPlan& operator=(const FaultPlan& other);
+
+  // Throws UsageError naming the bad item or token and listing the valid kinds and points.
+  [[nodiscard]] static FaultPlan parse(std::string_view text);
+  // parse(getenv("TENAX_FAULTS")); an empty plan when the variable is unset.
+  [[nodiscard]] static FaultPlan from_environment();
+
+  [[nodiscard]] bool empty() const noexcept { return faults_.empty(); }
+  [[nodiscard]] bool has(FaultPoint point) const noexcept;
+  [[nodiscard]] const std::vector<FaultSpec>& faults() const noexcept { return faults_; }
+
+  // True when a fault of `kind` is planned at occurrence `counter` (from 1) of `point`.
+  [[nodiscard]] bool should_fire(FaultKind kind, FaultPoint point,
+                                 std::uint64_t counter) const noexcept;
+
+  // Counts one more occurrence of `point` and returns its number (from 1). Thread-safe; for
+  // points that have a single owner, e.g. the runner's steps.
+  std::uint64_t advance(FaultPoint point) noexcept;
+  [[nodiscard]] std::uint64_t count(FaultPoint point) const noexcept;
+
+  // The plan in the grammar above; parse(to_string()) gives an equal plan.
+  [[nodiscard]] std::string to_string() const;
+
+ private:
+  std::vector<FaultSpec> faults_;
+  std::array<std::atomic<std::uint64_t>, 3> counters_{};
+};
+
+// The process-wide plan, read from TENAX_FAULTS on first use (which throws UsageError for a bad
+// value, and tries again at the next call).
+[[nodiscard]] FaultPlan& process_fault_plan();
+
+}  // namespace tenax

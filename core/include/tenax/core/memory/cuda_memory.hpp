@@ -1,0 +1,27 @@
+// CUDA memory as the rest of tenax sees it, without CUDA headers. Implemented in
+// core/cuda/cuda_memory.cpp; in a build without CUDA every function throws NotCompiledError.
+// Each function first checks that the device is usable (EnvironmentError with the reason if not).
+#pragma once
+
+#include <memory>
+
+#include "tenax/core/device.hpp"
+#include "tenax/core/memory/virtual_memory.hpp"
+#include "tenax/core/memory_resource.hpp"
+
+namespace tenax::cuda {
+
+// The virtual memory arena of a CUDA device (cuMemAddressReserve, cuMemCreate, cuMemMap,
+// cuMemSetAccess; driver entry points found through the runtime, so libcuda is not linked).
+// physical_bytes() is the device's total memory.
+[[nodiscard]] std::shared_ptr<VirtualMemory> make_virtual_memory(Device device);
+
+// Device memory straight from the driver's stream-ordered allocator (cudaMallocAsync /
+// cudaFreeAsync on the given stream); no caching of its own.
+[[nodiscard]] std::shared_ptr<MemoryResource> make_device_resource(Device device);
+
+// Page-locked host memory (cudaHostAlloc / cudaFreeHost) for fast, asynchronous copies; its
+// device() is the CPU.
+[[nodiscard]] std::shared_ptr<MemoryResource> make_pinned_host_resource();
+
+}  // namespace tenax::cuda

@@ -1,0 +1,21 @@
+// Virtual memory arena over host pages: mmap(PROT_NONE, MAP_NORESERVE) reserves addresses
+// without committing memory, mprotect(read|write) maps, madvise(MADV_DONTNEED) plus
+// mprotect(PROT_NONE) unmaps. Pages are committed by the kernel on first touch.
+#pragma once
+
+#include "tenax/core/memory/virtual_memory.hpp"
+
+namespace tenax {
+
+class HostVirtualMemory final : public VirtualMemory {
+ private:
+  [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
+  [[nodiscard]] std::size_t do_granularity() const noexcept override;
+  [[nodiscard]] std::size_t do_physical_bytes() const override;
+  void* do_reserve(std::size_t bytes) override;
+  void do_release(void* base, std::size_t bytes) noexcept override;
+  void do_map(void* addr, std::size_t bytes) override;
+  void do_unmap(void* addr, std::size_t bytes) noexcept override;
+};
+
+}  // namespace tenax

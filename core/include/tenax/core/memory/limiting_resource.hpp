@@ -1,0 +1,29 @@
+// LimitingResource: a byte cap on the bytes outstanding through it (each request counted rounded
+// up to MemoryResource::kAlignment). Simulates a small GPU on the CPU. A request that would take
+// the total over the limit throws OutOfMemoryError naming the request, the limit and the current
+// use, without calling the upstream. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "tenax/core/memory/resource_adaptor.hpp"
+
+namespace tenax {
+
+class LimitingResource final : public ResourceAdaptor {
+ public:
+  LimitingResource(std::shared_ptr<MemoryResource> upstream, std::size_t limit_bytes);
+
+  [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+  [[nodiscard]] std::size_t used() const noexcept { return used_.load(); }
+
+ private:
+  void* do_allocate(std::size_t bytes, StreamRef stream) override;
+  void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+
+  std::size_t limit_;
+  std::atomic<std::size_t> used_{0};
+};
+
+}  // namespace tenax

@@ -1,0 +1,89 @@
+// PoolResource: a caching, best-fit, low-fragmentation memory resource over one virtual memory
+// arena (host or CUDA), in the manner of PyTorch's expandable segments.
+//
+// Design:
+//  - One reservation of address space per pool (address_space bytes, by default four times the
+//    capacity). Every block lives in it, so freed neighbours always merge: allocating 8 blocks
+//    of 16 MiB, freeing them and allocating 4 of 32 MiB reuses the same pages.
+//  - Blocks are carved best-fit (smallest free block that fits, lowest address on ties) from
+//    the front of a free block, found in O(log n) through a set ordered by (stream, size,
+//    address); the rest of the free block stays free. Freed blocks merge with free neighbours.
+//  - Pages are mapped on demand, map_granule bytes at a time, when a block needs them, as long as
+//    the mapped total stays within `capacity`; empty_cache() unmaps every granule that lies
+//    wholly inside free blocks.
+//  - Sizes are rounded up to 512 B below 1 MiB and to 64 KiB from 1 MiB on (fewer distinct sizes,
+//    fewer slivers); every block is aligned to at least MemoryResource::kAlignment.
+//
+// Streams: a freed block remembers the stream it was freed on and is reused only by
+// allocations on that same stream, because work queued on that stream may still be reading it.
+// (The default StreamRef{} is one stream like any other; on the CPU every allocation uses it.)
+// Never-used address space belongs to no stream and merges into its freed neighbours. Handing a
+// block to another stream needs the device to have finished with it: empty_cache() and the
+// out-of-memory ladder synchronise the arena first, after which every free block is open to every
+// stream again. A caller that wants cross-stream reuse without that synchronisation must record an
+// event on the freeing stream and make the allocating stream wait on it before use, and then free
+// and allocate on one stream.
+//
+// Out-of-memory ladder: when a request cannot be served (no free block fits, mapping would exceed
+// the capacity, or the arena fails to map with OutOfMemoryError) the pool synchronises, releases
+// its cached pages and retries; after an arena failure it retries up to `upstream_retries` more
+// times; then it throws OutOfMemoryError whose cause lists the requested and rounded size, the
+// device, capacity, allocated, reserved, reserved-but-unallocated, largest free block,
+// fragmentation index, number of free blocks and the recovery steps taken. A request larger than
+// the capacity fails at once without touching the arena.
+//
+// Thread-safe: one mutex guards the pool.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "tenax/core/memory/memory_stats.hpp"
+#include "tenax/core/memory/virtual_memory.hpp"
+#include "tenax/core/memory_resource.hpp"
+
+namespace tenax {
+
+struct PoolOptions {
+  // Most bytes the pool maps at once; 0 means arena->physical_bytes().
+  std::size_t capacity = 0;
+  // Bytes of address space to reserve; 0 means 4 * capacity. Rounded up to map_granule.
+  std::size_t address_space = 0;
+  // Pages are mapped and unmapped in units of this many bytes (raised to the arena's
+  // granularity; a power of two).
+  std::size_t map_granule = std::size_t{2} << 20;
+  // Extra retries of the ladder after the arena failed to map (a transient failure, e.g. memory
+  // freed by another process meanwhile).
+  int upstream_retries = 2;
+};
+
+class PoolResource final : public MemoryResource {
+ public:
+  // Throws UsageError for a null arena or inconsistent options, OutOfMemoryError when the
+  // address space cannot be reserved.
+  explicit PoolResource(std::shared_ptr<VirtualMemory> arena, PoolOptions options = {});
+  ~PoolResource() override;
+
+  // Bytes a request of `bytes` occupies in the pool.
+  [[nodiscard]] static std::size_t rounded_size(std::size_t bytes) noexcept;
+
+  [[nodiscard]] std::size_t capacity() const noexcept;
+  [[nodiscard]] MemoryStats stats() const;
+  [[nodiscard]] std::string memory_summary() const;
+  // Unmaps the cached pages (granules wholly inside free blocks); returns the bytes unmapped.
+  std::size_t empty_cache() noexcept { return release_cache(); }
+  // Sets every peak to its current value.
+  void reset_peak_stats() noexcept;
+
+ private:
+  void* do_allocate(std::size_t bytes, StreamRef stream) override;
+  void do_deallocate(void* ptr, std::size_t bytes, StreamRef stream) noexcept override;
+  [[nodiscard]] Device do_device() const noexcept override;
+  std::size_t do_release_cache() noexcept override;
+
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace tenax

@@ -1,0 +1,192 @@
+#include "tenax/core/fault_injection.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "tenax/core/error.hpp"
+
+namespace tenax {
+namespace {
+
+constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill";
+constexpr std::string_view kPoints = "alloc, step, checkpoint";
+constexpr std::string_view kSyntax =
+    "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), e.g. "
+    "TENAX_FAULTS=oom@alloc=37,nan@step=50x2; kinds: oom, nan, inf, device, comm, io, kill; "
+    "points: alloc, step, checkpoint";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+[[noreturn]] void bad(std::string_view item, const std::string& what) {
+  throw UsageError("bad fault-injection item '" + std::string(item) + "' in TENAX_FAULTS: " + what,
+                   std::string(kSyntax));
+}
+
+FaultKind parse_kind(std::string_view item, std::string_view token) {
+  static constexpr std::pair<std::string_view, FaultKind> kTable[] = {
+      {"oom", FaultKind::oom},       {"nan", FaultKind::nan},   {"inf", FaultKind::inf},
+      {"device", FaultKind::device}, {"comm", FaultKind::comm}, {"io", FaultKind::io},
+      {"kill", FaultKind::kill}};
+  for (const auto& [name, kind] : kTable) {
+    if (token == name) return kind;
+  }
+  bad(item,
+      "unknown fault kind '" + std::string(token) + "' (valid kinds: " + std::string(kKinds) + ")");
+}
+
+FaultPoint parse_point(std::string_view item, std::string_view token) {
+  if (token == "alloc") return FaultPoint::alloc;
+  if (token == "step") return FaultPoint::step;
+  if (token == "checkpoint") return FaultPoint::checkpoint;
+  bad(item, "unknown injection point '" + std::string(token) +
+                "' (valid points: " + std::string(kPoints) + ")");
+}
+
+std::uint64_t parse_count(std::string_view item, std::string_view token, const char* what) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (token.empty() || ec != std::errc{} || end != token.data() + token.size() || value == 0) {
+    bad(item, std::string(what) + " '" + std::string(token) + "' is not a whole number from 1");
+  }
+  return value;
+}
+
+FaultSpec parse_item(std::string_view item) {
+  const std::size_t at = item.find('@');
+  const std::size_t eq = item.find('=');
+  if (at == std::string_view::npos || eq == std::string_view::npos || eq < at) {
+    bad(item, "expected kind@point=N");
+  }
+  FaultSpec spec;
+  spec.kind = parse_kind(item, trim(item.substr(0, at)));
+  spec.point = parse_point(item, trim(item.substr(at + 1, eq - at - 1)));
+  std::string_view number = trim(item.substr(eq + 1));
+  const std::size_t x = number.find_first_of("xX");
+  if (x != std::string_view::npos) {
+    spec.count = parse_count(item, number.substr(x + 1), "repeat count");
+    number = number.substr(0, x);
+  }
+  spec.first = parse_count(item, number, "occurrence");
+  return spec;
+}
+
+}  // namespace
+
+std::string_view to_string(FaultKind kind) noexcept {
+  switch (kind) {
+    case FaultKind::oom:
+      return "oom";
+    case FaultKind::nan:
+      return "nan";
+    case FaultKind::inf:
+      return "inf";
+    case FaultKind::device:
+      return "device";
+    case FaultKind::comm:
+      return "comm";
+    case FaultKind::io:
+      return "io";
+    case FaultKind::kill:
+      return "kill";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(FaultPoint point) noexcept {
+  switch (point) {
+    case FaultPoint::alloc:
+      return "alloc";
+    case FaultPoint::step:
+      return "step";
+    case FaultPoint::checkpoint:
+      return "checkpoint";
+  }
+  return "unknown";
+}
+
+FaultPlan::FaultPlan(std::vector<FaultSpec> faults) : faults_(std::move(faults)) {}
+
+FaultPlan::FaultPlan(const FaultPlan& other) : faults_(other.faults_) {
+  for (std::size_t i = 0; i < counters_.size(); ++i) counters_[i] = other.counters_[i].load();
+}
+
+FaultPlan& FaultPlan::operator=(const FaultPlan& other) {
+  if (this != &other) {
+    faults_ = other.faults_;
+    for (std::size_t i = 0; i < counters_.size(); ++i) counters_[i] = other.counters_[i].load();
+  }
+  return *this;
+}
+
+FaultPlan FaultPlan::parse(std::string_view text) {
+  std::vector<FaultSpec> faults;
+  const std::string_view whole = text;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    const std::string_view item = trim(text.substr(0, comma));
+    if (!item.empty()) {
+      faults.push_back(parse_item(item));
+    } else if (comma != std::string_view::npos) {
+      bad(whole, "empty item between commas");
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return FaultPlan(std::move(faults));
+}
+
+FaultPlan FaultPlan::from_environment() {
+  const char* value = std::getenv("TENAX_FAULTS");
+  return value == nullptr ? FaultPlan() : parse(value);
+}
+
+bool FaultPlan::has(FaultPoint point) const noexcept {
+  for (const FaultSpec& f : faults_) {
+    if (f.point == point) return true;
+  }
+  return false;
+}
+
+bool FaultPlan::should_fire(FaultKind kind, FaultPoint point,
+                            std::uint64_t counter) const noexcept {
+  for (const FaultSpec& f : faults_) {
+    if (f.kind == kind && f.point == point && counter >= f.first && counter - f.first < f.count) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::uint64_t FaultPlan::advance(FaultPoint point) noexcept {
+  return counters_[static_cast<std::size_t>(point)].fetch_add(1) + 1;
+}
+
+std::uint64_t FaultPlan::count(FaultPoint point) const noexcept {
+  return counters_[static_cast<std::size_t>(point)].load();
+}
+
+std::string FaultPlan::to_string() const {
+  std::string out;
+  for (const FaultSpec& f : faults_) {
+    if (!out.empty()) out += ',';
+    out += tenax::to_string(f.kind);
+    out += '@';
+    out += tenax::to_string(f.point);
+    out += '=';
+    out += std::to_string(f.first);
+    if (f.count != 1) out += 'x' + std::to_string(f.count);
+  }
+  return out;
+}
+
+FaultPlan& process_fault_plan() {
+  static FaultPlan plan = FaultPlan::from_environment();
+  return plan;
+}
+
+}  // namespace tenax

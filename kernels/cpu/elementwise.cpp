@@ -1,0 +1,138 @@
+// CPU backend of the element-wise, fill, cast and mixed-precision-check kernels: the bodies of
+// elementwise_bodies.hpp run from for_each loops.
+#include <cstdint>
+#include <type_traits>
+
+#include "for_each.hpp"
+#include "tenax/kernels/detail/dispatch.hpp"
+#include "tenax/kernels/detail/kernel_declarations.hpp"
+#include "tenax/kernels/elementwise_bodies.hpp"
+
+namespace tenax::kernels::cpu {
+
+using detail::for_each;
+using kernels::detail::dispatch_all;
+using kernels::detail::dispatch_binary;
+using kernels::detail::dispatch_float;
+using kernels::detail::dispatch_unary;
+
+namespace {
+
+// `value` rounded to storage type S (integers truncate; ops::fill has checked the range).
+template <class S>
+S from_double(double value) {
+  if constexpr (std::is_integral_v<S>) {
+    return static_cast<S>(value);
+  } else {
+    S stored;
+    store(stored, static_cast<compute_t<S>>(value));
+    return stored;
+  }
+}
+
+}  // namespace
+
+void fill(CpuContext& context, const Tensor& t, double value) {
+  dispatch_all(t.dtype(), "fill", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    for_each(context, t.numel(), FillBody<S>{static_cast<S*>(t.data()), from_double<S>(value)});
+  });
+}
+
+void random_uniform(CpuContext& context, const Tensor& t, std::uint64_t seed, std::uint64_t offset,
+                    double low, double high) {
+  dispatch_float(t.dtype(), "random_uniform", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    for_each(context, t.numel(),
+             UniformBody<S>{static_cast<S*>(t.data()), seed, offset, static_cast<C>(low),
+                            static_cast<C>(high - low)});
+  });
+}
+
+void random_normal(CpuContext& context, const Tensor& t, std::uint64_t seed, std::uint64_t offset,
+                   double mean, double stddev) {
+  dispatch_float(t.dtype(), "random_normal", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    for_each(context, t.numel(),
+             NormalBody<S>{static_cast<S*>(t.data()), seed, offset, static_cast<C>(mean),
+                           static_cast<C>(stddev)});
+  });
+}
+
+void cast(CpuContext& context, const Tensor& dst, const Tensor& src) {
+  dispatch_float(dst.dtype(), "cast", [&](auto dst_tag) {
+    using D = typename decltype(dst_tag)::type;
+    dispatch_float(src.dtype(), "cast", [&](auto src_tag) {
+      using S = typename decltype(src_tag)::type;
+      for_each(context, src.numel(),
+               CastBody<D, S>{static_cast<D*>(dst.data()), static_cast<const S*>(src.data())});
+    });
+  });
+}
+
+void axpby(CpuContext& context, double a, const Tensor& x, double b, const Tensor& y) {
+  dispatch_float(y.dtype(), "axpby", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    const auto* xs = static_cast<const S*>(x.data());
+    auto* ys = static_cast<S*>(y.data());
+    if (b == 0.0) {
+      for_each(context, y.numel(), AxBody<S>{xs, ys, static_cast<C>(a)});
+    } else {
+      for_each(context, y.numel(), AxpbyBody<S>{xs, ys, static_cast<C>(a), static_cast<C>(b)});
+    }
+  });
+}
+
+void scale(CpuContext& context, double a, const Tensor& x) {
+  dispatch_float(x.dtype(), "scale", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    auto* xs = static_cast<S*>(x.data());
+    for_each(context, x.numel(), AxBody<S>{xs, xs, static_cast<compute_t<S>>(a)});
+  });
+}
+
+void unary(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tensor& out) {
+  dispatch_float(x.dtype(), "unary", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    dispatch_unary(op, [&](auto functor) {
+      for_each(context, x.numel(),
+               UnaryBody<decltype(functor), S>{static_cast<const S*>(x.data()),
+                                               static_cast<S*>(out.data()), functor});
+    });
+  });
+}
+
+void binary(CpuContext& context, ops::BinaryOp op, const Tensor& a, const Tensor& b,
+            const Tensor& out) {
+  dispatch_float(a.dtype(), "binary", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    dispatch_binary(op, [&](auto functor) {
+      for_each(context, a.numel(),
+               BinaryBody<decltype(functor), S>{static_cast<const S*>(a.data()),
+                                                static_cast<const S*>(b.data()),
+                                                static_cast<S*>(out.data()), functor});
+    });
+  });
+}
+
+bool unscale_and_check(CpuContext& context, const Tensor& t, double inv_scale) {
+  return dispatch_float(t.dtype(), "unscale_and_check", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    return detail::for_each_any(
+        context, t.numel(),
+        UnscaleCheckBody<S>{static_cast<S*>(t.data()), static_cast<compute_t<S>>(inv_scale)});
+  });
+}
+
+// The overloads without a context run on the process-wide one.
+#define TENAX_CPU_KERNEL_ON_INSTANCE(ret, name, params, args) \
+  ret name params { return name(CpuContext::instance(), TENAX_UNPAREN args); }
+#define TENAX_UNPAREN(...) __VA_ARGS__
+TENAX_ELEMENTWISE_KERNELS(TENAX_CPU_KERNEL_ON_INSTANCE)
+#undef TENAX_CPU_KERNEL_ON_INSTANCE
+#undef TENAX_UNPAREN
+
+}  // namespace tenax::kernels::cpu

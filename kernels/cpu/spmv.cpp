@@ -1,0 +1,57 @@
+// CPU SpMV: rows split over the CpuContext's workers; each row is spmv_row, the body the CUDA
+// backend runs too, so both sum every row in storage order.
+#include <algorithm>
+#include <cstdint>
+
+#include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/linalg_kernels.hpp"
+#include "tenax/kernels/detail/spmv_body.hpp"
+
+namespace tenax::kernels::cpu {
+namespace {
+
+// Stored entries per chunk below which a row range is not worth a worker thread.
+constexpr std::int64_t kMinEntriesPerChunk = std::int64_t{1} << 15;
+
+template <class T, class I>
+void spmv_typed(CpuContext& context, const SpmvArgs& s) {
+  const I* row_ptr = s.a.row_ptr().data_as<const I>();
+  const I* col_idx = s.a.col_idx().data_as<const I>();
+  const T* values = s.a.values().data_as<const T>();
+  const T* x = s.x.data_as<const T>();
+  T* y = s.y.data_as<T>();
+  const auto alpha = static_cast<T>(s.alpha);
+  const auto beta = static_cast<T>(s.beta);
+  const std::int64_t rows = s.a.rows();
+  // Rows per chunk from the average row length, so that small matrices stay on one thread.
+  const std::int64_t per_row = std::max<std::int64_t>(1, (s.a.nnz() + rows - 1) / rows);
+  const std::int64_t min_chunk = std::max<std::int64_t>(1, kMinEntriesPerChunk / per_row);
+  context.parallel_for(0, rows, min_chunk, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      detail::spmv_row(row_ptr, col_idx, values, x, alpha, beta, y, r);
+    }
+  });
+}
+
+template <class T>
+void spmv_values(CpuContext& context, const SpmvArgs& s) {
+  if (s.a.index_dtype() == DType::i64) {
+    spmv_typed<T, std::int64_t>(context, s);
+  } else {
+    spmv_typed<T, std::int32_t>(context, s);
+  }
+}
+
+}  // namespace
+
+void spmv(CpuContext& context, const SpmvArgs& args) {
+  if (args.a.dtype() == DType::f64) {
+    spmv_values<double>(context, args);
+  } else {
+    spmv_values<float>(context, args);
+  }
+}
+
+void spmv(const SpmvArgs& args) { spmv(CpuContext::instance(), args); }
+
+}  // namespace tenax::kernels::cpu

@@ -1,0 +1,105 @@
+// CPU Laplacian stencils: grid rows split over the CpuContext's workers. Rows on a y or z
+// boundary use the *_at bodies (with the zero-boundary tests); interior rows gather their
+// neighbours directly and call the same *_point arithmetic, a branch-free loop the compiler can
+// vectorise.
+#include <algorithm>
+#include <cstdint>
+
+#include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/linalg_kernels.hpp"
+#include "tenax/kernels/stencil_bodies.hpp"
+
+namespace tenax::kernels::cpu {
+namespace {
+
+// Grid points per chunk below which rows are not worth a worker thread.
+constexpr std::int64_t kMinPointsPerChunk = std::int64_t{1} << 15;
+
+std::int64_t min_rows_per_chunk(std::int64_t nx) {
+  return std::max<std::int64_t>(1, kMinPointsPerChunk / std::max<std::int64_t>(nx, 1));
+}
+
+template <class T>
+void laplacian_5pt_typed(CpuContext& context, const StencilArgs& s) {
+  const T* u = s.u.data_as<const T>();
+  T* out = s.out.data_as<T>();
+  const std::int64_t ny = s.ny;
+  const std::int64_t nx = s.nx;
+  const auto c = laplacian_coefficients<T>(s.hy, s.hx);
+  context.parallel_for(0, ny, min_rows_per_chunk(nx), [&](std::int64_t y0, std::int64_t y1) {
+    for (std::int64_t y = y0; y < y1; ++y) {
+      T* row_out = out + y * nx;
+      if (y == 0 || y + 1 == ny || nx < 3) {
+        for (std::int64_t x = 0; x < nx; ++x) row_out[x] = laplacian_5pt_at(u, ny, nx, y, x, c);
+        continue;
+      }
+      const T* row = u + y * nx;
+      const T* south = row - nx;
+      const T* north = row + nx;
+      row_out[0] = laplacian_5pt_at(u, ny, nx, y, std::int64_t{0}, c);
+      for (std::int64_t x = 1; x + 1 < nx; ++x) {
+        row_out[x] = laplacian_5pt_point(row[x], row[x - 1], row[x + 1], south[x], north[x], c);
+      }
+      row_out[nx - 1] = laplacian_5pt_at(u, ny, nx, y, nx - 1, c);
+    }
+  });
+}
+
+template <class T>
+void laplacian_7pt_typed(CpuContext& context, const StencilArgs& s) {
+  const T* u = s.u.data_as<const T>();
+  T* out = s.out.data_as<T>();
+  const std::int64_t nz = s.nz;
+  const std::int64_t ny = s.ny;
+  const std::int64_t nx = s.nx;
+  const std::int64_t plane = ny * nx;
+  const auto c = laplacian_coefficients<T>(s.hz, s.hy, s.hx);
+  // Rows of all planes, r = z * ny + y.
+  context.parallel_for(0, nz * ny, min_rows_per_chunk(nx), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t z = r / ny;
+      const std::int64_t y = r % ny;
+      T* row_out = out + r * nx;
+      if (z == 0 || z + 1 == nz || y == 0 || y + 1 == ny || nx < 3) {
+        for (std::int64_t x = 0; x < nx; ++x) {
+          row_out[x] = laplacian_7pt_at(u, nz, ny, nx, z, y, x, c);
+        }
+        continue;
+      }
+      const T* row = u + r * nx;
+      const T* south = row - nx;
+      const T* north = row + nx;
+      const T* below = row - plane;
+      const T* above = row + plane;
+      row_out[0] = laplacian_7pt_at(u, nz, ny, nx, z, y, std::int64_t{0}, c);
+      for (std::int64_t x = 1; x + 1 < nx; ++x) {
+        row_out[x] = laplacian_7pt_point(row[x], row[x - 1], row[x + 1], south[x], north[x],
+                                         below[x], above[x], c);
+      }
+      row_out[nx - 1] = laplacian_7pt_at(u, nz, ny, nx, z, y, nx - 1, c);
+    }
+  });
+}
+
+}  // namespace
+
+void laplacian_5pt(CpuContext& context, const StencilArgs& args) {
+  if (args.u.dtype() == DType::f64) {
+    laplacian_5pt_typed<double>(context, args);
+  } else {
+    laplacian_5pt_typed<float>(context, args);
+  }
+}
+
+void laplacian_7pt(CpuContext& context, const StencilArgs& args) {
+  if (args.u.dtype() == DType::f64) {
+    laplacian_7pt_typed<double>(context, args);
+  } else {
+    laplacian_7pt_typed<float>(context, args);
+  }
+}
+
+void laplacian_5pt(const StencilArgs& args) { laplacian_5pt(CpuContext::instance(), args); }
+void laplacian_7pt(const StencilArgs& args) { laplacian_7pt(CpuContext::instance(), args); }
+
+}  // namespace tenax::kernels::cpu

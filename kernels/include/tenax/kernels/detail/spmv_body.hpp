@@ -1,0 +1,28 @@
+// The SpMV row body shared by the CPU and CUDA backends (see stencil_bodies.hpp for the idea):
+// y[row] = alpha * (A x)[row] + beta * y[row], summing the row's entries in storage order.
+#pragma once
+
+#include <cstdint>
+
+#include "tenax/core/host_device.hpp"
+
+namespace tenax::kernels::detail {
+
+template <class T, class I>
+TENAX_HD inline T csr_row_dot(const I* row_ptr, const I* col_idx, const T* values, const T* x,
+                              std::int64_t row) {
+  T sum = T(0);
+  const I end = row_ptr[row + 1];
+  for (I j = row_ptr[row]; j < end; ++j) sum += values[j] * x[col_idx[j]];
+  return sum;
+}
+
+// With beta == 0 the old y is not read, so y may hold garbage (NaN) on entry, as in BLAS.
+template <class T, class I>
+TENAX_HD inline void spmv_row(const I* row_ptr, const I* col_idx, const T* values, const T* x,
+                              T alpha, T beta, T* y, std::int64_t row) {
+  const T dot = csr_row_dot(row_ptr, col_idx, values, x, row);
+  y[row] = beta == T(0) ? alpha * dot : alpha * dot + beta * y[row];
+}
+
+}  // namespace tenax::kernels::detail

@@ -1,0 +1,250 @@
+// Element-wise kernel bodies, written once and run by both backends.
+//
+// Each body is a small functor whose TENAX_HD operator()(i) handles element i. The CPU backend
+// calls it from a tight loop over a chunk of a parallel_for, the CUDA backend from a grid-stride
+// loop, so the arithmetic the GPU runs is the arithmetic the CPU tests check. Storage types are
+// double, float, Half and BFloat16; the 16-bit types are loaded into float, computed in float
+// and rounded to nearest even on store (half.hpp, the same bits on host and device).
+//
+// Internal to the kernels layer: ops users call tenax::ops (ops_elementwise.hpp).
+#pragma once
+
+#include <math.h>  // the global expf, tanhf, ... that CUDA also declares for device code
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#include "tenax/core/dtype.hpp"
+#include "tenax/core/half.hpp"
+#include "tenax/core/host_device.hpp"
+#include "tenax/core/philox.hpp"
+
+namespace tenax::kernels {
+
+// ---- storage <-> compute ----
+
+template <class S>
+struct ComputeOf {
+  using type = S;
+};
+template <>
+struct ComputeOf<Half> {
+  using type = float;
+};
+template <>
+struct ComputeOf<BFloat16> {
+  using type = float;
+};
+// The type a storage type is computed in: float for f16/bf16, itself otherwise.
+template <class S>
+using compute_t = typename ComputeOf<S>::type;
+
+TENAX_HD inline double load(double v) { return v; }
+TENAX_HD inline float load(float v) { return v; }
+TENAX_HD inline float load(Half v) { return half_bits_to_float(v.bits); }
+TENAX_HD inline float load(BFloat16 v) { return bf16_bits_to_float(v.bits); }
+
+TENAX_HD inline void store(double& dst, double v) { dst = v; }
+TENAX_HD inline void store(float& dst, float v) { dst = v; }
+TENAX_HD inline void store(Half& dst, float v) { dst.bits = float_to_half_bits(v); }
+TENAX_HD inline void store(BFloat16& dst, float v) { dst.bits = float_to_bf16_bits(v); }
+
+// True for infinities and NaNs. Written as a comparison (NaN compares false) so that CPU loops
+// vectorise; no fast-math is in effect, so the compiler keeps the NaN semantics.
+TENAX_HD inline bool is_nonfinite(float v) { return !(fabsf(v) <= FLT_MAX); }
+TENAX_HD inline bool is_nonfinite(double v) { return !(fabs(v) <= DBL_MAX); }
+
+// ---- unary operations (UnaryOp) ----
+
+struct NegOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    return -v;
+  }
+};
+struct AbsOp {
+  TENAX_HD float operator()(float v) const { return fabsf(v); }
+  TENAX_HD double operator()(double v) const { return fabs(v); }
+};
+struct ExpOp {
+  TENAX_HD float operator()(float v) const { return expf(v); }
+  TENAX_HD double operator()(double v) const { return ::exp(v); }
+};
+struct LogOp {
+  TENAX_HD float operator()(float v) const { return logf(v); }
+  TENAX_HD double operator()(double v) const { return ::log(v); }
+};
+struct SqrtOp {
+  TENAX_HD float operator()(float v) const { return sqrtf(v); }
+  TENAX_HD double operator()(double v) const { return ::sqrt(v); }
+};
+struct TanhOp {
+  TENAX_HD float operator()(float v) const { return tanhf(v); }
+  TENAX_HD double operator()(double v) const { return ::tanh(v); }
+};
+// max(v, 0); NaN stays NaN.
+struct ReluOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    return v < T(0) ? T(0) : v;
+  }
+};
+struct SigmoidOp {
+  TENAX_HD float operator()(float v) const { return 1.0f / (1.0f + expf(-v)); }
+  TENAX_HD double operator()(double v) const { return 1.0 / (1.0 + ::exp(-v)); }
+};
+struct SquareOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    return v * v;
+  }
+};
+
+// ---- binary operations (BinaryOp) ----
+
+struct AddOp {
+  template <class T>
+  TENAX_HD T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct SubOp {
+  template <class T>
+  TENAX_HD T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+struct MulOp {
+  template <class T>
+  TENAX_HD T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+struct DivOp {
+  template <class T>
+  TENAX_HD T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+// NaN-propagating: a NaN in either operand gives NaN.
+struct MaximumOp {
+  template <class T>
+  TENAX_HD T operator()(T a, T b) const {
+    return (a != a || a > b) ? a : b;
+  }
+};
+struct MinimumOp {
+  template <class T>
+  TENAX_HD T operator()(T a, T b) const {
+    return (a != a || a < b) ? a : b;
+  }
+};
+
+// ---- bodies: functor(i) handles element i ----
+
+// t[i] = value, where value is already in t's storage type.
+template <class S>
+struct FillBody {
+  S* t;
+  S value;
+  TENAX_HD void operator()(std::int64_t i) const { t[i] = value; }
+};
+
+// dst[i] = src[i] converted (through src's compute type, then dst's compute type).
+template <class D, class S>
+struct CastBody {
+  D* dst;
+  const S* src;
+  TENAX_HD void operator()(std::int64_t i) const {
+    store(dst[i], static_cast<compute_t<D>>(load(src[i])));
+  }
+};
+
+// y = a * x + b * y.
+template <class S>
+struct AxpbyBody {
+  const S* x;
+  S* y;
+  compute_t<S> a;
+  compute_t<S> b;
+  TENAX_HD void operator()(std::int64_t i) const { store(y[i], a * load(x[i]) + b * load(y[i])); }
+};
+
+// y = a * x (axpby with b == 0: y is not read).
+template <class S>
+struct AxBody {
+  const S* x;
+  S* y;
+  compute_t<S> a;
+  TENAX_HD void operator()(std::int64_t i) const { store(y[i], a * load(x[i])); }
+};
+
+template <class Op, class S>
+struct UnaryBody {
+  const S* x;
+  S* out;
+  Op op;
+  TENAX_HD void operator()(std::int64_t i) const { store(out[i], op(load(x[i]))); }
+};
+
+template <class Op, class S>
+struct BinaryBody {
+  const S* a;
+  const S* b;
+  S* out;
+  Op op;
+  TENAX_HD void operator()(std::int64_t i) const { store(out[i], op(load(a[i]), load(b[i]))); }
+};
+
+// t[i] *= inv_scale; returns 1 when the stored result is infinite or NaN, else 0. The backends
+// OR the results of all elements.
+template <class S>
+struct UnscaleCheckBody {
+  S* t;
+  compute_t<S> inv_scale;
+  TENAX_HD int operator()(std::int64_t i) const {
+    S stored;
+    store(stored, load(t[i]) * inv_scale);
+    t[i] = stored;
+    return is_nonfinite(load(stored)) ? 1 : 0;
+  }
+};
+
+// t[i] = low + (high - low) * u_i with u_i uniform in [0, 1) from Philox (philox.hpp), in t's
+// compute type: uniform_f64 for f64, uniform_f32 for the others.
+template <class S>
+struct UniformBody {
+  S* t;
+  std::uint64_t seed;
+  std::uint64_t offset;
+  compute_t<S> low;
+  compute_t<S> width;
+  TENAX_HD void operator()(std::int64_t i) const {
+    const auto k = static_cast<std::uint64_t>(i);
+    if constexpr (sizeof(compute_t<S>) == sizeof(double)) {
+      store(t[i], low + width * uniform_f64(seed, offset, k));
+    } else {
+      store(t[i], low + width * uniform_f32(seed, offset, k));
+    }
+  }
+};
+
+// t[i] = mean + stddev * z_i with z_i standard normal from Philox (Box-Muller, philox.hpp).
+template <class S>
+struct NormalBody {
+  S* t;
+  std::uint64_t seed;
+  std::uint64_t offset;
+  compute_t<S> mean;
+  compute_t<S> stddev;
+  TENAX_HD void operator()(std::int64_t i) const {
+    const auto k = static_cast<std::uint64_t>(i);
+    if constexpr (sizeof(compute_t<S>) == sizeof(double)) {
+      store(t[i], scale_normal(normal_f64(seed, offset, k), mean, stddev));
+    } else {
+      store(t[i], scale_normal(normal_f32(seed, offset, k), mean, stddev));
+    }
+  }
+};
+
+}  // namespace tenax::kernels

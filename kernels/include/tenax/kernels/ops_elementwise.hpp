@@ -1,0 +1,123 @@
+// Element-wise, copy/cast, random, reduction and mixed-precision-check ops.
+//
+// Every op checks its operands (defined, same device, same dtype, same shape, floating dtype)
+// and throws UsageError naming the op, the operands and the fix; then it runs the kernel of the
+// tensors' device. A CUDA tensor in a build without CUDA raises NotCompiledError.
+//
+// Style: an op that makes a new tensor returns it (`Tensor add(a, b)`); its `_into` variant
+// writes into a caller-provided `out` of the right shape, dtype and device (out may alias an
+// input). Ops that update a tensor (fill, random_*, axpby, scale, unscale_and_check) work in
+// place. f16 and bf16 are computed in f32 and rounded to nearest even on store.
+//
+// Reductions accumulate in f64 over fixed blocks of kReduceBlock elements combined in a fixed
+// tree order: the result does not depend on the thread count, and the CUDA backend returns the
+// same bits as the CPU backend (see elementwise_bodies.hpp).
+//
+// Ops on the CPU use CpuContext::instance(); CUDA ops are ordered on the device context's stream
+// and return when their result is usable from the host (reductions) or enqueued (the others).
+#pragma once
+
+#include <cstdint>
+
+#include "tenax/core/tensor.hpp"
+
+namespace tenax::ops {
+
+enum class UnaryOp : std::uint8_t { neg, abs, exp, log, sqrt, tanh, relu, sigmoid, square };
+enum class BinaryOp : std::uint8_t { add, sub, mul, div, maximum, minimum };
+
+[[nodiscard]] const char* to_string(UnaryOp op) noexcept;
+[[nodiscard]] const char* to_string(BinaryOp op) noexcept;
+
+// ---- fill, random, copy, cast ----
+
+// Sets every element of t to `value`: rounded to a floating dtype; for an integer dtype the
+// value must be a whole number in its range (UsageError otherwise).
+void fill(const Tensor& t, double value);
+
+// Counter-based random numbers (Philox4x32-10, philox.hpp) at generator state (seed, offset):
+// element i of t is value i of the draw, a pure function of (seed, offset, i), the same bits on
+// CPU and GPU. offset counts 128-bit Philox blocks: a draw of n values uses blocks
+// [offset, offset + ceil(n / 4)), so the next independent draw starts at offset + ceil(n / 4).
+// Floating dtypes only; f64 uses 53 random bits, the others f32 values (rounded on store).
+// Uniform: low + (high - low) * u with u in [0, 1) (rounding can give high itself for f16/bf16
+// or wide ranges). Normal: mean + stddev * z (Box-Muller).
+void random_uniform(const Tensor& t, std::uint64_t seed, std::uint64_t offset, double low = 0.0,
+                    double high = 1.0);
+void random_normal(const Tensor& t, std::uint64_t seed, std::uint64_t offset, double mean = 0.0,
+                   double stddev = 1.0);
+
+// Copies src into dst: same dtype and shape, any two devices. Returns when dst holds the data.
+void copy(const Tensor& dst, const Tensor& src);
+
+// src converted to `dtype` on src's device (a copy even when the dtype is unchanged).
+// Floating dtypes only; f64 -> f16/bf16 rounds through f32.
+[[nodiscard]] Tensor cast(const Tensor& src, DType dtype);
+// Converts src into dst (same shape, any floating dtypes, any devices). Across devices the
+// narrower representation is the one transferred: a narrowing cast runs on src's device before
+// the copy, a widening cast on dst's device after it.
+void cast_into(const Tensor& dst, const Tensor& src);
+
+// ---- BLAS-1 ----
+
+// y = a * x + b * y, in place. When b == 0, y is not read (NaN or garbage in y does not matter).
+void axpby(double a, const Tensor& x, double b, const Tensor& y);
+// x = a * x, in place.
+void scale(double a, const Tensor& x);
+
+// ---- reductions (result in f64; the inputs may be any floating dtype) ----
+
+[[nodiscard]] double dot(const Tensor& x, const Tensor& y);
+// sqrt(sum of squares) accumulated in f64 without rescaling: f64 inputs above ~1e154 overflow.
+[[nodiscard]] double nrm2(const Tensor& x);
+[[nodiscard]] double sum(const Tensor& x);  // 0 for an empty tensor
+// Largest element; NaN when any element is NaN. Throws UsageError for an empty tensor.
+[[nodiscard]] double max(const Tensor& x);
+
+// ---- element-wise ----
+
+[[nodiscard]] Tensor unary(UnaryOp op, const Tensor& x);
+void unary_into(UnaryOp op, const Tensor& x, const Tensor& out);
+[[nodiscard]] Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
+
+[[nodiscard]] inline Tensor neg(const Tensor& x) { return unary(UnaryOp::neg, x); }
+[[nodiscard]] inline Tensor abs(const Tensor& x) { return unary(UnaryOp::abs, x); }
+[[nodiscard]] inline Tensor exp(const Tensor& x) { return unary(UnaryOp::exp, x); }
+[[nodiscard]] inline Tensor log(const Tensor& x) { return unary(UnaryOp::log, x); }
+[[nodiscard]] inline Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
+[[nodiscard]] inline Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
+[[nodiscard]] inline Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
+[[nodiscard]] inline Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
+[[nodiscard]] inline Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
+
+[[nodiscard]] inline Tensor add(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::add, a, b);
+}
+[[nodiscard]] inline Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::sub, a, b);
+}
+[[nodiscard]] inline Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::mul, a, b);
+}
+[[nodiscard]] inline Tensor div(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::div, a, b);
+}
+// NaN-propagating element-wise maximum and minimum.
+[[nodiscard]] inline Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::maximum, a, b);
+}
+[[nodiscard]] inline Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary(BinaryOp::minimum, a, b);
+}
+
+// ---- mixed-precision checks ----
+
+// Multiplies t in place by 1/scale and returns true when any element of the result (as stored
+// in t's dtype) is infinite or NaN. One pass over t. Used to unscale gradients under dynamic
+// loss scaling: `true` means skip the step and back off the scale. scale must be finite and > 0.
+[[nodiscard]] bool unscale_and_check(const Tensor& t, double scale);
+// Number of infinite or NaN elements of t.
+[[nodiscard]] std::int64_t count_nonfinite(const Tensor& t);
+
+}  // namespace tenax::ops

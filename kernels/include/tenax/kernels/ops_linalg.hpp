@@ -1,0 +1,58 @@
+// Dense and sparse linear algebra and grid stencils: the checked ops of tenax::ops.
+//
+// Every op validates its arguments first and throws UsageError naming the op, the operands and
+// the fix (e.g. "gemm: a has shape [3, 4] but b has shape [5, 2]; inner dimensions 4 and 5 must
+// match"); then it runs on the device of its tensors: the CPU backend (Eigen, and the worker
+// pool of CpuContext) or the CUDA backend (cuBLAS and kernels launched on the device's stream,
+// asynchronously). Outputs must not overlap inputs. A build without CUDA throws
+// NotCompiledError for CUDA tensors. Safe to call from several threads on distinct outputs.
+#pragma once
+
+#include <cstdint>
+
+#include "tenax/core/tensor.hpp"
+#include "tenax/kernels/csr_matrix.hpp"
+
+namespace tenax::ops {
+
+enum class Transpose : bool { no = false, yes = true };
+
+// C = alpha * op(A) * op(B) + beta * C for 2-D contiguous row-major tensors on one device, where
+// op(X) is X or X^T. op(A) is [m, k], op(B) is [k, n], C is [m, n].
+//
+// Dtypes: A and B share one floating dtype. f64 and f32 compute and store in that dtype. f16
+// and bf16 inputs are multiplied with f32 accumulation (on the CPU the inputs are converted to
+// f32 exactly, then multiplied as f32; on CUDA cublasGemmEx with CUBLAS_COMPUTE_32F); C may be
+// f32 (result stored unrounded) or the input dtype (rounded once, at the end). alpha and beta
+// are used in f64 for f64 and in f32 otherwise.
+//
+// With beta == 0, C is only written (it may hold NaN on entry), as in BLAS. k == 0 gives
+// C = beta * C.
+void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0,
+          Transpose transpose_a = Transpose::no, Transpose transpose_b = Transpose::no);
+
+// A * B as a new tensor on their device; the result has the dtype of A and B (f16/bf16 results
+// are accumulated in f32 and rounded once).
+[[nodiscard]] Tensor matmul(const Tensor& a, const Tensor& b);
+// A * B with an explicit result dtype: that of A and B, or f32 for f16/bf16 inputs.
+[[nodiscard]] Tensor matmul(const Tensor& a, const Tensor& b, DType out_dtype);
+
+// y = alpha * A * x + beta * y for a CSR matrix A [rows, cols], x [cols], y [rows], all on one
+// device with one dtype (f64 or f32). Each row sums its entries in storage order on every
+// backend. With beta == 0, y is only written.
+void spmv(const CsrMatrix& a, const Tensor& x, const Tensor& y, double alpha = 1.0,
+          double beta = 0.0);
+
+// out = discrete Laplacian of u on a 2-D grid [ny, nx] (5-point stencil) with Dirichlet-zero
+// boundaries (neighbours outside the grid count as 0):
+//   out[y][x] = (u[y][x-1] + u[y][x+1]) / hx^2 + (u[y-1][x] + u[y+1][x]) / hy^2
+//               - 2 (1/hx^2 + 1/hy^2) u[y][x].
+// u and out have one shape and dtype (f64 or f32) and one device; spacings must be positive.
+void laplacian_5pt(const Tensor& u, const Tensor& out, double h = 1.0);
+void laplacian_5pt(const Tensor& u, const Tensor& out, double hy, double hx);
+
+// The 3-D analogue on [nz, ny, nx] (7-point stencil), adding (u[z-1] + u[z+1]) / hz^2.
+void laplacian_7pt(const Tensor& u, const Tensor& out, double h = 1.0);
+void laplacian_7pt(const Tensor& u, const Tensor& out, double hz, double hy, double hx);
+
+}  // namespace tenax::ops

@@ -1,0 +1,214 @@
+#include "tenax/kernels/csr_matrix.hpp"
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tenax {
+namespace {
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+void check_index_tensor(const char* name, const Tensor& t) {
+  TENAX_EXPECTS(t.defined(), UsageError,
+                std::string("CsrMatrix: ") + name + " is an undefined tensor",
+                "pass a 1-D i32 or i64 tensor");
+  TENAX_EXPECTS(
+      t.dtype() == DType::i32 || t.dtype() == DType::i64, UsageError,
+      std::string("CsrMatrix: ") + name + " is " + t.describe() + " but indices must be i32 or i64",
+      "store the indices as i32 or i64");
+  TENAX_EXPECTS(t.shape().rank() == 1, UsageError,
+                std::string("CsrMatrix: ") + name + " is " + t.describe() + " but must be 1-D",
+                "reshape it to [" + str(t.numel()) + "]");
+}
+
+// Reads index tensors as i64 on the host.
+std::vector<std::int64_t> host_indices(const Tensor& t) {
+  const Tensor host = t.to(Device::cpu());
+  std::vector<std::int64_t> out(static_cast<std::size_t>(host.numel()));
+  if (host.dtype() == DType::i64) {
+    if (!out.empty()) std::memcpy(out.data(), host.data(), host.nbytes());
+  } else {
+    const std::int32_t* p = host.data_as<const std::int32_t>();
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = p[i];
+  }
+  return out;
+}
+
+template <class T, class I>
+Tensor csr_to_dense(std::int64_t rows, std::int64_t cols, const Tensor& row_ptr,
+                    const Tensor& col_idx, const Tensor& values) {
+  Tensor dense = Tensor::empty({rows, cols}, dtype_of<T>);
+  T* d = dense.data_as<T>();
+  for (std::int64_t i = 0; i < rows * cols; ++i) d[i] = T(0);
+  const I* rp = row_ptr.data_as<const I>();
+  const I* ci = col_idx.data_as<const I>();
+  const T* v = values.data_as<const T>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (I j = rp[r]; j < rp[r + 1]; ++j) d[r * cols + ci[j]] += v[j];
+  }
+  return dense;
+}
+
+template <class T, class I>
+CsrMatrix dense_to_csr(const Tensor& dense, DType index_dtype) {
+  const std::int64_t rows = dense.shape()[0];
+  const std::int64_t cols = dense.shape()[1];
+  const T* d = dense.data_as<const T>();
+  std::int64_t nnz = 0;
+  for (std::int64_t i = 0; i < rows * cols; ++i) nnz += d[i] != T(0) ? 1 : 0;
+  Tensor row_ptr = Tensor::empty({rows + 1}, index_dtype);
+  Tensor col_idx = Tensor::empty({nnz}, index_dtype);
+  Tensor values = Tensor::empty({nnz}, dtype_of<T>);
+  I* rp = row_ptr.data_as<I>();
+  I* ci = col_idx.data_as<I>();
+  T* v = values.data_as<T>();
+  I next = 0;
+  rp[0] = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const T x = d[r * cols + c];
+      if (x == T(0)) continue;
+      ci[next] = static_cast<I>(c);
+      v[next] = x;
+      ++next;
+    }
+    rp[r + 1] = next;
+  }
+  return CsrMatrix(rows, cols, std::move(row_ptr), std::move(col_idx), std::move(values));
+}
+
+}  // namespace
+
+CsrMatrix::CsrMatrix(std::int64_t rows, std::int64_t cols, Tensor row_ptr, Tensor col_idx,
+                     Tensor values)
+    : rows_(rows),
+      cols_(cols),
+      row_ptr_(std::move(row_ptr)),
+      col_idx_(std::move(col_idx)),
+      values_(std::move(values)) {
+  TENAX_EXPECTS(
+      rows_ >= 0 && cols_ >= 0, UsageError,
+      "CsrMatrix: rows = " + str(rows_) + " and cols = " + str(cols_) + " but both must be >= 0",
+      "pass the matrix dimensions");
+  check_index_tensor("row_ptr", row_ptr_);
+  check_index_tensor("col_idx", col_idx_);
+  TENAX_EXPECTS(values_.defined(), UsageError, "CsrMatrix: values is an undefined tensor",
+                "pass a 1-D f64 or f32 tensor");
+  TENAX_EXPECTS(values_.dtype() == DType::f64 || values_.dtype() == DType::f32, UsageError,
+                "CsrMatrix: values is " + values_.describe() + " but must be f64 or f32",
+                "cast the values to f64 or f32");
+  TENAX_EXPECTS(values_.shape().rank() == 1, UsageError,
+                "CsrMatrix: values is " + values_.describe() + " but must be 1-D",
+                "reshape it to [" + str(values_.numel()) + "]");
+  TENAX_EXPECTS(row_ptr_.device() == values_.device() && col_idx_.device() == values_.device(),
+                UsageError,
+                "CsrMatrix: row_ptr is on " + to_string(row_ptr_.device()) + ", col_idx on " +
+                    to_string(col_idx_.device()) + " and values on " + to_string(values_.device()),
+                "move all three to one device with to(device)");
+  TENAX_EXPECTS(row_ptr_.dtype() == col_idx_.dtype(), UsageError,
+                "CsrMatrix: row_ptr is " + std::string(to_string(row_ptr_.dtype())) +
+                    " but col_idx is " + std::string(to_string(col_idx_.dtype())),
+                "store both index tensors with the same dtype (i32 or i64)");
+  TENAX_EXPECTS(row_ptr_.numel() == rows_ + 1, UsageError,
+                "CsrMatrix: row_ptr has " + str(row_ptr_.numel()) + " entries but a matrix with " +
+                    str(rows_) + " rows needs rows + 1 = " + str(rows_ + 1),
+                "row_ptr[r] is where row r starts in col_idx/values, with one extra entry at the "
+                "end holding nnz");
+  TENAX_EXPECTS(col_idx_.numel() == values_.numel(), UsageError,
+                "CsrMatrix: col_idx has " + str(col_idx_.numel()) + " entries but values has " +
+                    str(values_.numel()),
+                "give col_idx and values one entry per stored nonzero");
+  nnz_ = values_.numel();
+
+  const std::vector<std::int64_t> rp = host_indices(row_ptr_);
+  TENAX_EXPECTS(rp[0] == 0, UsageError, "CsrMatrix: row_ptr[0] is " + str(rp[0]) + " but must be 0",
+                "start row_ptr at 0 (row 0 begins at the first entry)");
+  for (std::int64_t r = 0; r < rows_; ++r) {
+    TENAX_EXPECTS(rp[r] <= rp[r + 1], UsageError,
+                  "CsrMatrix: row_ptr is not monotone: row_ptr[" + str(r) + "] = " + str(rp[r]) +
+                      " > row_ptr[" + str(r + 1) + "] = " + str(rp[r + 1]),
+                  "row_ptr must be non-decreasing; row_ptr[r + 1] - row_ptr[r] is the number of "
+                  "entries of row r");
+  }
+  TENAX_EXPECTS(rp[rows_] == nnz_, UsageError,
+                "CsrMatrix: row_ptr[" + str(rows_) + "] = " + str(rp[rows_]) +
+                    " but col_idx and values have " + str(nnz_) + " entries",
+                "the last row_ptr entry must equal the number of stored nonzeros");
+  const std::vector<std::int64_t> ci = host_indices(col_idx_);
+  for (std::int64_t j = 0; j < nnz_; ++j) {
+    if (ci[j] >= 0 && ci[j] < cols_) [[likely]] {
+      continue;
+    }
+    std::int64_t row = 0;
+    while (row + 1 < rows_ && rp[row + 1] <= j) ++row;
+    throw UsageError("CsrMatrix: column index out of range: col_idx[" + str(j) +
+                         "] = " + str(ci[j]) + " (row " + str(row) + ") but the matrix has " +
+                         str(cols_) + " columns",
+                     "column indices must lie in [0, cols); check cols and col_idx");
+  }
+}
+
+CsrMatrix::CsrMatrix(Validated, std::int64_t rows, std::int64_t cols, Tensor row_ptr,
+                     Tensor col_idx, Tensor values)
+    : rows_(rows),
+      cols_(cols),
+      nnz_(values.numel()),
+      row_ptr_(std::move(row_ptr)),
+      col_idx_(std::move(col_idx)),
+      values_(std::move(values)) {}
+
+CsrMatrix CsrMatrix::from_dense(const Tensor& dense, DType index_dtype) {
+  TENAX_EXPECTS(dense.defined() && dense.shape().rank() == 2, UsageError,
+                "CsrMatrix::from_dense: dense is " + dense.describe() + " but must be 2-D",
+                "pass a [rows, cols] tensor");
+  TENAX_EXPECTS(dense.device().is_cpu(), UsageError,
+                "CsrMatrix::from_dense: dense is " + dense.describe() + " but must be on the CPU",
+                "call from_dense(dense.to(Device::cpu())) and move the result with to(device)");
+  TENAX_EXPECTS(index_dtype == DType::i32 || index_dtype == DType::i64, UsageError,
+                "CsrMatrix::from_dense: index dtype " + std::string(to_string(index_dtype)) +
+                    " is not an index type",
+                "use DType::i32 or DType::i64");
+  const bool i64 = index_dtype == DType::i64;
+  if (dense.dtype() == DType::f64) {
+    return i64 ? dense_to_csr<double, std::int64_t>(dense, index_dtype)
+               : dense_to_csr<double, std::int32_t>(dense, index_dtype);
+  }
+  TENAX_EXPECTS(dense.dtype() == DType::f32, UsageError,
+                "CsrMatrix::from_dense: dense is " + dense.describe() + " but must be f64 or f32",
+                "cast it to f64 or f32 first");
+  return i64 ? dense_to_csr<float, std::int64_t>(dense, index_dtype)
+             : dense_to_csr<float, std::int32_t>(dense, index_dtype);
+}
+
+CsrMatrix CsrMatrix::to(Device device) const {
+  if (device == this->device() || !defined()) return *this;
+  return CsrMatrix(Validated{}, rows_, cols_, row_ptr_.to(device), col_idx_.to(device),
+                   values_.to(device));
+}
+
+Tensor CsrMatrix::to_dense() const {
+  if (!defined()) return Tensor::empty({0, 0}, DType::f64);
+  const CsrMatrix host = to(Device::cpu());
+  const bool i64 = index_dtype() == DType::i64;
+  if (dtype() == DType::f64) {
+    return i64 ? csr_to_dense<double, std::int64_t>(rows_, cols_, host.row_ptr_, host.col_idx_,
+                                                    host.values_)
+               : csr_to_dense<double, std::int32_t>(rows_, cols_, host.row_ptr_, host.col_idx_,
+                                                    host.values_);
+  }
+  return i64 ? csr_to_dense<float, std::int64_t>(rows_, cols_, host.row_ptr_, host.col_idx_,
+                                                 host.values_)
+             : csr_to_dense<float, std::int32_t>(rows_, cols_, host.row_ptr_, host.col_idx_,
+                                                 host.values_);
+}
+
+std::string CsrMatrix::describe() const {
+  if (!defined()) return "empty csr matrix";
+  return "csr " + std::string(to_string(dtype())) + "[" + str(rows_) + ", " + str(cols_) +
+         "] (nnz " + str(nnz_) + ", " + std::string(to_string(index_dtype())) + " indices) on " +
+         to_string(device());
+}
+
+}  // namespace tenax

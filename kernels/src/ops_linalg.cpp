@@ -1,0 +1,212 @@
+// Checked front end of the linear-algebra ops: validate, then run the kernel of the device.
+#include "tenax/kernels/ops_linalg.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "tenax/kernels/checks.hpp"
+#include "tenax/kernels/detail/linalg_kernels.hpp"
+
+namespace tenax::ops {
+namespace {
+
+using detail::check_defined;
+using detail::check_same_device;
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(DType d) { return std::string(to_string(d)); }
+
+// Whether the storage of two tensors on the same device intersects.
+bool overlaps(const Tensor& x, const Tensor& y) {
+  if (x.nbytes() == 0 || y.nbytes() == 0 || x.device() != y.device()) return false;
+  const auto* x0 = static_cast<const unsigned char*>(x.data());
+  const auto* y0 = static_cast<const unsigned char*>(y.data());
+  return x0 < y0 + y.nbytes() && y0 < x0 + x.nbytes();
+}
+
+void check_no_overlap(std::string_view op, std::string_view out_name, const Tensor& out,
+                      std::string_view in_name, const Tensor& in) {
+  TENAX_EXPECTS(!overlaps(out, in), UsageError,
+                std::string(op) + ": " + std::string(out_name) + " overlaps " +
+                    std::string(in_name) + " in memory",
+                "write the result to a separate tensor (e.g. Tensor::empty_like(" +
+                    std::string(in_name) + "))");
+}
+
+void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,
+                std::string_view what) {
+  TENAX_EXPECTS(t.shape().rank() == rank, UsageError,
+                std::string(op) + ": " + std::string(name) + " has shape " + to_string(t.shape()) +
+                    " but must be " + std::string(what),
+                "reshape it with reshape(...) to " + std::string(what));
+}
+
+void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t) {
+  TENAX_EXPECTS(t.dtype() == DType::f64 || t.dtype() == DType::f32, UsageError,
+                std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+                    " but the op supports f64 and f32",
+                "cast it to f64 or f32 with ops::cast");
+}
+
+std::string operand(std::string_view name, const Tensor& t, bool transposed) {
+  if (!transposed) return std::string(name) + " has shape " + to_string(t.shape());
+  return std::string(name) + "^T has shape [" + str(t.shape()[1]) + ", " + str(t.shape()[0]) +
+         "] (" + std::string(name) + " is " + to_string(t.shape()) + ")";
+}
+
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+void check_spacing(std::string_view op, std::string_view name, double h) {
+  TENAX_EXPECTS(std::isfinite(h) && h > 0.0, UsageError,
+                std::string(op) + ": grid spacing " + std::string(name) + " = " +
+                    std::to_string(h) + " but must be positive and finite",
+                "pass the distance between neighbouring grid points");
+}
+
+void check_stencil_operands(std::string_view op, const Tensor& u, const Tensor& out, int rank,
+                            std::string_view what) {
+  detail::check_compatible(op, "u", u, "out", out);
+  check_rank(op, "u", u, rank, what);
+  check_f64_or_f32(op, "u", u);
+  check_no_overlap(op, "out", out, "u", u);
+}
+
+}  // namespace
+
+void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
+          Transpose transpose_a, Transpose transpose_b) {
+  constexpr std::string_view op = "gemm";
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_defined(op, "c", c);
+  check_rank(op, "a", a, 2, "a 2-D matrix [rows, cols]");
+  check_rank(op, "b", b, 2, "a 2-D matrix [rows, cols]");
+  check_rank(op, "c", c, 2, "a 2-D matrix [rows, cols]");
+  check_same_device(op, "a", a, "b", b);
+  check_same_device(op, "a", a, "c", c);
+  detail::check_same_dtype(op, "a", a, "b", b);
+  detail::check_floating(op, "a", a);
+  const DType in = a.dtype();
+  const bool c_ok = c.dtype() == in || (is_half(in) && c.dtype() == DType::f32);
+  TENAX_EXPECTS(c_ok, UsageError, "gemm: a and b are " + str(in) + " but c is " + str(c.dtype()),
+                is_half(in) ? "make c " + str(in) + " or f32 (the product accumulates in f32)"
+                            : "make c " + str(in) + ", the dtype of a and b");
+
+  const bool ta = transpose_a == Transpose::yes;
+  const bool tb = transpose_b == Transpose::yes;
+  const std::int64_t m = a.shape()[ta ? 1 : 0];
+  const std::int64_t k = a.shape()[ta ? 0 : 1];
+  const std::int64_t kb = b.shape()[tb ? 1 : 0];
+  const std::int64_t n = b.shape()[tb ? 0 : 1];
+  TENAX_EXPECTS(k == kb, UsageError,
+                "gemm: " + operand("a", a, ta) + " but " + operand("b", b, tb) +
+                    "; inner dimensions " + str(k) + " and " + str(kb) + " must match",
+                "give op(a) as many columns as op(b) has rows (check the shapes, or pass "
+                "Transpose::yes for an operand stored transposed)");
+  TENAX_EXPECTS(c.shape()[0] == m && c.shape()[1] == n, UsageError,
+                "gemm: c has shape " + to_string(c.shape()) + " but op(a) * op(b) has shape [" +
+                    str(m) + ", " + str(n) + "]",
+                "allocate c as [" + str(m) + ", " + str(n) + "]");
+  check_no_overlap(op, "c", c, "a", a);
+  check_no_overlap(op, "c", c, "b", b);
+  if (m == 0 || n == 0) return;
+
+  kernels::GemmArgs args{a, b, c, m, n, k, ta, tb, alpha, beta};
+  if (c.device().is_cpu()) {
+    kernels::cpu::gemm(args);
+  } else {
+    kernels::cuda::gemm(args);
+  }
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_defined("matmul", "a", a);
+  return matmul(a, b, a.dtype());
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, DType out_dtype) {
+  constexpr std::string_view op = "matmul";
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_rank(op, "a", a, 2, "a 2-D matrix [rows, cols]");
+  check_rank(op, "b", b, 2, "a 2-D matrix [rows, cols]");
+  TENAX_EXPECTS(a.shape()[1] == b.shape()[0], UsageError,
+                "matmul: a has shape " + to_string(a.shape()) + " but b has shape " +
+                    to_string(b.shape()) + "; inner dimensions " + str(a.shape()[1]) + " and " +
+                    str(b.shape()[0]) + " must match",
+                "give a as many columns as b has rows");
+  Tensor c = Tensor::empty({a.shape()[0], b.shape()[1]}, out_dtype, a.device());
+  gemm(a, b, c);
+  return c;
+}
+
+void spmv(const CsrMatrix& a, const Tensor& x, const Tensor& y, double alpha, double beta) {
+  constexpr std::string_view op = "spmv";
+  TENAX_EXPECTS(a.defined(), UsageError, "spmv: a is an empty CsrMatrix with no storage",
+                "construct it from row_ptr, col_idx and values (or CsrMatrix::from_dense)");
+  check_defined(op, "x", x);
+  check_defined(op, "y", y);
+  check_same_device(op, "a", a.values(), "x", x);
+  check_same_device(op, "a", a.values(), "y", y);
+  TENAX_EXPECTS(x.dtype() == a.dtype() && y.dtype() == a.dtype(), UsageError,
+                "spmv: a is " + str(a.dtype()) + " but x is " + str(x.dtype()) + " and y is " +
+                    str(y.dtype()),
+                "cast x and y to " + str(a.dtype()) +
+                    " with ops::cast (or build a with their "
+                    "dtype)");
+  TENAX_EXPECTS(x.shape().rank() == 1 && x.numel() == a.cols(), UsageError,
+                "spmv: a is " + a.describe() + " but x has shape " + to_string(x.shape()),
+                "pass x of shape [" + str(a.cols()) + "] (one entry per column of a)");
+  TENAX_EXPECTS(y.shape().rank() == 1 && y.numel() == a.rows(), UsageError,
+                "spmv: a is " + a.describe() + " but y has shape " + to_string(y.shape()),
+                "pass y of shape [" + str(a.rows()) + "] (one entry per row of a)");
+  check_no_overlap(op, "y", y, "x", x);
+  check_no_overlap(op, "y", y, "a.values", a.values());
+  check_no_overlap(op, "y", y, "a.col_idx", a.col_idx());
+  check_no_overlap(op, "y", y, "a.row_ptr", a.row_ptr());
+  if (a.rows() == 0) return;
+
+  kernels::SpmvArgs args{a, x, y, alpha, beta};
+  if (y.device().is_cpu()) {
+    kernels::cpu::spmv(args);
+  } else {
+    kernels::cuda::spmv(args);
+  }
+}
+
+void laplacian_5pt(const Tensor& u, const Tensor& out, double h) { laplacian_5pt(u, out, h, h); }
+
+void laplacian_5pt(const Tensor& u, const Tensor& out, double hy, double hx) {
+  constexpr std::string_view op = "laplacian_5pt";
+  check_stencil_operands(op, u, out, 2, "a 2-D grid [ny, nx]");
+  check_spacing(op, "hy", hy);
+  check_spacing(op, "hx", hx);
+  if (u.numel() == 0) return;
+  kernels::StencilArgs args{u, out, 1, u.shape()[0], u.shape()[1], 1.0, hy, hx};
+  if (u.device().is_cpu()) {
+    kernels::cpu::laplacian_5pt(args);
+  } else {
+    kernels::cuda::laplacian_5pt(args);
+  }
+}
+
+void laplacian_7pt(const Tensor& u, const Tensor& out, double h) { laplacian_7pt(u, out, h, h, h); }
+
+void laplacian_7pt(const Tensor& u, const Tensor& out, double hz, double hy, double hx) {
+  constexpr std::string_view op = "laplacian_7pt";
+  check_stencil_operands(op, u, out, 3, "a 3-D grid [nz, ny, nx]");
+  check_spacing(op, "hz", hz);
+  check_spacing(op, "hy", hy);
+  check_spacing(op, "hx", hx);
+  if (u.numel() == 0) return;
+  kernels::StencilArgs args{u, out, u.shape()[0], u.shape()[1], u.shape()[2], hz, hy, hx};
+  if (u.device().is_cpu()) {
+    kernels::cpu::laplacian_7pt(args);
+  } else {
+    kernels::cuda::laplacian_7pt(args);
+  }
+}
+
+}  // namespace tenax::ops

@@ -1,0 +1,196 @@
+// The CUDA backend of the element-wise, cast, random and reduction ops against the CPU backend,
+// the reference. Arithmetic that is correctly rounded on both sides (and the reductions, which
+// share one fixed order) must match bit for bit; exp, log, tanh and sigmoid use each side's math
+// library and must agree within a few units in the last place.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/tensor_values.hpp"
+#include "tenax/core/cuda_runtime.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+
+namespace tenax {
+namespace {
+
+using testing::make_tensor;
+using testing::values_of;
+
+// Not a multiple of the reduction block or of the CUDA grid, and large enough for many blocks.
+constexpr std::int64_t kSize = 1'000'003;
+
+class ElementwiseGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
+    if (!cuda.usable) {
+      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
+    }
+  }
+  static Device gpu() { return Device::cuda(0); }
+};
+
+std::vector<double> random_values(std::int64_t n, unsigned seed, double lo = -4.0,
+                                  double hi = 4.0) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) x = dist(engine);
+  return v;
+}
+
+// The same bytes (NaNs included) on both backends.
+void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.device(), Device::cpu());
+  const Tensor back = gpu.to(Device::cpu());
+  ASSERT_EQ(cpu.nbytes(), back.nbytes());
+  EXPECT_EQ(std::memcmp(cpu.data(), back.data(), cpu.nbytes()), 0) << what << " differs";
+}
+
+// Within `ulps` units in the last place of the dtype (NaNs must match NaNs).
+void expect_close(const Tensor& cpu, const Tensor& gpu, double ulps, const std::string& what) {
+  const std::vector<double> a = values_of(cpu);
+  const std::vector<double> b = values_of(gpu);
+  ASSERT_EQ(a.size(), b.size());
+  int digits = 53;
+  if (cpu.dtype() == DType::f32) digits = 24;
+  if (cpu.dtype() == DType::f16) digits = 11;
+  if (cpu.dtype() == DType::bf16) digits = 8;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      ASSERT_TRUE(std::isnan(a[i]) && std::isnan(b[i])) << what << " at " << i;
+      continue;
+    }
+    const double tolerance = ulps * std::ldexp(std::max(std::fabs(a[i]), 1e-30), -digits + 1);
+    ASSERT_NEAR(a[i], b[i], tolerance) << what << " at " << i;
+  }
+}
+
+TEST_F(ElementwiseGpu, FillRandomAndCastMatchBitForBit) {
+  for (DType dtype : kFloatDTypes) {
+    const std::string name(to_string(dtype));
+    Tensor c = Tensor::empty({kSize}, dtype);
+    Tensor g = Tensor::empty({kSize}, dtype, gpu());
+    ops::fill(c, 0.1);
+    ops::fill(g, 0.1);
+    expect_identical(c, g, "fill " + name);
+    ops::random_uniform(c, 11, 5, -1.0, 3.0);
+    ops::random_uniform(g, 11, 5, -1.0, 3.0);
+    expect_identical(c, g, "random_uniform " + name);
+    ops::random_normal(c, 11, 5, 0.5, 2.0);
+    ops::random_normal(g, 11, 5, 0.5, 2.0);
+    expect_identical(c, g, "random_normal " + name);
+    for (DType to : kFloatDTypes) {
+      expect_identical(ops::cast(c, to), ops::cast(g, to),
+                       "cast " + name + " -> " + std::string(to_string(to)));
+    }
+  }
+}
+
+TEST_F(ElementwiseGpu, CopyAndCastAcrossDevices) {
+  const Tensor src = make_tensor(random_values(kSize, 1), DType::f32);
+  for (DType to : kFloatDTypes) {
+    const Tensor reference = ops::cast(src, to);
+    Tensor on_gpu = Tensor::empty({kSize}, to, gpu());
+    ops::cast_into(on_gpu, src);  // widening or narrowing, CPU -> GPU
+    expect_identical(reference, on_gpu, "cast_into cpu -> gpu");
+    Tensor back = Tensor::empty({kSize}, DType::f32);
+    ops::cast_into(back, on_gpu);  // GPU -> CPU
+    expect_identical(ops::cast(reference, DType::f32), back, "cast_into gpu -> cpu");
+  }
+  Tensor g = Tensor::empty({kSize}, DType::f32, gpu());
+  ops::copy(g, src);
+  Tensor g2 = Tensor::empty({kSize}, DType::f32, gpu());
+  ops::copy(g2, g);
+  expect_identical(src, g2, "copy");
+}
+
+TEST_F(ElementwiseGpu, Blas1AndCorrectlyRoundedOpsMatchBitForBit) {
+  for (DType dtype : kFloatDTypes) {
+    const std::string name(to_string(dtype));
+    const Tensor x = make_tensor(random_values(kSize, 2), dtype);
+    const Tensor y = make_tensor(random_values(kSize, 3), dtype);
+    const Tensor gx = x.to(gpu());
+    const Tensor gy = y.to(gpu());
+    Tensor cy = y.clone();
+    Tensor gy2 = gy.clone();
+    ops::axpby(0.75, x, -1.5, cy);
+    ops::axpby(0.75, gx, -1.5, gy2);
+    expect_identical(cy, gy2, "axpby " + name);
+    ops::scale(3.0, cy);
+    ops::scale(3.0, gy2);
+    expect_identical(cy, gy2, "scale " + name);
+    for (ops::UnaryOp op : {ops::UnaryOp::neg, ops::UnaryOp::abs, ops::UnaryOp::sqrt,
+                            ops::UnaryOp::relu, ops::UnaryOp::square}) {
+      expect_identical(ops::unary(op, x), ops::unary(op, gx),
+                       std::string(ops::to_string(op)) + " " + name);
+    }
+    for (ops::BinaryOp op : {ops::BinaryOp::add, ops::BinaryOp::sub, ops::BinaryOp::mul,
+                             ops::BinaryOp::div, ops::BinaryOp::maximum, ops::BinaryOp::minimum}) {
+      expect_identical(ops::binary(op, x, y), ops::binary(op, gx, gy),
+                       std::string(ops::to_string(op)) + " " + name);
+    }
+  }
+}
+
+TEST_F(ElementwiseGpu, TranscendentalOpsAgreeWithinAFewUlps) {
+  for (DType dtype : kFloatDTypes) {
+    const Tensor x = make_tensor(random_values(kSize, 4, 0.01, 8.0), dtype);
+    const Tensor gx = x.to(gpu());
+    for (ops::UnaryOp op :
+         {ops::UnaryOp::exp, ops::UnaryOp::log, ops::UnaryOp::tanh, ops::UnaryOp::sigmoid}) {
+      // f16/bf16 results differ by at most one rounding step of the narrow type.
+      const double ulps = (dtype == DType::f16 || dtype == DType::bf16) ? 1.0 : 4.0;
+      expect_close(ops::unary(op, x), ops::unary(op, gx), ulps,
+                   std::string(ops::to_string(op)) + " " + std::string(to_string(dtype)));
+    }
+  }
+}
+
+TEST_F(ElementwiseGpu, ReductionsReturnTheCpuBits) {
+  for (DType dtype : kFloatDTypes) {
+    const std::string name(to_string(dtype));
+    std::vector<double> v = random_values(kSize, 5);
+    const Tensor x = make_tensor(v, dtype);
+    const Tensor y = make_tensor(random_values(kSize, 6), dtype);
+    const Tensor gx = x.to(gpu());
+    const Tensor gy = y.to(gpu());
+    EXPECT_EQ(ops::sum(x), ops::sum(gx)) << name;
+    EXPECT_EQ(ops::dot(x, y), ops::dot(gx, gy)) << name;
+    EXPECT_EQ(ops::nrm2(x), ops::nrm2(gx)) << name;
+    EXPECT_EQ(ops::max(x), ops::max(gx)) << name;
+    EXPECT_EQ(ops::count_nonfinite(x), 0);
+    EXPECT_EQ(ops::count_nonfinite(gx), 0);
+    v[17] = std::nan("");
+    v[kSize - 1] = INFINITY;
+    const Tensor bad = make_tensor(v, dtype);
+    EXPECT_EQ(ops::count_nonfinite(bad.to(gpu())), 2) << name;
+    EXPECT_TRUE(std::isnan(ops::max(bad.to(gpu())))) << name;
+  }
+}
+
+TEST_F(ElementwiseGpu, UnscaleAndCheckMatchesAndFindsOneNaN) {
+  for (DType dtype : kFloatDTypes) {
+    const std::string name(to_string(dtype));
+    Tensor c = make_tensor(random_values(kSize, 7), dtype);
+    Tensor g = c.to(gpu());
+    EXPECT_FALSE(ops::unscale_and_check(c, 3.0)) << name;
+    EXPECT_FALSE(ops::unscale_and_check(g, 3.0)) << name;
+    expect_identical(c, g, "unscale_and_check " + name);
+    for (std::int64_t where : {std::int64_t{0}, kSize / 2, kSize - 1}) {
+      Tensor h = c.clone();
+      testing::set_value(h, where, std::nan(""));
+      Tensor gh = h.to(gpu());
+      EXPECT_TRUE(ops::unscale_and_check(gh, 1024.0)) << name << " at " << where;
+      EXPECT_TRUE(ops::unscale_and_check(h, 1024.0)) << name << " at " << where;
+      expect_identical(h, gh, "unscale_and_check with a NaN " + name);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenax

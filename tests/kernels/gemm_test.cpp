@@ -1,0 +1,306 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/linalg_test_helpers.hpp"
+#include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/linalg_kernels.hpp"
+#include "tenax/kernels/ops_linalg.hpp"
+
+namespace tenax {
+namespace {
+
+using ops::Transpose;
+using testing::make_tensor;
+using testing::naive_gemm;
+using testing::random_integers;
+using testing::random_reals;
+using testing::values_of;
+
+Shape stored_shape(std::int64_t rows, std::int64_t cols, bool transposed) {
+  return transposed ? Shape{cols, rows} : Shape{rows, cols};
+}
+
+Transpose flag(bool t) { return t ? Transpose::yes : Transpose::no; }
+
+// Per-element bound on the rounding error of a GEMM accumulated in a type with unit roundoff u:
+// (k + 2) u (|alpha| sum_p |a_ip b_pj| + |beta c_ij|).
+std::vector<double> error_bound(const std::vector<double>& a, const std::vector<double>& b,
+                                const std::vector<double>& c, std::int64_t m, std::int64_t n,
+                                std::int64_t k, bool ta, bool tb, double alpha, double beta,
+                                double u) {
+  std::vector<double> abs_a(a.size()), abs_b(b.size()), abs_c(c.size());
+  for (std::size_t i = 0; i < a.size(); ++i) abs_a[i] = std::fabs(a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) abs_b[i] = std::fabs(b[i]);
+  for (std::size_t i = 0; i < c.size(); ++i) abs_c[i] = std::fabs(c[i]);
+  std::vector<double> bound =
+      naive_gemm(abs_a, abs_b, abs_c, m, n, k, ta, tb, std::fabs(alpha), std::fabs(beta));
+  for (double& x : bound) x = x * static_cast<double>(k + 2) * u + 1e-30;
+  return bound;
+}
+
+// (m, n, k): small, odd, and larger than one 128-row panel of the CPU backend.
+const std::tuple<std::int64_t, std::int64_t, std::int64_t> kSizes[] = {
+    {1, 1, 1}, {3, 5, 4}, {7, 2, 9}, {33, 17, 65}, {130, 21, 40}, {300, 70, 19}};
+
+TEST(Gemm, F64IsExactOnSmallIntegerMatricesForEveryTransposeAlphaAndBeta) {
+  std::uint32_t seed = 1;
+  for (const auto& [m, n, k] : kSizes) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        for (const auto& [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{2.0, -3.0},
+                                          std::pair{-1.0, 1.0}, std::pair{0.5, 0.25}}) {
+          const auto a = random_integers(m * k, 4, seed++);
+          const auto b = random_integers(k * n, 4, seed++);
+          const auto c0 = random_integers(m * n, 8, seed++);
+          const Tensor ta_t = make_tensor(stored_shape(m, k, ta), DType::f64, a);
+          const Tensor tb_t = make_tensor(stored_shape(k, n, tb), DType::f64, b);
+          const Tensor c = make_tensor({m, n}, DType::f64, c0);
+          ops::gemm(ta_t, tb_t, c, alpha, beta, flag(ta), flag(tb));
+          const auto want = naive_gemm(a, b, c0, m, n, k, ta, tb, alpha, beta);
+          const auto got = values_of(c);
+          for (std::size_t i = 0; i < want.size(); ++i) {
+            ASSERT_EQ(got[i], want[i])
+                << "m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb
+                << " alpha=" << alpha << " beta=" << beta << " element " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, F32MatchesTheNaiveReferenceWithinTheRoundingBound) {
+  std::uint32_t seed = 100;
+  const double u = std::ldexp(1.0, -24);
+  for (const auto& [m, n, k] : kSizes) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        const double alpha = 1.5;
+        const double beta = -0.5;
+        const auto a = random_reals(m * k, DType::f32, seed++);
+        const auto b = random_reals(k * n, DType::f32, seed++);
+        const auto c0 = random_reals(m * n, DType::f32, seed++);
+        const Tensor c = make_tensor({m, n}, DType::f32, c0);
+        ops::gemm(make_tensor(stored_shape(m, k, ta), DType::f32, a),
+                  make_tensor(stored_shape(k, n, tb), DType::f32, b), c, alpha, beta, flag(ta),
+                  flag(tb));
+        const auto want = naive_gemm(a, b, c0, m, n, k, ta, tb, alpha, beta);
+        const auto bound = error_bound(a, b, c0, m, n, k, ta, tb, alpha, beta, u);
+        const auto got = values_of(c);
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          ASSERT_NEAR(got[i], want[i], bound[i])
+              << "m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb;
+        }
+      }
+    }
+  }
+}
+
+// f16/bf16 inputs accumulate in f32: the reference multiplies the rounded inputs exactly.
+void check_half_inputs(DType dtype, DType out_dtype, double out_unit_roundoff) {
+  std::uint32_t seed = 200;
+  const double u32 = std::ldexp(1.0, -24);
+  for (const auto& [m, n, k] : kSizes) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        const double alpha = 2.0;
+        const double beta = 0.5;
+        const auto a = random_reals(m * k, dtype, seed++);
+        const auto b = random_reals(k * n, dtype, seed++);
+        const auto c0 = random_reals(m * n, out_dtype, seed++);
+        const Tensor c = make_tensor({m, n}, out_dtype, c0);
+        ops::gemm(make_tensor(stored_shape(m, k, ta), dtype, a),
+                  make_tensor(stored_shape(k, n, tb), dtype, b), c, alpha, beta, flag(ta),
+                  flag(tb));
+        const auto want = naive_gemm(a, b, c0, m, n, k, ta, tb, alpha, beta);
+        const auto bound = error_bound(a, b, c0, m, n, k, ta, tb, alpha, beta, u32);
+        const auto got = values_of(c);
+        for (std::size_t i = 0; i < want.size(); ++i) {
+          const double tol = bound[i] + std::fabs(want[i]) * out_unit_roundoff * 1.01;
+          ASSERT_NEAR(got[i], want[i], tol)
+              << to_string(dtype) << " -> " << to_string(out_dtype) << " m=" << m << " n=" << n
+              << " k=" << k << " ta=" << ta << " tb=" << tb;
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, F16InputsAccumulateInF32) {
+  check_half_inputs(DType::f16, DType::f32, 0.0);
+  check_half_inputs(DType::f16, DType::f16, std::ldexp(1.0, -11));
+}
+
+TEST(Gemm, Bf16InputsAccumulateInF32) {
+  check_half_inputs(DType::bf16, DType::f32, 0.0);
+  check_half_inputs(DType::bf16, DType::bf16, std::ldexp(1.0, -8));
+}
+
+TEST(Gemm, F16AccumulationIsNotF16) {
+  // A sum of 4096 ones: an f16 accumulator would stall at 2048 (2049 is not an f16).
+  const std::int64_t k = 4096;
+  const Tensor a = make_tensor({1, k}, DType::f16, std::vector<double>(k, 1.0));
+  const Tensor b = make_tensor({k, 1}, DType::f16, std::vector<double>(k, 1.0));
+  const Tensor c = Tensor::empty({1, 1}, DType::f32);
+  ops::gemm(a, b, c);
+  EXPECT_EQ(values_of(c)[0], 4096.0);
+}
+
+TEST(Gemm, BetaZeroDoesNotReadC) {
+  const Tensor a = make_tensor({2, 2}, DType::f32, {1, 2, 3, 4});
+  const Tensor b = make_tensor({2, 2}, DType::f32, {1, 0, 0, 1});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor c = make_tensor({2, 2}, DType::f32, {nan, nan, nan, nan});
+  ops::gemm(a, b, c);
+  EXPECT_EQ(values_of(c), (std::vector<double>{1, 2, 3, 4}));
+}
+
+TEST(Gemm, EmptyInnerDimensionScalesC) {
+  const Tensor a = Tensor::empty({2, 0}, DType::f64);
+  const Tensor b = Tensor::empty({0, 3}, DType::f64);
+  const Tensor c = make_tensor({2, 3}, DType::f64, {1, 2, 3, 4, 5, 6});
+  ops::gemm(a, b, c, 1.0, 2.0);
+  EXPECT_EQ(values_of(c), (std::vector<double>{2, 4, 6, 8, 10, 12}));
+  ops::gemm(a, b, c);
+  EXPECT_EQ(values_of(c), (std::vector<double>(6, 0.0)));
+  const Tensor empty_c = Tensor::empty({0, 3}, DType::f64);
+  ops::gemm(Tensor::empty({0, 4}, DType::f64), Tensor::empty({4, 3}, DType::f64), empty_c);
+}
+
+TEST(Gemm, ResultDoesNotDependOnTheThreadCount) {
+  struct Case {
+    std::int64_t m, n, k;
+    bool ta, tb;
+  };
+  // Tails of every size, a matrix-vector shape (n = 1), depth blocking (large k), transposes.
+  const Case cases[] = {{523, 97, 301, false, true},   {200, 1, 50, false, false},
+                        {49, 5, 4, true, false},       {1, 64, 64, false, false},
+                        {611, 33, 1000, true, true},   {1024, 64, 96, false, false},
+                        {3000, 1, 1500, false, false}, {3000, 2, 1500, true, false}};
+  std::uint32_t seed = 7;
+  for (const Case& cs : cases) {
+    for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
+      const Tensor a = make_tensor(stored_shape(cs.m, cs.k, cs.ta), dtype,
+                                   random_reals(cs.m * cs.k, dtype, seed++));
+      const Tensor b = make_tensor(stored_shape(cs.k, cs.n, cs.tb), dtype,
+                                   random_reals(cs.n * cs.k, dtype, seed++));
+      const DType out = dtype == DType::bf16 ? DType::f32 : dtype;
+      const Tensor c0 = make_tensor({cs.m, cs.n}, out, random_reals(cs.m * cs.n, out, seed++));
+      std::vector<Tensor> results;
+      for (const int threads : {1, 2, 3, 5, 8}) {
+        CpuContext context(threads);
+        const Tensor c = c0.clone();
+        kernels::cpu::gemm(context, {a, b, c, cs.m, cs.n, cs.k, cs.ta, cs.tb, 1.25, -0.75});
+        results.push_back(c);
+      }
+      for (std::size_t i = 1; i < results.size(); ++i) {
+        EXPECT_EQ(std::memcmp(results[i].data(), results[0].data(), results[0].nbytes()), 0)
+            << to_string(dtype) << " m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " result "
+            << i;
+      }
+    }
+  }
+}
+
+TEST(Matmul, ReturnsANewTensorOfTheInputDtypeOrTheRequestedOne) {
+  const Tensor a = make_tensor({2, 3}, DType::f64, {1, 2, 3, 4, 5, 6});
+  const Tensor b = make_tensor({3, 2}, DType::f64, {7, 8, 9, 10, 11, 12});
+  const Tensor c = ops::matmul(a, b);
+  EXPECT_EQ(c.shape(), (Shape{2, 2}));
+  EXPECT_EQ(c.dtype(), DType::f64);
+  EXPECT_EQ(values_of(c), (std::vector<double>{58, 64, 139, 154}));
+
+  const Tensor h = ops::matmul(make_tensor({2, 3}, DType::bf16, {1, 2, 3, 4, 5, 6}),
+                               make_tensor({3, 2}, DType::bf16, {7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(h.dtype(), DType::bf16);
+  EXPECT_EQ(values_of(h), (std::vector<double>{58, 64, 139, 154}));
+  const Tensor f = ops::matmul(make_tensor({2, 3}, DType::f16, {1, 2, 3, 4, 5, 6}),
+                               make_tensor({3, 2}, DType::f16, {7, 8, 9, 10, 11, 12}), DType::f32);
+  EXPECT_EQ(f.dtype(), DType::f32);
+  EXPECT_EQ(values_of(f), (std::vector<double>{58, 64, 139, 154}));
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.fault_class(), FaultClass::usage);
+    EXPECT_FALSE(e.fix().empty());
+    return e.cause() + " -- fix: " + e.fix();
+  }
+  ADD_FAILURE() << "expected a UsageError";
+  return {};
+}
+
+TEST(Gemm, ErrorsNameTheOperandsAndTheFix) {
+  const Tensor a = Tensor::empty({3, 4}, DType::f32);
+  const Tensor b = Tensor::empty({5, 2}, DType::f32);
+  const Tensor c = Tensor::empty({3, 2}, DType::f32);
+  std::string m = message_of([&] { ops::gemm(a, b, c); });
+  EXPECT_NE(m.find("gemm: a has shape [3, 4] but b has shape [5, 2]; inner dimensions 4 and 5 "
+                   "must match"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("Transpose::yes"), std::string::npos) << m;
+
+  m = message_of([&] {
+    ops::gemm(a, Tensor::empty({2, 5}, DType::f32), c, 1.0, 0.0, Transpose::yes, Transpose::yes);
+  });
+  EXPECT_NE(m.find("a^T has shape [4, 3] (a is [3, 4]) but b^T has shape [5, 2]"),
+            std::string::npos)
+      << m;
+
+  m = message_of([&] {
+    ops::gemm(a, Tensor::empty({4, 2}, DType::f32), Tensor::empty({2, 3}, DType::f32));
+  });
+  EXPECT_NE(m.find("c has shape [2, 3] but op(a) * op(b) has shape [3, 2]"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("allocate c as [3, 2]"), std::string::npos) << m;
+
+  m = message_of([&] { ops::gemm(a, Tensor::empty({4, 2}, DType::f64), c); });
+  EXPECT_NE(m.find("gemm: a is f32 but b is f64"), std::string::npos) << m;
+
+  m = message_of([&] {
+    ops::gemm(a, Tensor::empty({4, 2}, DType::f32), Tensor::empty({3, 2}, DType::f64));
+  });
+  EXPECT_NE(m.find("gemm: a and b are f32 but c is f64"), std::string::npos) << m;
+
+  m = message_of([&] {
+    ops::gemm(Tensor::empty({3, 4}, DType::f16), Tensor::empty({4, 2}, DType::f16),
+              Tensor::empty({3, 2}, DType::bf16));
+  });
+  EXPECT_NE(m.find("make c f16 or f32"), std::string::npos) << m;
+
+  m = message_of([&] { ops::gemm(Tensor::empty({12}, DType::f32), b, c); });
+  EXPECT_NE(m.find("gemm: a has shape [12] but must be a 2-D matrix"), std::string::npos) << m;
+
+  m = message_of([&] {
+    ops::gemm(Tensor::empty({3, 4}, DType::i32), Tensor::empty({4, 2}, DType::i32),
+              Tensor::empty({3, 2}, DType::i32));
+  });
+  EXPECT_NE(m.find("floating-point"), std::string::npos) << m;
+
+  m = message_of([&] { ops::gemm(Tensor(), b, c); });
+  EXPECT_NE(m.find("gemm: a is an undefined tensor"), std::string::npos) << m;
+
+  const Tensor square = Tensor::empty({4, 4}, DType::f32);
+  m = message_of([&] { ops::gemm(square, Tensor::empty({4, 4}, DType::f32), square); });
+  EXPECT_NE(m.find("gemm: c overlaps a"), std::string::npos) << m;
+
+  m = message_of([&] { (void)ops::matmul(a, b); });
+  EXPECT_NE(m.find("matmul: a has shape [3, 4] but b has shape [5, 2]; inner dimensions 4 and 5 "
+                   "must match"),
+            std::string::npos)
+      << m;
+}
+
+}  // namespace
+}  // namespace tenax

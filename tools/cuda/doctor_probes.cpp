@@ -1,0 +1,173 @@
+// CUDA library probes of `tenax doctor`.
+#include <cublas_api.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "doctor_probes.hpp"
+#include "tenax/core/cuda_runtime.hpp"
+#include "tenax/core/error.hpp"
+
+namespace tenax::tools {
+
+namespace {
+
+std::string dotted(int major, int minor, int patch) {
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+std::string cuda_version(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+// The shared object that defines `symbol`: tells which of several installed copies was loaded.
+std::string library_path(const void* symbol) {
+  Dl_info info{};
+  if (dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return {};
+  return info.dli_fname;
+}
+
+void expect(cudaError_t status, const char* call) {
+  if (status == cudaSuccess) return;
+  const int code = static_cast<int>(status);
+  cudaGetLastError();
+  throw Error(cuda::classify_status(code),
+              std::string(call) + " failed with " + cudaGetErrorName(status) + " (" +
+                  cudaGetErrorString(status) + ")",
+              "run nvidia-smi to check the device; rerun tenax doctor after fixing what it shows");
+}
+
+// Restores the calling thread's current device when the probe ends.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int ordinal) {
+    expect(cudaGetDevice(&previous_), "cudaGetDevice");
+    expect(cudaSetDevice(ordinal), "cudaSetDevice");
+  }
+  ~DeviceGuard() { cudaSetDevice(previous_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+struct DeviceFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+struct PinnedFree {
+  void operator()(void* p) const { cudaFreeHost(p); }
+};
+
+std::unique_ptr<unsigned char, DeviceFree> device_buffer(std::size_t bytes) {
+  void* p = nullptr;
+  expect(cudaMalloc(&p, bytes), "cudaMalloc");
+  return std::unique_ptr<unsigned char, DeviceFree>(static_cast<unsigned char*>(p));
+}
+
+std::unique_ptr<unsigned char, PinnedFree> pinned_buffer(std::size_t bytes) {
+  void* p = nullptr;
+  expect(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "cudaHostAlloc");
+  return std::unique_ptr<unsigned char, PinnedFree>(static_cast<unsigned char*>(p));
+}
+
+// Best of a few timed copies after one warm-up: the rate the link can sustain.
+double copy_rate(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  expect(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");
+  double best = 0;
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    const auto start = std::chrono::steady_clock::now();
+    expect(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");
+    expect(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const std::chrono::duration<double> seconds = std::chrono::steady_clock::now() - start;
+    best = std::max(best, static_cast<double>(bytes) / seconds.count() / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+LibraryProbe probe_cuda_runtime() {
+  LibraryProbe p;
+  p.compiled = true;
+  int version = 0;
+  cudaRuntimeGetVersion(&version);
+  p.version = cuda_version(version);
+  p.header_version = cuda_version(CUDART_VERSION);
+  p.version_code = version;
+  p.header_version_code = CUDART_VERSION;
+  p.path = library_path(reinterpret_cast<const void*>(&cudaRuntimeGetVersion));
+  return p;
+}
+
+LibraryProbe probe_cublas() {
+  LibraryProbe p;
+  p.compiled = true;
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  // A library query: needs neither a driver nor a device.
+  cublasGetProperty(MAJOR_VERSION, &major);
+  cublasGetProperty(MINOR_VERSION, &minor);
+  cublasGetProperty(PATCH_LEVEL, &patch);
+  p.version = dotted(major, minor, patch);
+  p.header_version = dotted(CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
+  p.version_code = major * 10000 + minor * 100 + patch;
+  p.header_version_code = CUBLAS_VERSION;
+  p.path = library_path(reinterpret_cast<const void*>(&cublasGetProperty));
+  return p;
+}
+
+LibraryProbe probe_nccl() {
+  LibraryProbe p;
+  p.compiled = true;
+  // Codes are X*1000+Y*100+Z up to 2.8 and X*10000+Y*100+Z from 2.9 on.
+  const auto decode = [](int code) {
+    if (code >= 10000) return dotted(code / 10000, (code % 10000) / 100, code % 100);
+    return dotted(code / 1000, (code % 1000) / 100, code % 100);
+  };
+  int code = 0;
+  if (ncclGetVersion(&code) == ncclSuccess) p.version = decode(code);
+  p.header_version = decode(NCCL_VERSION_CODE);
+  p.version_code = code;
+  p.header_version_code = NCCL_VERSION_CODE;
+  p.path = library_path(reinterpret_cast<const void*>(&ncclGetVersion));
+  return p;
+}
+
+std::size_t copy_round_trip_mismatches(int ordinal, std::size_t bytes) {
+  DeviceGuard guard(ordinal);
+  std::vector<unsigned char> sent(bytes);
+  std::vector<unsigned char> received(bytes, 0);
+  for (std::size_t i = 0; i < bytes; ++i) sent[i] = static_cast<unsigned char>((i * 131 + 7) % 251);
+  auto device = device_buffer(bytes);
+  expect(cudaMemcpy(device.get(), sent.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  expect(cudaMemcpy(received.data(), device.get(), bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < bytes; ++i) mismatches += sent[i] != received[i] ? 1 : 0;
+  return mismatches;
+}
+
+Bandwidth measure_bandwidth(int ordinal, std::size_t bytes) {
+  DeviceGuard guard(ordinal);
+  auto device = device_buffer(bytes);
+  std::vector<unsigned char> pageable(bytes, 1);
+  auto pinned = pinned_buffer(bytes);
+  std::memset(pinned.get(), 1, bytes);
+  Bandwidth b;
+  b.pageable_to_device = copy_rate(device.get(), pageable.data(), bytes, cudaMemcpyHostToDevice);
+  b.pageable_to_host = copy_rate(pageable.data(), device.get(), bytes, cudaMemcpyDeviceToHost);
+  b.pinned_to_device = copy_rate(device.get(), pinned.get(), bytes, cudaMemcpyHostToDevice);
+  b.pinned_to_host = copy_rate(pinned.get(), device.get(), bytes, cudaMemcpyDeviceToHost);
+  return b;
+}
+
+}  // namespace tenax::tools

@@ -1,0 +1,238 @@
+// Doctor checks of environment variables and of the CPU backend's thread pool.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "doctor.hpp"
+#include "tenax/core/context.hpp"
+#include "tenax/core/cuda_runtime.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/core/memory/device_memory.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace tenax::tools {
+
+namespace {
+
+const char* env(const char* name) { return std::getenv(name); }
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  for (;;) {
+    const std::size_t cut = text.find(separator);
+    parts.push_back(text.substr(0, cut));
+    if (cut == std::string_view::npos) return parts;
+    text.remove_prefix(cut + 1);
+  }
+}
+
+Finding cuda_visible_devices() {
+  constexpr const char* kName = "env:CUDA_VISIBLE_DEVICES";
+  constexpr const char* kFix =
+      "unset CUDA_VISIBLE_DEVICES to see every GPU, or list the GPUs to use as ordinals or UUIDs "
+      "from nvidia-smi -L, e.g. CUDA_VISIBLE_DEVICES=0,1";
+  const char* value = env("CUDA_VISIBLE_DEVICES");
+  if (value == nullptr) return info(kName, "not set: every GPU is visible");
+  const std::string_view text = value;
+  if (trim(text).empty()) {
+    return problem(kName,
+                   "CUDA_VISIBLE_DEVICES is set but empty, which hides every GPU: CUDA reports no "
+                   "device and jobs fall back to the CPU",
+                   kFix, "''");
+  }
+  std::set<std::string_view> seen;
+  int count = 0;
+  for (const std::string_view raw : split(text, ',')) {
+    const std::string_view entry = trim(raw);
+    int ordinal = -1;
+    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), ordinal);
+    const bool is_ordinal = ec == std::errc{} && end == entry.data() + entry.size() && ordinal >= 0;
+    const bool is_uuid = entry.starts_with("GPU-") || entry.starts_with("MIG-");
+    if (!is_ordinal && !is_uuid) {
+      return problem(
+          kName,
+          fmt::format("CUDA_VISIBLE_DEVICES='{}' has the invalid entry '{}': CUDA "
+                      "ignores it and every entry after it{}",
+                      text, entry,
+                      count == 0 ? ", so no GPU is visible and jobs fall back to the CPU" : ""),
+          kFix, std::string(text));
+    }
+    if (!seen.insert(entry).second) {
+      return problem(kName,
+                     fmt::format("CUDA_VISIBLE_DEVICES='{}' lists '{}' twice: a GPU can be made "
+                                 "visible only once, so CUDA does not use the list as written",
+                                 text, entry),
+                     kFix, std::string(text));
+    }
+    ++count;
+  }
+  return ok(kName, fmt::format("'{}': {} GPU(s) visible, renumbered from cuda:0", text, count));
+}
+
+Finding cuda_home(const char* name) {
+  const std::string finding = fmt::format("env:{}", name);
+  const char* value = env(name);
+  if (value == nullptr) {
+    return info(finding,
+                "not set (only needed to build tenax; running needs the driver and the "
+                "CUDA runtime libraries)");
+  }
+  std::error_code error;
+  if (!std::filesystem::is_directory(value, error)) {
+    return problem(
+        finding, fmt::format("{}={} is not a directory", name, value),
+        fmt::format("point {} at the CUDA toolkit (e.g. /usr/local/cuda) or unset it", name),
+        value);
+  }
+  return ok(finding, value);
+}
+
+// The CUDA version named by a path such as /usr/local/cuda-12.4/lib64, or 0.
+int cuda_version_in_path(std::string_view path) {
+  const std::size_t at = path.find("cuda-");
+  if (at == std::string_view::npos) return 0;
+  const std::string_view rest = path.substr(at + 5);
+  int major = 0;
+  int minor = 0;
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), major);
+  if (ec != std::errc{}) return 0;
+  if (end != rest.data() + rest.size() && *end == '.') {
+    std::from_chars(end + 1, rest.data() + rest.size(), minor);
+  }
+  return major * 1000 + minor * 10;
+}
+
+Finding ld_library_path() {
+  constexpr const char* kName = "env:LD_LIBRARY_PATH";
+  const char* value = env("LD_LIBRARY_PATH");
+  if (value == nullptr || *value == '\0') {
+    return info(kName, "not set: libraries come from the system paths and the binaries' RPATH");
+  }
+  const std::vector<std::string_view> entries = split(value, ':');
+  std::vector<std::string> missing;
+  const int runtime = cuda::availability().runtime_version;
+  for (const std::string_view entry : entries) {
+    if (entry.empty()) continue;
+    std::error_code error;
+    if (!std::filesystem::is_directory(std::string(entry), error)) missing.emplace_back(entry);
+    const int version = cuda_version_in_path(entry);
+    if (cuda::compiled() && runtime > 0 && version > 0 && version / 1000 != runtime / 1000) {
+      return problem(kName,
+                     fmt::format("LD_LIBRARY_PATH contains {} (CUDA {}) but tenax uses CUDA {}: "
+                                 "CUDA libraries of the wrong major version may be loaded from it",
+                                 entry, format_cuda_version(version), format_cuda_version(runtime)),
+                     "remove that entry from LD_LIBRARY_PATH, or load the environment module of "
+                     "the CUDA version tenax was built with",
+                     value);
+    }
+  }
+  std::string detail = fmt::format("set, {} entries", entries.size());
+  if (!missing.empty()) {
+    detail += "; these do not exist:";
+    for (const std::string& m : missing) detail += " " + m;
+  }
+  return info(kName, detail);
+}
+
+Finding num_threads(const std::string& value) {
+  try {
+    const int threads = CpuContext::instance().num_threads();
+    return ok("env:TENAX_NUM_THREADS",
+              fmt::format("{}: the CPU backend uses {} thread(s)", value, threads));
+  } catch (const Error& e) {
+    return problem("env:TENAX_NUM_THREADS", e.cause(), e.fix(), value);
+  }
+}
+
+Finding memory_limit(const std::string& value) {
+  constexpr const char* kName = "env:TENAX_MEMORY_LIMIT";
+  try {
+    const std::size_t bytes = memory_limit_from_environment();
+    return ok(kName, fmt::format("{}: each device's memory pool is capped at {} ({} bytes)", value,
+                                 format_bytes(static_cast<double>(bytes)), bytes));
+  } catch (const Error& e) {
+    return problem(kName, e.cause(), e.fix(), value);
+  }
+}
+
+Finding faults(const std::string& value) {
+  constexpr const char* kName = "env:TENAX_FAULTS";
+  try {
+    const FaultPlan plan = FaultPlan::parse(value);
+    if (plan.empty()) return ok(kName, "'' (empty plan: no faults are injected)");
+    return info(kName, fmt::format("{}: jobs fail ON PURPOSE at these points (fault injection); "
+                                   "unset TENAX_FAULTS for real runs",
+                                   plan.to_string()));
+  } catch (const Error& e) {
+    return problem(kName, e.cause(), e.fix(), value);
+  }
+}
+
+Finding cpu_threads() {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  try {
+    return info("cpu", fmt::format("{} hardware thread(s); the CPU backend uses {}", hardware,
+                                   CpuContext::instance().num_threads()));
+  } catch (const Error&) {
+    return info("cpu", fmt::format("{} hardware thread(s); the CPU backend cannot start until "
+                                   "TENAX_NUM_THREADS is fixed",
+                                   hardware));
+  }
+}
+
+}  // namespace
+
+void check_environment(Findings& out) {
+  out.push_back(cuda_visible_devices());
+  out.push_back(cuda_home("CUDA_HOME"));
+  out.push_back(cuda_home("CUDA_PATH"));
+  out.push_back(ld_library_path());
+
+  // Every TENAX_* variable, sorted, validated where tenax has a parser for it.
+  std::map<std::string, std::string> tenax;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    if (!text.starts_with("TENAX_")) continue;
+    const std::size_t equals = text.find('=');
+    if (equals == std::string_view::npos) continue;
+    tenax.emplace(text.substr(0, equals), text.substr(equals + 1));
+  }
+  if (tenax.empty()) out.push_back(info("env:TENAX_*", "none set: tenax uses its defaults"));
+  for (const auto& [name, value] : tenax) {
+    if (name == "TENAX_NUM_THREADS") {
+      out.push_back(num_threads(value));
+    } else if (name == "TENAX_MEMORY_LIMIT") {
+      out.push_back(memory_limit(value));
+    } else if (name == "TENAX_FAULTS") {
+      out.push_back(faults(value));
+    } else {
+      out.push_back(info("env:" + name, value));
+    }
+  }
+  out.push_back(cpu_threads());
+}
+
+}  // namespace tenax::tools

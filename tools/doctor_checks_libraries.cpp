@@ -1,0 +1,106 @@
+// Doctor checks of the libraries tenax uses: versions loaded at run time against the headers it
+// was built with (a mismatch means another copy is first on the library path).
+#include <fmt/format.h>
+#include <hdf5.h>
+
+#include <Eigen/Core>
+#include <string>
+
+#include "doctor.hpp"
+#include "doctor_probes.hpp"
+
+#ifdef TENAX_DOCTOR_HAVE_MPI
+// Only the C API: the deprecated C++ bindings would need their own library.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+#endif
+
+namespace tenax::tools {
+
+namespace {
+
+Finding cuda_library(const char* name, const char* library, const LibraryProbe& probe,
+                     const char* what) {
+  if (!probe.compiled) return skip(name, "CUDA not compiled into this build");
+  if (probe.version.empty()) {
+    return problem(name, fmt::format("the {} library did not report its version", library),
+                   fmt::format("reinstall {} (it provides {})", library, what));
+  }
+  const std::string where = probe.path.empty() ? "" : " from " + probe.path;
+  if (probe.version_code < probe.header_version_code) {
+    return problem(name,
+                   fmt::format("tenax was built with {} {} headers but loaded the older {}{}",
+                               library, probe.header_version, probe.version, where),
+                   fmt::format("put the {} tenax was built with first on LD_LIBRARY_PATH, or "
+                               "rebuild against the installed one",
+                               library));
+  }
+  return ok(name, fmt::format("{} {} (built with {}){}", library, probe.version,
+                              probe.header_version, where));
+}
+
+Finding hdf5() {
+  unsigned major = 0;
+  unsigned minor = 0;
+  unsigned release = 0;
+  if (H5get_libversion(&major, &minor, &release) < 0) {
+    return problem("hdf5", "the HDF5 library did not report its version",
+                   "reinstall HDF5; checkpoints cannot be written without it");
+  }
+  const std::string loaded = fmt::format("{}.{}.{}", major, minor, release);
+  const std::string built = fmt::format("{}.{}.{}", H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE);
+  hbool_t threadsafe = 0;
+  H5is_library_threadsafe(&threadsafe);
+  const std::string threads =
+      threadsafe ? "thread-safe" : "not thread-safe (checkpoint writes are serialised)";
+  // HDF5 checks the exact version when a file is first opened and aborts on a mismatch.
+  if (major != H5_VERS_MAJOR || minor != H5_VERS_MINOR || release != H5_VERS_RELEASE) {
+    return problem("hdf5",
+                   fmt::format("tenax was built with HDF5 {} headers but loaded HDF5 {}: HDF5 "
+                               "aborts the process when the first checkpoint is opened",
+                               built, loaded),
+                   "put the HDF5 tenax was built with first on LD_LIBRARY_PATH, or rebuild tenax "
+                   "against the installed HDF5");
+  }
+  return ok("hdf5", fmt::format("HDF5 {} (built with {}), {}", loaded, built, threads));
+}
+
+Finding mpi() {
+#ifdef TENAX_DOCTOR_HAVE_MPI
+  // Both queries are allowed before MPI_Init, so the doctor does not start an MPI job.
+  char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(library, &length);
+  int version = 0;
+  int subversion = 0;
+  MPI_Get_version(&version, &subversion);
+  std::string text(library, static_cast<std::size_t>(length > 0 ? length : 0));
+  const std::size_t cut = text.find_first_of(",\n");
+  if (cut != std::string::npos) text.resize(cut);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\0')) text.pop_back();
+  return ok("mpi", fmt::format("{} (MPI standard {}.{})", text.empty() ? "unknown library" : text,
+                               version, subversion));
+#else
+  return skip("mpi",
+              "MPI was not found when tenax was built: multi-process runs over MPI are "
+              "unavailable (install an MPI such as Open MPI and reconfigure to enable them)");
+#endif
+}
+
+Finding eigen() {
+  return info("eigen", fmt::format("Eigen {}.{}.{} ({})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
+                                   EIGEN_MINOR_VERSION, Eigen::SimdInstructionSetsInUse()));
+}
+
+}  // namespace
+
+void check_libraries(Findings& out) {
+  out.push_back(cuda_library("cublas", "cuBLAS", probe_cublas(), "the GPU matrix products"));
+  out.push_back(cuda_library("nccl", "NCCL", probe_nccl(), "multi-GPU communication"));
+  out.push_back(hdf5());
+  out.push_back(mpi());
+  out.push_back(eigen());
+}
+
+}  // namespace tenax::tools

@@ -1,0 +1,39 @@
+// What `tenax doctor` needs from CUDA libraries, without CUDA headers. Implemented in
+// tools/cuda/ when the CUDA backend is compiled in and by tools/stub/ otherwise (where every
+// probe answers "not compiled" and the device probes throw NotCompiledError).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace tenax::tools {
+
+// A library's version as loaded at run time next to the one its headers had at build time.
+struct LibraryProbe {
+  bool compiled = false;       // false in a build without CUDA
+  std::string version;         // loaded library, e.g. "13.1.0"
+  std::string header_version;  // headers tenax was built with
+  std::string path;            // file the library was loaded from, when known
+  int version_code = 0;        // the two versions as comparable numbers (0 when unknown)
+  int header_version_code = 0;
+};
+
+[[nodiscard]] LibraryProbe probe_cuda_runtime();
+[[nodiscard]] LibraryProbe probe_cublas();
+[[nodiscard]] LibraryProbe probe_nccl();
+
+// Copies `bytes` of a pattern host -> device `ordinal` -> host and returns how many bytes came
+// back different. Throws the tenax::Error of the CUDA failure's fault class.
+[[nodiscard]] std::size_t copy_round_trip_mismatches(int ordinal, std::size_t bytes);
+
+// Host<->device copy rates in GB/s (1e9 bytes per second) from pageable (malloc) and pinned
+// (cudaHostAlloc) host buffers of `bytes` each.
+struct Bandwidth {
+  double pageable_to_device = 0;
+  double pageable_to_host = 0;
+  double pinned_to_device = 0;
+  double pinned_to_host = 0;
+};
+[[nodiscard]] Bandwidth measure_bandwidth(int ordinal, std::size_t bytes);
+
+}  // namespace tenax::tools

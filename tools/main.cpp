@@ -1,0 +1,35 @@
+// The `tenax` command-line tool. Each subcommand lives in its own file and registers itself
+// here through an add_<name>_command(app, exit_code) function.
+#include <CLI/CLI.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include "doctor.hpp"
+#include "tenax/core/error.hpp"
+
+#ifndef TENAX_VERSION_STRING
+#define TENAX_VERSION_STRING "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"tenax: long numerical jobs on CPUs and NVIDIA GPUs that never lose work", "tenax"};
+  app.set_version_flag("--version", std::string("tenax ") + TENAX_VERSION_STRING);
+  app.require_subcommand(1);
+
+  int exit_code = 0;
+  tenax::tools::add_doctor_command(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const tenax::Error& e) {
+    std::cerr << "tenax: " << e.cause() << "\n  fix: " << e.fix() << '\n';
+    return tenax::exit_code_for(e.fault_class());
+  } catch (const std::exception& e) {
+    std::cerr << "tenax: " << e.what() << '\n';
+    return 1;
+  }
+  return exit_code;
+}
