@@ -16,7 +16,8 @@ function(tenax_add_layer layer)
   target_include_directories(tenax_${layer} PUBLIC $<BUILD_INTERFACE:${dir}/include>
                                                    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_features(tenax_${layer} PUBLIC cxx_std_20)
-  target_compile_options(tenax_${layer} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>)
+  target_compile_options(tenax_${layer} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
+                         -fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=)
   target_link_libraries(tenax_${layer} PUBLIC ${ARG_DEPENDS} PRIVATE ${ARG_PRIVATE_DEPENDS})
 
   if(TENAX_CUDA_ENABLED)
