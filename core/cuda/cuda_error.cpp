@@ -21,7 +21,6 @@ bool is_sticky(cudaError_t status) noexcept {
     case cudaErrorInvalidPc:
     case cudaErrorLaunchTimeout:
     case cudaErrorAssert:
-    case cudaErrorDevicesUnavailable:
     case cudaErrorUnknown:
       return true;
     default:
@@ -43,6 +42,7 @@ FaultClass classify(cudaError_t status) noexcept {
     case cudaErrorCompatNotSupportedOnDevice:
     case cudaErrorInitializationError:
     case cudaErrorStubLibrary:
+    case cudaErrorDevicesUnavailable:  // exclusive-process mode and another process holds it
       return FaultClass::environment;
     case cudaErrorInvalidValue:
     case cudaErrorInvalidDevicePointer:

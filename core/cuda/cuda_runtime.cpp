@@ -45,21 +45,11 @@ void require_device(Device device) {
   const Availability& a = availability();
   if (!a.usable) throw EnvironmentError("CUDA is not usable: " + a.reason, a.fix);
   if (device.index < 0 || device.index >= a.device_count) {
-    throw UsageError(to_string(device) + " does not exist: this machine has " +
+    throw EnvironmentError(to_string(device) + " does not exist: this machine has " +
                          std::to_string(a.device_count) + " CUDA device(s)",
                      "use an ordinal in [0, " + std::to_string(a.device_count) +
                          ") or check CUDA_VISIBLE_DEVICES");
   }
-}
-
-void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
-                std::size_t bytes) {
-  if (bytes == 0) return;
-  if (dst_device.is_cuda()) require_device(dst_device);
-  if (src_device.is_cuda()) require_device(src_device);
-  // cudaMemcpyDefault infers the direction from unified addressing; a pageable host source or
-  // destination is staged by the driver.
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
 }
 
 DeviceProperties device_properties(int ordinal) {

@@ -62,7 +62,8 @@ class Context {
   // Why the context was poisoned (empty when it is not).
   [[nodiscard]] virtual std::string poison_reason() const = 0;
   // Translates a CUDA runtime status (cudaError_t as int) into an exception of its fault class
-  // and poisons the context when the error is sticky. Does nothing for 0 (cudaSuccess).
+  // and poisons the context when the error is sticky. For 0 (cudaSuccess) it does nothing,
+  // unless the context is already poisoned: then every check raises DeviceFaultError.
   virtual void check(int status, const char* call) = 0;
 };
 

@@ -33,7 +33,10 @@ struct Availability {
 // NotCompiledError in a build without CUDA.
 void require_device(Device device);
 
-// Copies between host and CUDA memory or between CUDA devices, synchronously.
+// Copies between host and CUDA memory or between CUDA devices and returns when the destination
+// holds the bytes. The copy is ordered after the work already queued on the context streams of
+// the devices involved. Pageable host memory of more than a few hundred KiB moves through
+// double-buffered pinned staging buffers, so host<->device copies run near pinned speed.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                 std::size_t bytes);
 
