@@ -77,8 +77,7 @@ int run(const Options& options) {
     tenax::ops::axpby(dt, laplacian, 1.0, u);
     if (step % report_every == 0 || step == options.steps) {
       std::printf("  step %6lld  peak %.9f  expected %.9f\n", static_cast<long long>(step),
-                  tenax::ops::max(u),
-                  initial_peak * std::pow(growth, static_cast<double>(step)));
+                  tenax::ops::max(u), initial_peak * std::pow(growth, static_cast<double>(step)));
     }
   }
   const double seconds =

@@ -46,9 +46,9 @@ void require_device(Device device) {
   if (!a.usable) throw EnvironmentError("CUDA is not usable: " + a.reason, a.fix);
   if (device.index < 0 || device.index >= a.device_count) {
     throw EnvironmentError(to_string(device) + " does not exist: this machine has " +
-                         std::to_string(a.device_count) + " CUDA device(s)",
-                     "use an ordinal in [0, " + std::to_string(a.device_count) +
-                         ") or check CUDA_VISIBLE_DEVICES");
+                               std::to_string(a.device_count) + " CUDA device(s)",
+                           "use an ordinal in [0, " + std::to_string(a.device_count) +
+                               ") or check CUDA_VISIBLE_DEVICES");
   }
 }
 

@@ -66,8 +66,8 @@ Shape::Shape(std::span<const std::int64_t> extents) {
                 "reshape the data to at most " + std::to_string(kMaxRank) + " dimensions");
   for (std::size_t axis = 0; axis < extents.size(); ++axis) {
     TENAX_EXPECTS(extents[axis] >= 0, UsageError,
-                  "shape extent " + std::to_string(axis) + " is " +
-                      std::to_string(extents[axis]) + ", extents must be >= 0",
+                  "shape extent " + std::to_string(axis) + " is " + std::to_string(extents[axis]) +
+                      ", extents must be >= 0",
                   "pass non-negative sizes");
     extents_[axis] = extents[axis];
   }

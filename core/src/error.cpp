@@ -97,10 +97,11 @@ FaultClass classify_errno(int errnum) noexcept {
 
 void throw_not_compiled(std::string_view feature, std::string_view cmake_option,
                         std::source_location where) {
-  throw NotCompiledError(std::string(feature) + " is not available: this tenax was built without it",
-                         "rebuild tenax with -D" + std::string(cmake_option) +
-                             "=ON (and the toolkit it needs installed)",
-                         where);
+  throw NotCompiledError(
+      std::string(feature) + " is not available: this tenax was built without it",
+      "rebuild tenax with -D" + std::string(cmake_option) +
+          "=ON (and the toolkit it needs installed)",
+      where);
 }
 
 }  // namespace tenax

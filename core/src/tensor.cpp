@@ -39,10 +39,10 @@ void* Tensor::data() const noexcept {
 }
 
 void Tensor::check_element_type(DType requested) const {
-  TENAX_EXPECTS(requested == dtype_, UsageError,
-                "element access as " + std::string(to_string(requested)) + " on a tensor " +
-                    describe(),
-                "use data_as<> with the tensor's own element type, or cast the tensor first");
+  TENAX_EXPECTS(
+      requested == dtype_, UsageError,
+      "element access as " + std::string(to_string(requested)) + " on a tensor " + describe(),
+      "use data_as<> with the tensor's own element type, or cast the tensor first");
 }
 
 Tensor Tensor::slice(std::int64_t begin, std::int64_t end) const {

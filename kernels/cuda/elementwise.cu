@@ -16,22 +16,6 @@ using kernels::detail::dispatch_binary;
 using kernels::detail::dispatch_float;
 using kernels::detail::dispatch_unary;
 
-namespace {
-
-// `value` rounded to storage type S on the host, as the CPU backend does.
-template <class S>
-S from_double(double value) {
-  if constexpr (std::is_integral_v<S>) {
-    return static_cast<S>(value);
-  } else {
-    S stored;
-    store(stored, static_cast<compute_t<S>>(value));
-    return stored;
-  }
-}
-
-}  // namespace
-
 void fill(const Tensor& t, double value) {
   dispatch_all(t.dtype(), "fill", [&](auto tag) {
     using S = typename decltype(tag)::type;

@@ -10,7 +10,6 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/copy.hpp"
 #include "tenax/kernels/checks.hpp"
-#include "tenax/kernels/checks_extra.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
 
 namespace tenax::ops {

@@ -1,77 +1,14 @@
-// Helpers shared by the linear-algebra tests: tensors from values and back, naive references.
+// Helpers shared by the linear-algebra tests: random inputs and naive references (tensors from
+// values and back come from tensor_values.hpp).
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
-#include "tenax/core/half.hpp"
-#include "tenax/core/tensor.hpp"
+#include "tensor_values.hpp"
 
 namespace tenax::testing {
-
-// The value `v` as stored in `dtype` (f16/bf16 round to nearest even), read back as double.
-inline double round_to(DType dtype, double v) {
-  switch (dtype) {
-    case DType::f32:
-      return static_cast<float>(v);
-    case DType::f16:
-      return half_bits_to_float(float_to_half_bits(static_cast<float>(v)));
-    case DType::bf16:
-      return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(v)));
-    default:
-      return v;
-  }
-}
-
-// A CPU tensor of `shape` and `dtype` holding `values` (rounded to the dtype).
-inline Tensor make_tensor(const Shape& shape, DType dtype, const std::vector<double>& values) {
-  Tensor t = Tensor::empty(shape, dtype);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    switch (dtype) {
-      case DType::f64:
-        t.data_as<double>()[i] = values[i];
-        break;
-      case DType::f32:
-        t.data_as<float>()[i] = static_cast<float>(values[i]);
-        break;
-      case DType::f16:
-        t.data_as<Half>()[i] = to_half(static_cast<float>(values[i]));
-        break;
-      case DType::bf16:
-        t.data_as<BFloat16>()[i] = to_bfloat16(static_cast<float>(values[i]));
-        break;
-      default:
-        break;
-    }
-  }
-  return t;
-}
-
-// The elements of a floating tensor (on any device) as doubles.
-inline std::vector<double> values_of(const Tensor& tensor) {
-  const Tensor t = tensor.to(Device::cpu());
-  std::vector<double> out(static_cast<std::size_t>(t.numel()));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    switch (t.dtype()) {
-      case DType::f64:
-        out[i] = t.data_as<double>()[i];
-        break;
-      case DType::f32:
-        out[i] = t.data_as<float>()[i];
-        break;
-      case DType::f16:
-        out[i] = to_float(t.data_as<Half>()[i]);
-        break;
-      case DType::bf16:
-        out[i] = to_float(t.data_as<BFloat16>()[i]);
-        break;
-      default:
-        break;
-    }
-  }
-  return out;
-}
 
 // n integers uniform in [-range, range], as doubles.
 inline std::vector<double> random_integers(std::size_t n, int range, std::uint32_t seed) {

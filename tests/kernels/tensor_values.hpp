@@ -80,13 +80,18 @@ inline double get_value(const Tensor& t, std::int64_t i) {
   return 0.0;
 }
 
-// A 1-D CPU tensor holding `values` rounded to `dtype`.
-inline Tensor make_tensor(const std::vector<double>& values, DType dtype) {
-  Tensor t = Tensor::empty({static_cast<std::int64_t>(values.size())}, dtype);
+// A CPU tensor of `shape` holding `values` (row-major) rounded to `dtype`.
+inline Tensor make_tensor(const Shape& shape, DType dtype, const std::vector<double>& values) {
+  Tensor t = Tensor::empty(shape, dtype);
   for (std::size_t i = 0; i < values.size(); ++i) {
     set_value(t, static_cast<std::int64_t>(i), values[i]);
   }
   return t;
+}
+
+// A 1-D CPU tensor holding `values` rounded to `dtype`.
+inline Tensor make_tensor(const std::vector<double>& values, DType dtype) {
+  return make_tensor({static_cast<std::int64_t>(values.size())}, dtype, values);
 }
 
 // The elements of t (copied to the CPU first when needed) as doubles.

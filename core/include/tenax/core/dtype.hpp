@@ -22,10 +22,10 @@ template <class T>
 inline constexpr bool kHasDType = false;
 template <class T>
 inline constexpr DType dtype_of = DType::u8;
-#define TENAX_MAP_DTYPE(Type, value)      \
-  template <>                             \
+#define TENAX_MAP_DTYPE(Type, value)            \
+  template <>                                   \
   inline constexpr bool kHasDType<Type> = true; \
-  template <>                             \
+  template <>                                   \
   inline constexpr DType dtype_of<Type> = DType::value
 TENAX_MAP_DTYPE(double, f64);
 TENAX_MAP_DTYPE(float, f32);
@@ -58,8 +58,7 @@ inline constexpr DType kFloatDTypes[] = {DType::f64, DType::f32, DType::f16, DTy
 }
 
 [[nodiscard]] constexpr bool is_floating(DType dtype) noexcept {
-  return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 ||
-         dtype == DType::bf16;
+  return dtype == DType::f64 || dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
 }
 
 // "f64", "f32", "f16", "bf16", "i64", "i32", "u8".

@@ -52,12 +52,12 @@ class Error : public std::runtime_error {
 };
 
 // One subclass per fault class so that callers can catch what they can act on.
-#define TENAX_DECLARE_ERROR(Name, fault)                                           \
-  class Name : public Error {                                                      \
-   public:                                                                         \
-    Name(std::string cause, std::string fix,                                       \
-         std::source_location where = std::source_location::current())             \
-        : Error(FaultClass::fault, std::move(cause), std::move(fix), where) {}     \
+#define TENAX_DECLARE_ERROR(Name, fault)                                       \
+  class Name : public Error {                                                  \
+   public:                                                                     \
+    Name(std::string cause, std::string fix,                                   \
+         std::source_location where = std::source_location::current())         \
+        : Error(FaultClass::fault, std::move(cause), std::move(fix), where) {} \
   }
 
 TENAX_DECLARE_ERROR(UsageError, usage);

@@ -21,4 +21,14 @@ void check_floating(std::string_view op, std::string_view name, const Tensor& t)
 void check_compatible(std::string_view op, std::string_view a_name, const Tensor& a,
                       std::string_view b_name, const Tensor& b);
 
+// t has at least one element (for reductions without an identity, such as max).
+void check_not_empty(std::string_view op, std::string_view name, const Tensor& t);
+// a and b have the same shape and the same device (any dtypes).
+void check_same_shape_and_device(std::string_view op, std::string_view a_name, const Tensor& a,
+                                 std::string_view b_name, const Tensor& b);
+// value is finite (not NaN or infinite).
+void check_finite(std::string_view op, std::string_view name, double value);
+// value is finite and > 0.
+void check_positive(std::string_view op, std::string_view name, double value);
+
 }  // namespace tenax::ops::detail

@@ -13,6 +13,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "tenax/core/dtype.hpp"
 #include "tenax/core/half.hpp"
@@ -48,6 +49,19 @@ TENAX_HD inline void store(double& dst, double v) { dst = v; }
 TENAX_HD inline void store(float& dst, float v) { dst = v; }
 TENAX_HD inline void store(Half& dst, float v) { dst.bits = float_to_half_bits(v); }
 TENAX_HD inline void store(BFloat16& dst, float v) { dst.bits = float_to_bf16_bits(v); }
+
+// `value` rounded to storage type S the way both backends store a scalar argument (integers
+// truncate; callers check the range first).
+template <class S>
+TENAX_HD S from_double(double value) {
+  if constexpr (std::is_integral_v<S>) {
+    return static_cast<S>(value);
+  } else {
+    S stored;
+    store(stored, static_cast<compute_t<S>>(value));
+    return stored;
+  }
+}
 
 // True for infinities and NaNs. Written as a comparison (NaN compares false) so that CPU loops
 // vectorise; no fast-math is in effect, so the compiler keeps the NaN semantics.
