@@ -1,10 +1,19 @@
 // Cost of a cached allocate+free pair through PoolResource against the system allocator.
 //
-// The system pair is malloc + free with a first touch of every 4 KiB page of the block, because
-// that is what a fresh allocation costs a program that then uses its memory: glibc returns large
-// blocks to the kernel (or takes them from fresh mmap) and each page faults in again. The pool
-// keeps its pages mapped and already touched, so a cached pair costs only its bookkeeping.
+// The system pair is malloc + free with a touch of every 4 KiB page of the block, because a
+// program uses the memory it allocates. Two variants:
+//  - SystemPair: glibc as configured by default. Its mmap threshold rises after the first free of
+//    a large block (up to 32 MiB), so from then on blocks up to that size come from the heap with
+//    their pages already resident: the touch is warm and costs no page faults. Above 32 MiB
+//    every block is a fresh mmap whose pages fault in on first touch.
+//  - SystemPairFreshPages: the mmap threshold pinned at 128 KiB (which also turns the dynamic
+//    raise off), so every block from 128 KiB up is a fresh mapping and every page faults in: the
+//    cost a device allocator without a cache (cudaMalloc/cudaFree) has in kind. It runs last,
+//    since mallopt changes the process for good.
+// The pool keeps its pages mapped and touched, so a cached pair costs only its bookkeeping.
 #include <benchmark/benchmark.h>
+
+#include <malloc.h>
 
 #include <cstdlib>
 #include <memory>
@@ -56,7 +65,7 @@ void BM_PoolCachedPairTouched(benchmark::State& state) {
   state.SetLabel("pool, every page touched");
 }
 
-void BM_SystemPairFirstTouch(benchmark::State& state) {
+void system_pair(benchmark::State& state) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
   for (auto _ : state) {
     void* ptr = std::malloc(bytes);
@@ -64,7 +73,21 @@ void BM_SystemPairFirstTouch(benchmark::State& state) {
     benchmark::DoNotOptimize(ptr);
     std::free(ptr);
   }
-  state.SetLabel("malloc + first touch + free");
+}
+
+void BM_SystemPair(benchmark::State& state) {
+  system_pair(state);
+  state.SetLabel("malloc + touch + free, glibc defaults");
+}
+
+void BM_SystemPairFreshPages(benchmark::State& state) {
+  // Large requests are served from the heap's free top before mmap is considered, so the heap
+  // grown by SystemPair is trimmed back first and kept from growing again.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+  malloc_trim(0);
+  system_pair(state);
+  state.SetLabel("malloc + first touch + free, fresh pages");
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
@@ -75,6 +98,7 @@ void sizes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_PoolCachedPair)->Apply(sizes);
 BENCHMARK(BM_PoolCachedPairTouched)->Apply(sizes);
-BENCHMARK(BM_SystemPairFirstTouch)->Apply(sizes);
+BENCHMARK(BM_SystemPair)->Apply(sizes);
+BENCHMARK(BM_SystemPairFreshPages)->Apply(sizes);
 
 BENCHMARK_MAIN();
