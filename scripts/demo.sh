@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+export CCACHE_BASEDIR="$PWD"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 

@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 jobs=$(nproc)
+# Compiler cache keyed on paths relative to the checkout, so fresh clones reuse earlier builds.
+export CCACHE_BASEDIR="$PWD"
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(release cpu asan)
 
