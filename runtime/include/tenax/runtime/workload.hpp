@@ -1,0 +1,48 @@
+// Workload: the user's job as the Runner drives it. The Runner owns the step loop, checkpoints,
+// resume and every fault policy; the workload only knows how to start, how to take one step, and
+// how to save and load its state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tenax/core/device.hpp"
+#include "tenax/core/state_dict.hpp"
+
+namespace tenax::runtime {
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+
+  // Builds the initial state. Called once when no checkpoint exists to resume from.
+  virtual void init() = 0;
+
+  // Work units in one step (rows of a grid, samples of a batch). The Runner starts with
+  // micro-batches of this size and halves them when memory runs out; must be >= 1.
+  [[nodiscard]] virtual std::int64_t work_units() const = 0;
+
+  // Advances the state from step `step` to step `step + 1`, processing the step's work in
+  // micro-batches of at most `micro_batch` units. Contract:
+  //  - the result must not depend on `micro_batch` (bit for bit), so that a backoff after an
+  //    out-of-memory error changes nothing but speed;
+  //  - if it throws, the state must be as it was before the call (strong guarantee), so that
+  //    the Runner can retry the step without doing any work twice.
+  virtual void step(std::int64_t step, std::int64_t micro_batch) = 0;
+
+  // The complete state needed to continue the run (tensors may be views of the live state: the
+  // Runner writes them out before the next step changes them, or snapshots them first).
+  [[nodiscard]] virtual StateDict save_state() const = 0;
+  // Restores a state produced by save_state() (possibly in an earlier process).
+  virtual void load_state(const StateDict& state) = 0;
+
+  // An optional health check after a step: a description of what is wrong, or nothing. The
+  // Runner also scans every floating tensor of the state for NaN/Inf.
+  [[nodiscard]] virtual std::optional<std::string> check() const { return std::nullopt; }
+
+  // The device the state lives on (for memory statistics and empty_cache on out-of-memory).
+  [[nodiscard]] virtual Device device() const { return Device::cpu(); }
+};
+
+}  // namespace tenax::runtime

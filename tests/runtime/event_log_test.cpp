@@ -1,0 +1,86 @@
+#include "tenax/runtime/event_log.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tenax/core/error.hpp"
+
+namespace tenax::runtime {
+namespace {
+
+std::filesystem::path fresh_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("tenax-event-log-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+std::vector<nlohmann::json> read_lines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+TEST(EventLog, FormatsOneObjectPerLineInFieldOrder) {
+  EXPECT_EQ(EventLog::format(
+                "backoff", {{"step", std::int64_t{12}}, {"micro_batch", std::int64_t{64}}}, false),
+            "{\"event\":\"backoff\",\"step\":12,\"micro_batch\":64}\n");
+  EXPECT_EQ(EventLog::format("fault", {{"reason", std::string("a \"quoted\"\nline")}}, false),
+            "{\"event\":\"fault\",\"reason\":\"a \\\"quoted\\\"\\nline\"}\n");
+}
+
+TEST(EventLog, AppendsAcrossReopensAndCreatesTheDirectory) {
+  const auto dir = fresh_dir("append");
+  const auto path = dir / "run" / "events.jsonl";
+  {
+    EventLog log(path);
+    log.append("resumed", {{"step", std::int64_t{3}}});
+    log.append("step", {{"step", std::int64_t{4}}, {"seconds", 0.25}});
+  }
+  EventLog again(path);
+  again.append("exit", {{"code", std::int64_t{0}}, {"done", true}});
+  const auto lines = read_lines(path);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["event"], "resumed");
+  EXPECT_EQ(lines[1]["seconds"], 0.25);
+  EXPECT_EQ(lines[2]["done"], true);
+  EXPECT_GT(lines[2]["time"].get<double>(), 1.7e9);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EventLog, LinesWrittenBeforeAKillSurvive) {
+  const auto dir = fresh_dir("kill");
+  const auto path = dir / "events.jsonl";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    EventLog log(path);
+    for (std::int64_t step = 0; step < 100; ++step) log.append("step", {{"step", step}});
+    ::kill(::getpid(), SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(read_lines(path).size(), 100u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EventLog, UnwritableLocationIsAnErrorNamingThePath) {
+  try {
+    EventLog log("/proc/tenax-cannot-write-here/events.jsonl");
+    FAIL() << "opening an event log under /proc must fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/tenax-cannot-write-here"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tenax::runtime
