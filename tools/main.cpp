@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "doctor.hpp"
+#include "supervisor.hpp"
 #include "tenax/core/error.hpp"
 
 #ifndef TENAX_VERSION_STRING
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
 
   int exit_code = 0;
   tenax::tools::add_doctor_command(app, exit_code);
+  tenax::tools::add_run_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 #include "tenax/core/fault_injection.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string>
@@ -9,12 +10,13 @@
 namespace tenax {
 namespace {
 
-constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill";
+constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill, enospc";
 constexpr std::string_view kPoints = "alloc, step, checkpoint";
 constexpr std::string_view kSyntax =
-    "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), e.g. "
-    "TENAX_FAULTS=oom@alloc=37,nan@step=50x2; kinds: oom, nan, inf, device, comm, io, kill; "
-    "points: alloc, step, checkpoint";
+    "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), optionally "
+    "followed by :phase, e.g. TENAX_FAULTS=oom@alloc=37,nan@step=50x2,kill@checkpoint=2:after_"
+    "rename; kinds: oom, nan, inf, device, comm, io, kill, enospc; points: alloc, step, "
+    "checkpoint";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -29,9 +31,9 @@ std::string_view trim(std::string_view s) {
 
 FaultKind parse_kind(std::string_view item, std::string_view token) {
   static constexpr std::pair<std::string_view, FaultKind> kTable[] = {
-      {"oom", FaultKind::oom},       {"nan", FaultKind::nan},   {"inf", FaultKind::inf},
-      {"device", FaultKind::device}, {"comm", FaultKind::comm}, {"io", FaultKind::io},
-      {"kill", FaultKind::kill}};
+      {"oom", FaultKind::oom},       {"nan", FaultKind::nan},      {"inf", FaultKind::inf},
+      {"device", FaultKind::device}, {"comm", FaultKind::comm},    {"io", FaultKind::io},
+      {"kill", FaultKind::kill},     {"enospc", FaultKind::enospc}};
   for (const auto& [name, kind] : kTable) {
     if (token == name) return kind;
   }
@@ -66,6 +68,19 @@ FaultSpec parse_item(std::string_view item) {
   spec.kind = parse_kind(item, trim(item.substr(0, at)));
   spec.point = parse_point(item, trim(item.substr(at + 1, eq - at - 1)));
   std::string_view number = trim(item.substr(eq + 1));
+  const std::size_t colon = number.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string_view phase = trim(number.substr(colon + 1));
+    const bool valid = !phase.empty() && std::all_of(phase.begin(), phase.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!valid) {
+      bad(item, "phase '" + std::string(phase) +
+                    "' is not a name of lower-case letters, digits and underscores");
+    }
+    spec.phase = std::string(phase);
+    number = trim(number.substr(0, colon));
+  }
   const std::size_t x = number.find_first_of("xX");
   if (x != std::string_view::npos) {
     spec.count = parse_count(item, number.substr(x + 1), "repeat count");
@@ -93,6 +108,8 @@ std::string_view to_string(FaultKind kind) noexcept {
       return "io";
     case FaultKind::kill:
       return "kill";
+    case FaultKind::enospc:
+      return "enospc";
   }
   return "unknown";
 }
@@ -162,6 +179,17 @@ bool FaultPlan::should_fire(FaultKind kind, FaultPoint point,
   return false;
 }
 
+bool FaultPlan::should_fire(FaultKind kind, FaultPoint point, std::uint64_t counter,
+                            std::string_view phase) const noexcept {
+  for (const FaultSpec& f : faults_) {
+    if (f.kind == kind && f.point == point && counter >= f.first && counter - f.first < f.count &&
+        (f.phase.empty() || f.phase == phase)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::uint64_t FaultPlan::advance(FaultPoint point) noexcept {
   return counters_[static_cast<std::size_t>(point)].fetch_add(1) + 1;
 }
@@ -180,6 +208,7 @@ std::string FaultPlan::to_string() const {
     out += '=';
     out += std::to_string(f.first);
     if (f.count != 1) out += 'x' + std::to_string(f.count);
+    if (!f.phase.empty()) out += ':' + f.phase;
   }
   return out;
 }

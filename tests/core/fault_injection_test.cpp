@@ -43,6 +43,26 @@ TEST(FaultPlan, ShouldFireOnExactlyThePlannedOccurrences) {
   EXPECT_TRUE(plan.should_fire(FaultKind::nan, FaultPoint::step, 50));
 }
 
+TEST(FaultPlan, ParsesPhasesAndDiskFullFaults) {
+  const FaultPlan plan =
+      FaultPlan::parse("kill@checkpoint=2:after_data_fsync, enospc@checkpoint=3, kill@step=4x2");
+  ASSERT_EQ(plan.faults().size(), 3u);
+  EXPECT_EQ(plan.faults()[0],
+            (FaultSpec{FaultKind::kill, FaultPoint::checkpoint, 2, 1, "after_data_fsync"}));
+  EXPECT_EQ(plan.faults()[1], (FaultSpec{FaultKind::enospc, FaultPoint::checkpoint, 3, 1}));
+  EXPECT_EQ(plan.to_string(),
+            "kill@checkpoint=2:after_data_fsync,enospc@checkpoint=3,kill@step=4x2");
+  EXPECT_EQ(FaultPlan::parse(plan.to_string()).faults(), plan.faults());
+  EXPECT_EQ(FaultPlan::parse("kill@checkpoint=1x2:after_rename").faults()[0].count, 2u);
+
+  // A phased item fires only in its phase; an item without a phase fires in every phase.
+  EXPECT_TRUE(plan.should_fire(FaultKind::kill, FaultPoint::checkpoint, 2, "after_data_fsync"));
+  EXPECT_FALSE(plan.should_fire(FaultKind::kill, FaultPoint::checkpoint, 2, "after_rename"));
+  EXPECT_FALSE(plan.should_fire(FaultKind::kill, FaultPoint::checkpoint, 3, "after_data_fsync"));
+  EXPECT_TRUE(plan.should_fire(FaultKind::enospc, FaultPoint::checkpoint, 3, "after_rename"));
+  EXPECT_TRUE(plan.should_fire(FaultKind::enospc, FaultPoint::checkpoint, 3));
+}
+
 void expect_usage_error(const char* text, std::initializer_list<const char*> words) {
   try {
     (void)FaultPlan::parse(text);
@@ -56,6 +76,8 @@ void expect_usage_error(const char* text, std::initializer_list<const char*> wor
 }
 
 TEST(FaultPlan, BadItemsRaiseUsageErrorsNamingTheTokenAndTheValidChoices) {
+  expect_usage_error("kill@checkpoint=2:After-Rename", {"'After-Rename'", "phase"});
+  expect_usage_error("kill@checkpoint=2:", {"phase"});
   expect_usage_error("boom@alloc=3", {"'boom'", "oom, nan, inf, device, comm, io, kill"});
   expect_usage_error("oom@malloc=3", {"'malloc'", "alloc, step, checkpoint"});
   expect_usage_error("oom@alloc=0", {"'0'", "from 1"});

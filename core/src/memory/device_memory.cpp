@@ -1,5 +1,8 @@
 #include "tenax/core/memory/device_memory.hpp"
 
+#include <algorithm>
+#include <bit>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -39,6 +42,13 @@ std::shared_ptr<MemoryResource> make_default_resource(Device device) {
   }
   PoolOptions options;
   options.capacity = memory_limit_from_environment();  // 0: the arena's physical memory
+  if (options.capacity > 0) {
+    // A small limit (a small GPU simulated on the CPU) must be usable to the last few percent,
+    // so map in units of about 1/32 of it; the pool raises this to the arena's granularity
+    // (2 MiB on CUDA).
+    options.map_granule = std::clamp(std::bit_floor(options.capacity / 32), std::size_t{64} << 10,
+                                     options.map_granule);
+  }
   std::shared_ptr<MemoryResource> resource =
       std::make_shared<PoolResource>(std::move(arena), options);
   // A plan of its own: the resource counts its allocations itself, and a fresh read lets a

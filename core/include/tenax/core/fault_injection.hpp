@@ -3,14 +3,19 @@
 //
 // Grammar (whitespace around items is ignored; an empty string is an empty plan):
 //   plan  := item ("," item)*
-//   item  := kind "@" point "=" N ["x" M]
-//   kind  := oom | nan | inf | device | comm | io | kill
+//   item  := kind "@" point "=" N ["x" M] [":" phase]
+//   kind  := oom | nan | inf | device | comm | io | kill | enospc
 //   point := alloc | step | checkpoint
+//   phase := [a-z0-9_]+
 // N (from 1) is the occurrence of the point at which the fault fires; "xM" makes it fire on M
-// consecutive occurrences N .. N+M-1. Examples:
+// consecutive occurrences N .. N+M-1. ":phase" narrows the fault to one phase of the point (the
+// owner of the point names its phases, e.g. the checkpoint store's commit-protocol steps); an
+// item without a phase fires at the first phase the owner checks. Examples:
 //   oom@alloc=37       the 37th allocation through the fault-injecting resource fails
 //   oom@alloc=37x3     allocations 37, 38 and 39 fail
 //   oom@step=12, nan@step=50, device@step=120, kill@step=75
+//   kill@checkpoint=2:after_data_fsync   SIGKILL during the 2nd checkpoint, after the data fsync
+//   enospc@checkpoint=3                  the 3rd checkpoint fails as if the disk were full
 // What a fault means at a point is up to the code that owns the point (the fault-injecting
 // memory resource for alloc, the runner for step and checkpoint).
 #pragma once
@@ -24,7 +29,7 @@
 
 namespace tenax {
 
-enum class FaultKind : unsigned char { oom, nan, inf, device, comm, io, kill };
+enum class FaultKind : unsigned char { oom, nan, inf, device, comm, io, kill, enospc };
 enum class FaultPoint : unsigned char { alloc, step, checkpoint };
 
 [[nodiscard]] std::string_view to_string(FaultKind kind) noexcept;
@@ -35,6 +40,7 @@ struct FaultSpec {
   FaultPoint point = FaultPoint::alloc;
   std::uint64_t first = 1;  // occurrence of the point, counted from 1
   std::uint64_t count = 1;  // consecutive occurrences that fail
+  std::string phase;        // empty: any phase of the point
 
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
@@ -58,6 +64,10 @@ class FaultPlan {
   // True when a fault of `kind` is planned at occurrence `counter` (from 1) of `point`.
   [[nodiscard]] bool should_fire(FaultKind kind, FaultPoint point,
                                  std::uint64_t counter) const noexcept;
+  // As above, for one phase of the point: items without a phase match every phase, items with
+  // one match only that phase.
+  [[nodiscard]] bool should_fire(FaultKind kind, FaultPoint point, std::uint64_t counter,
+                                 std::string_view phase) const noexcept;
 
   // Counts one more occurrence of `point` and returns its number (from 1). Thread-safe; for
   // points that have a single owner, e.g. the runner's steps.

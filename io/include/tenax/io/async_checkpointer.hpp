@@ -1,0 +1,66 @@
+// AsyncCheckpointer: checkpoints without stalling the step loop. save() snapshots the state
+// (device tensors into pinned host buffers, host tensors into host copies) and returns; a
+// background thread then writes and commits the snapshot through a CheckpointStore. The caller
+// may change its tensors as soon as save() returns: the snapshot is independent of them.
+//
+// At most one write is in flight: save() first waits for the previous write (try_save() instead
+// returns false without taking a snapshot). A write that fails is reported by the next call to
+// save(), try_save() or wait(), which rethrows its error once; the failed checkpoint was never
+// committed and the previous one is intact (the store's protocol). A process killed while a
+// write is in flight likewise leaves the previous checkpoint valid.
+//
+// Thread-safety: the methods may be called from one thread at a time (the step loop's).
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "tenax/io/checkpoint_store.hpp"
+
+namespace tenax {
+class MemoryResource;
+}
+
+namespace tenax::io {
+
+class AsyncCheckpointer {
+ public:
+  // `store` must outlive this object.
+  explicit AsyncCheckpointer(CheckpointStore& store);
+  AsyncCheckpointer(const AsyncCheckpointer&) = delete;
+  AsyncCheckpointer& operator=(const AsyncCheckpointer&) = delete;
+  // Waits for the write in flight. An error it raised is dropped here: call wait() first to
+  // see it.
+  ~AsyncCheckpointer();
+
+  // Waits for the previous write (rethrowing its error, in which case nothing new starts),
+  // snapshots `state` and starts writing it as checkpoint `step`. Throws what the snapshot
+  // throws (OutOfMemoryError when the host copy does not fit).
+  void save(std::int64_t step, const StateDict& state, const FileMetadata& metadata = {});
+  // As save(), but returns false at once, without a snapshot, while a write is in flight.
+  [[nodiscard]] bool try_save(std::int64_t step, const StateDict& state,
+                              const FileMetadata& metadata = {});
+  // Blocks until no write is in flight; rethrows the error of the last write if it failed.
+  void wait();
+  [[nodiscard]] bool busy() const;
+
+  // A copy of `state` that shares no storage with it: every tensor copied to host memory
+  // (pinned when it lives on a CUDA device). Exposed for tests and synchronous callers.
+  [[nodiscard]] StateDict snapshot(const StateDict& state);
+
+ private:
+  void join_and_rethrow();
+  void start(std::int64_t step, const StateDict& state, const FileMetadata& metadata);
+
+  CheckpointStore& store_;
+  std::shared_ptr<MemoryResource> pinned_;
+  std::thread worker_;
+  mutable std::mutex mutex_;
+  bool running_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace tenax::io

@@ -1,0 +1,141 @@
+// CheckpointStore: crash-consistent checkpoints of a run, one directory per checkpoint.
+//
+// Layout: RUN_DIR/checkpoints/step-<N>/ holds rank-<r>.h5 for every rank r of the world (state
+// files, see state_file.hpp) and COMMIT, the commit record. A checkpoint exists only when its
+// COMMIT exists and verifies; a directory without one is an interrupted write and is ignored.
+//
+// Commit protocol (every step survives a crash or power loss at any point):
+//   1. Each rank writes its state to rank-<r>.h5.tmp-<pid>, fsyncs it, renames it to
+//      rank-<r>.h5 and fsyncs the directory; then hashes the final file (XXH64 of all bytes).
+//   2. Rank 0 writes COMMIT.tmp-<pid> listing format version, step, world size and each file's
+//      name, size and digest, plus a checksum of the record itself; fsyncs it, renames it to
+//      COMMIT and fsyncs the directory. Only now does the checkpoint exist.
+//   3. The new checkpoint is verified (record, file sizes and digests read back), and only then
+//      does retention remove older checkpoints: all but the newest keep_last committed ones, and
+//      every uncommitted directory older than the new one. Removal deletes COMMIT first (and
+//      fsyncs), so a crash mid-removal leaves an uncommitted directory, never a damaged
+//      checkpoint that claims to be valid.
+// Rewriting a step that is already committed first removes its COMMIT (that checkpoint stops
+// existing while it is rewritten; the older ones are untouched). A failure (disk full, I/O
+// error) removes this attempt's temporary files and throws IoError; committed checkpoints are
+// never modified.
+//
+// Loading verifies the commit record, the size and digest of every file, and every dataset
+// checksum (read_state_file) before returning anything, takes the newest checkpoint that
+// passes, and reports each newer one it skipped with the reason.
+//
+// Fault injection: options.on_phase is called after each protocol step, on the thread that
+// writes (the AsyncCheckpointer's background thread in asynchronous mode); tests use it to kill
+// or fail at an exact point, and the process fault plan (TENAX_FAULTS) is honoured:
+// kill@checkpoint=S[:PHASE] raises SIGKILL at PHASE (the first phase when none is given) of
+// the S-th checkpoint this process writes; enospc@checkpoint=S[:PHASE] fails it there as a full
+// disk would. PHASE is one of the names of CheckpointPhase.
+//
+// Thread-safety: one store object must not be used by two threads at once; separate objects
+// on separate run directories are independent. Several processes must not write the same run
+// directory at once (one job owns a run directory).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/io/state_file.hpp"
+
+namespace tenax::io {
+
+enum class CheckpointPhase : unsigned char {
+  after_data_write,        // rank file written under its temporary name
+  after_data_fsync,        // ... and fsynced
+  after_rename,            // ... and renamed to rank-<r>.h5
+  after_dir_fsync,         // ... and the directory fsynced
+  after_commit_write,      // COMMIT written under its temporary name (and fsynced)
+  after_commit_rename,     // ... renamed to COMMIT
+  after_commit_dir_fsync,  // ... and the directory fsynced: the checkpoint exists
+};
+inline constexpr CheckpointPhase kAllCheckpointPhases[] = {
+    CheckpointPhase::after_data_write,      CheckpointPhase::after_data_fsync,
+    CheckpointPhase::after_rename,          CheckpointPhase::after_dir_fsync,
+    CheckpointPhase::after_commit_write,    CheckpointPhase::after_commit_rename,
+    CheckpointPhase::after_commit_dir_fsync};
+[[nodiscard]] std::string_view to_string(CheckpointPhase phase) noexcept;
+
+struct CheckpointOptions {
+  int keep_last = 3;  // committed checkpoints kept (>= 1)
+  // Called after each protocol step with the step being written. May throw (the write then
+  // fails as on an I/O error and cleans up) or end the process (a crash test).
+  std::function<void(CheckpointPhase phase, std::int64_t step)> on_phase;
+  // Plan consulted for kill@checkpoint / enospc@checkpoint; nullptr means the process plan
+  // (TENAX_FAULTS). The store counts one checkpoint occurrence per write.
+  FaultPlan* fault_plan = nullptr;
+  ReadOptions read_options;
+};
+
+// One rank's file as listed in the commit record.
+struct CheckpointFile {
+  std::string name;  // "rank-0.h5"
+  std::uint64_t size = 0;
+  std::uint64_t digest = 0;  // XXH64 of the whole file
+};
+
+struct SkippedCheckpoint {
+  std::int64_t step = 0;
+  std::string reason;
+};
+
+struct LoadedCheckpoint {
+  bool found = false;  // false: no valid checkpoint (state empty, step -1)
+  std::int64_t step = -1;
+  StateDict state;
+  FileMetadata metadata;
+  std::filesystem::path file;
+  std::vector<SkippedCheckpoint> skipped;  // newer checkpoints that failed verification
+};
+
+class CheckpointStore {
+ public:
+  // Throws UsageError for keep_last < 1 or a fault plan naming an unknown checkpoint phase.
+  // Creates nothing until the first write.
+  explicit CheckpointStore(std::filesystem::path run_dir, CheckpointOptions options = {});
+
+  [[nodiscard]] const std::filesystem::path& run_dir() const noexcept { return run_dir_; }
+  [[nodiscard]] std::filesystem::path checkpoints_dir() const;
+  [[nodiscard]] std::filesystem::path step_dir(std::int64_t step) const;
+
+  // Writes, commits, verifies and applies retention for rank 0 of a world of one (metadata's
+  // step, rank and world size are set from the arguments). Throws IoError (previous checkpoints
+  // intact, temporary files removed) or UsageError for state that cannot be stored.
+  void write(std::int64_t step, const StateDict& state, const FileMetadata& metadata = {});
+
+  // The two halves of write() for N ranks: every rank calls write_rank_file, rank 0 gathers the
+  // results (in rank order) and calls commit. Retention runs inside commit.
+  [[nodiscard]] CheckpointFile write_rank_file(std::int64_t step, const StateDict& state,
+                                               const FileMetadata& metadata);
+  void commit(std::int64_t step, int world_size, const std::vector<CheckpointFile>& files);
+
+  // Steps of all directories that have a COMMIT, newest first (not verified).
+  [[nodiscard]] std::vector<std::int64_t> committed_steps() const;
+  // Why checkpoint `step` is not valid for `rank`, or nullopt when it is: commit record,
+  // file sizes and digests, and (when deep) every dataset checksum.
+  [[nodiscard]] std::optional<std::string> verify(std::int64_t step, int rank = 0,
+                                                  bool deep = true) const;
+  // Loads the newest valid checkpoint for `rank` (see the protocol above). Never throws for
+  // bad checkpoints, only lists them in skipped; throws IoError when the directory cannot be
+  // listed.
+  [[nodiscard]] LoadedCheckpoint load_latest(int rank = 0) const;
+
+ private:
+  void phase(CheckpointPhase phase, std::int64_t step);
+  void apply_retention(std::int64_t newest);
+
+  std::filesystem::path run_dir_;
+  CheckpointOptions options_;
+  std::uint64_t occurrence_ = 0;  // fault-plan occurrence of the write in progress
+};
+
+}  // namespace tenax::io

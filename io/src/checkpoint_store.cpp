@@ -1,0 +1,412 @@
+#include "tenax/io/checkpoint_store.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <sstream>
+#include <system_error>
+
+#include "durable_file.hpp"
+#include "tenax/io/checksum.hpp"
+
+namespace tenax::io {
+namespace {
+
+using detail::digest_file;
+using detail::fsync_path;
+using detail::rename_path;
+using detail::throw_errno;
+
+constexpr std::string_view kCommitMagic = "tenax-checkpoint-commit";
+constexpr int kCommitVersion = 1;
+constexpr std::size_t kMaxCommitBytes = std::size_t{1} << 20;
+constexpr int kMaxWorldSize = 1 << 20;
+
+std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + ".h5"; }
+std::string temp_suffix() { return ".tmp-" + std::to_string(::getpid()); }
+
+struct CommitRecord {
+  std::int64_t step = 0;
+  int world_size = 0;
+  std::vector<CheckpointFile> files;
+};
+
+std::string format_commit(const CommitRecord& record) {
+  std::string text = std::string(kCommitMagic) + " " + std::to_string(kCommitVersion) + "\n";
+  text += "step " + std::to_string(record.step) + "\n";
+  text += "world_size " + std::to_string(record.world_size) + "\n";
+  for (const CheckpointFile& file : record.files) {
+    text +=
+        "file " + file.name + " " + std::to_string(file.size) + " " + to_hex64(file.digest) + "\n";
+  }
+  // The record checksums itself, so a damaged record is told apart from a damaged data file.
+  text += "checksum " + to_hex64(xxh64(text.data(), text.size())) + "\n";
+  return text;
+}
+
+template <class T>
+bool parse_number(std::string_view text, T& value) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc{} && end == text.data() + text.size();
+}
+
+// Parses a commit record; returns the reason it is invalid, or "" when it parsed.
+std::string parse_commit(const std::string& text, CommitRecord& record) {
+  const std::size_t checksum_at = text.rfind("checksum ");
+  if (checksum_at == std::string::npos || (checksum_at != 0 && text[checksum_at - 1] != '\n')) {
+    return "commit record has no checksum line (truncated?)";
+  }
+  std::uint64_t stored = 0;
+  if (text.size() != checksum_at + 9 + 16 + 1 || text.back() != '\n' ||
+      !parse_hex64(std::string_view(text).substr(checksum_at + 9, 16), stored)) {
+    return "commit record's checksum line is malformed";
+  }
+  if (xxh64(text.data(), checksum_at) != stored) return "commit record checksum mismatch";
+
+  std::istringstream lines(text.substr(0, checksum_at));
+  std::string line;
+  int line_number = 0;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string key;
+    words >> key;
+    std::vector<std::string> fields;
+    for (std::string word; words >> word;) fields.push_back(word);
+    ++line_number;
+    if (line_number == 1) {
+      if (key != kCommitMagic || fields.size() != 1) return "not a tenax commit record";
+      if (fields[0] != std::to_string(kCommitVersion)) {
+        return "commit record version " + fields[0] + " is not " + std::to_string(kCommitVersion);
+      }
+    } else if (key == "step" && fields.size() == 1 && parse_number(fields[0], record.step)) {
+    } else if (key == "world_size" && fields.size() == 1 &&
+               parse_number(fields[0], record.world_size) && record.world_size >= 1 &&
+               record.world_size <= kMaxWorldSize) {
+    } else if (key == "file" && fields.size() == 3) {
+      CheckpointFile file;
+      file.name = fields[0];
+      if (!parse_number(fields[1], file.size) || !parse_hex64(fields[2], file.digest)) {
+        return "commit record line " + std::to_string(line_number) + " is malformed";
+      }
+      record.files.push_back(std::move(file));
+    } else {
+      return "commit record line " + std::to_string(line_number) + " is malformed";
+    }
+  }
+  if (record.world_size < 1 || record.files.size() != static_cast<std::size_t>(record.world_size)) {
+    return "commit record lists " + std::to_string(record.files.size()) + " files for world size " +
+           std::to_string(record.world_size);
+  }
+  for (int r = 0; r < record.world_size; ++r) {
+    if (record.files[static_cast<std::size_t>(r)].name != rank_file_name(r)) {
+      return "commit record lists '" + record.files[static_cast<std::size_t>(r)].name +
+             "' where '" + rank_file_name(r) + "' belongs";
+    }
+  }
+  return "";
+}
+
+// The step of a directory named step-<N>, or nullopt.
+std::optional<std::int64_t> step_of(const std::string& name) {
+  if (!name.starts_with("step-") || name.size() <= 5 || name.size() > 5 + 18) return std::nullopt;
+  std::int64_t step = 0;
+  const std::string_view digits = std::string_view(name).substr(5);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      !parse_number(digits, step)) {
+    return std::nullopt;
+  }
+  return step;
+}
+
+// Step directories (committed or not), newest first.
+std::vector<std::int64_t> list_steps(const std::filesystem::path& dir) {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return steps;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw_errno("cannot list", dir, ec.value());
+  for (const auto& entry : it) {
+    std::error_code type_ec;
+    if (!entry.is_directory(type_ec)) continue;
+    if (const auto step = step_of(entry.path().filename().string())) steps.push_back(*step);
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  return steps;
+}
+
+// Removes a checkpoint directory so that no crash can leave it looking valid: COMMIT goes first
+// and that removal is made durable before the data files go.
+void remove_checkpoint_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::remove(dir / "COMMIT", ec)) fsync_path(dir, true);
+  std::filesystem::remove_all(dir, ec);
+  if (ec) throw_errno("cannot remove", dir, ec.value());
+}
+
+}  // namespace
+
+std::string_view to_string(CheckpointPhase phase) noexcept {
+  switch (phase) {
+    case CheckpointPhase::after_data_write:
+      return "after_data_write";
+    case CheckpointPhase::after_data_fsync:
+      return "after_data_fsync";
+    case CheckpointPhase::after_rename:
+      return "after_rename";
+    case CheckpointPhase::after_dir_fsync:
+      return "after_dir_fsync";
+    case CheckpointPhase::after_commit_write:
+      return "after_commit_write";
+    case CheckpointPhase::after_commit_rename:
+      return "after_commit_rename";
+    case CheckpointPhase::after_commit_dir_fsync:
+      return "after_commit_dir_fsync";
+  }
+  return "unknown";
+}
+
+CheckpointStore::CheckpointStore(std::filesystem::path run_dir, CheckpointOptions options)
+    : run_dir_(std::move(run_dir)), options_(std::move(options)) {
+  TENAX_EXPECTS(options_.keep_last >= 1, UsageError,
+                "checkpoint retention keep_last = " + std::to_string(options_.keep_last),
+                "keep at least one checkpoint (keep_last >= 1; the default is 3)");
+  const FaultPlan& plan =
+      options_.fault_plan != nullptr ? *options_.fault_plan : process_fault_plan();
+  for (const FaultSpec& spec : plan.faults()) {
+    if (spec.point != FaultPoint::checkpoint || spec.phase.empty()) continue;
+    const bool known = std::any_of(std::begin(kAllCheckpointPhases), std::end(kAllCheckpointPhases),
+                                   [&](CheckpointPhase p) { return to_string(p) == spec.phase; });
+    std::string names;
+    for (const CheckpointPhase p : kAllCheckpointPhases) {
+      names += (names.empty() ? "" : ", ") + std::string(to_string(p));
+    }
+    TENAX_EXPECTS(known, UsageError,
+                  "fault plan names the unknown checkpoint phase '" + spec.phase + "'",
+                  "use one of: " + names);
+  }
+}
+
+std::filesystem::path CheckpointStore::checkpoints_dir() const { return run_dir_ / "checkpoints"; }
+
+std::filesystem::path CheckpointStore::step_dir(std::int64_t step) const {
+  return checkpoints_dir() / ("step-" + std::to_string(step));
+}
+
+void CheckpointStore::phase(CheckpointPhase phase, std::int64_t step) {
+  if (options_.on_phase) options_.on_phase(phase, step);
+  FaultPlan& plan = options_.fault_plan != nullptr ? *options_.fault_plan : process_fault_plan();
+  if (plan.empty()) return;
+  const std::string_view name = to_string(phase);
+  if (plan.should_fire(FaultKind::kill, FaultPoint::checkpoint, occurrence_, name)) {
+    std::raise(SIGKILL);
+  }
+  if (plan.should_fire(FaultKind::enospc, FaultPoint::checkpoint, occurrence_, name)) {
+    throw_errno("injected fault (enospc@checkpoint=" + std::to_string(occurrence_) + ") writing",
+                step_dir(step), ENOSPC);
+  }
+}
+
+void CheckpointStore::write(std::int64_t step, const StateDict& state,
+                            const FileMetadata& metadata) {
+  FileMetadata meta = metadata;
+  meta.step = step;
+  meta.rank = 0;
+  meta.world_size = 1;
+  const CheckpointFile file = write_rank_file(step, state, meta);
+  commit(step, 1, {file});
+}
+
+CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDict& state,
+                                                const FileMetadata& metadata) {
+  TENAX_EXPECTS(step >= 0, UsageError, "checkpoint step " + std::to_string(step) + " is negative",
+                "checkpoint steps count from 0");
+  FaultPlan& plan = options_.fault_plan != nullptr ? *options_.fault_plan : process_fault_plan();
+  occurrence_ = plan.advance(FaultPoint::checkpoint);
+  FileMetadata meta = metadata;
+  meta.step = step;
+  const std::filesystem::path dir = step_dir(step);
+  const std::filesystem::path final_path = dir / rank_file_name(meta.rank);
+  const std::filesystem::path temp_path = dir / (rank_file_name(meta.rank) + temp_suffix());
+  try {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      std::filesystem::create_directories(dir, ec);
+      if (ec) throw_errno("cannot create", dir, ec.value());
+      fsync_path(checkpoints_dir(), true);
+      fsync_path(run_dir_, true);
+    } else if (meta.rank == 0 && std::filesystem::exists(dir / "COMMIT", ec)) {
+      // Rewriting a committed step: it stops existing first, so a crash part-way can never
+      // leave a COMMIT that describes files from two different writes.
+      std::filesystem::remove(dir / "COMMIT", ec);
+      if (ec) throw_errno("cannot remove", dir / "COMMIT", ec.value());
+      fsync_path(dir, true);
+    }
+    write_state_file(temp_path, state, meta);
+    phase(CheckpointPhase::after_data_write, step);
+    fsync_path(temp_path, false);
+    phase(CheckpointPhase::after_data_fsync, step);
+    rename_path(temp_path, final_path);
+    phase(CheckpointPhase::after_rename, step);
+    fsync_path(dir, true);
+    phase(CheckpointPhase::after_dir_fsync, step);
+    const detail::FileDigest digest = digest_file(final_path);
+    return CheckpointFile{rank_file_name(meta.rank), digest.size, digest.digest};
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temp_path, ignored);
+    // An uncommitted directory is garbage; a committed one (another rank's, or ours from
+    // before) is left alone.
+    if (!std::filesystem::exists(dir / "COMMIT", ignored))
+      std::filesystem::remove_all(dir, ignored);
+    throw;
+  }
+}
+
+void CheckpointStore::commit(std::int64_t step, int world_size,
+                             const std::vector<CheckpointFile>& files) {
+  TENAX_EXPECTS(world_size >= 1 && files.size() == static_cast<std::size_t>(world_size), UsageError,
+                "commit of step " + std::to_string(step) + " got " + std::to_string(files.size()) +
+                    " files for world size " + std::to_string(world_size),
+                "gather one CheckpointFile per rank, in rank order, on rank 0");
+  const std::filesystem::path dir = step_dir(step);
+  const std::filesystem::path temp_path = dir / ("COMMIT" + temp_suffix());
+  try {
+    CommitRecord record{step, world_size, files};
+    detail::write_file_synced(temp_path, format_commit(record));
+    phase(CheckpointPhase::after_commit_write, step);
+    rename_path(temp_path, dir / "COMMIT");
+    phase(CheckpointPhase::after_commit_rename, step);
+    fsync_path(dir, true);
+    phase(CheckpointPhase::after_commit_dir_fsync, step);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temp_path, ignored);
+    if (!std::filesystem::exists(dir / "COMMIT", ignored))
+      std::filesystem::remove_all(dir, ignored);
+    throw;
+  }
+  // Nothing older is removed unless the new checkpoint reads back as valid.
+  for (int rank = 0; rank < world_size; ++rank) {
+    if (const auto problem = verify(step, rank, /*deep=*/false)) {
+      throw IoError("checkpoint of step " + std::to_string(step) +
+                        " does not verify right after it was written: " + *problem,
+                    "check the disk (dmesg, smartctl); older checkpoints were kept");
+    }
+  }
+  apply_retention(step);
+}
+
+void CheckpointStore::apply_retention(std::int64_t newest) {
+  std::error_code ec;
+  int kept = 0;
+  for (const std::int64_t step : list_steps(checkpoints_dir())) {
+    const std::filesystem::path dir = step_dir(step);
+    const bool committed = std::filesystem::exists(dir / "COMMIT", ec);
+    if (step == newest) {
+      ++kept;
+    } else if (committed) {
+      if (step > newest || kept < options_.keep_last) {
+        ++kept;
+      } else {
+        remove_checkpoint_dir(dir);
+      }
+    } else if (step < newest) {
+      // An interrupted write older than a valid checkpoint will never be committed.
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+  fsync_path(checkpoints_dir(), true);
+}
+
+std::vector<std::int64_t> CheckpointStore::committed_steps() const {
+  std::vector<std::int64_t> steps;
+  std::error_code ec;
+  for (const std::int64_t step : list_steps(checkpoints_dir())) {
+    if (std::filesystem::exists(step_dir(step) / "COMMIT", ec)) steps.push_back(step);
+  }
+  return steps;
+}
+
+std::optional<std::string> CheckpointStore::verify(std::int64_t step, int rank, bool deep) const {
+  const std::filesystem::path dir = step_dir(step);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "COMMIT", ec)) {
+    return "no commit record (the write was interrupted before it committed)";
+  }
+  CommitRecord record;
+  try {
+    const std::string problem =
+        parse_commit(detail::read_small_file(dir / "COMMIT", kMaxCommitBytes), record);
+    if (!problem.empty()) return problem;
+    if (record.step != step) {
+      return "commit record is for step " + std::to_string(record.step) + ", not " +
+             std::to_string(step);
+    }
+    if (rank < 0 || rank >= record.world_size) {
+      return "rank " + std::to_string(rank) + " is not in its world of " +
+             std::to_string(record.world_size) + " (restart with the same number of ranks)";
+    }
+    const CheckpointFile& expected = record.files[static_cast<std::size_t>(rank)];
+    const std::filesystem::path path = dir / expected.name;
+    if (!std::filesystem::is_regular_file(path, ec)) return expected.name + " is missing";
+    const std::uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec || size != expected.size) {
+      return expected.name + " has " + std::to_string(size) + " bytes, the commit record says " +
+             std::to_string(expected.size) + " (truncated or overwritten)";
+    }
+    const detail::FileDigest digest = digest_file(path);
+    if (digest.digest != expected.digest || digest.size != expected.size) {
+      return expected.name + " digest mismatch (commit record " + to_hex64(expected.digest) +
+             ", file " + to_hex64(digest.digest) + "): the file is corrupt";
+    }
+    if (deep) {
+      FileMetadata meta;
+      (void)read_state_file(path, &meta, options_.read_options);
+      if (meta.step != step || meta.rank != rank || meta.world_size != record.world_size) {
+        return expected.name + " says step " + std::to_string(meta.step) + ", rank " +
+               std::to_string(meta.rank) + " of " + std::to_string(meta.world_size) +
+               ", which does not match its directory and commit record";
+      }
+    }
+  } catch (const Error& e) {
+    return e.cause();
+  }
+  return std::nullopt;
+}
+
+LoadedCheckpoint CheckpointStore::load_latest(int rank) const {
+  LoadedCheckpoint result;
+  for (const std::int64_t step : list_steps(checkpoints_dir())) {
+    if (auto problem = verify(step, rank, /*deep=*/false)) {
+      result.skipped.push_back({step, std::move(*problem)});
+      continue;
+    }
+    const std::filesystem::path path = step_dir(step) / rank_file_name(rank);
+    try {
+      // read_state_file verifies every dataset checksum before it returns.
+      FileMetadata meta;
+      StateDict state = read_state_file(path, &meta, options_.read_options);
+      if (meta.step != step || meta.rank != rank) {
+        result.skipped.push_back({step, path.filename().string() + " says step " +
+                                            std::to_string(meta.step) + ", rank " +
+                                            std::to_string(meta.rank) +
+                                            ", which does not match its directory"});
+        continue;
+      }
+      result.found = true;
+      result.step = step;
+      result.state = std::move(state);
+      result.metadata = std::move(meta);
+      result.file = path;
+      return result;
+    } catch (const Error& e) {
+      result.skipped.push_back({step, e.cause()});
+    }
+  }
+  return result;
+}
+
+}  // namespace tenax::io

@@ -1,0 +1,126 @@
+#include "durable_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tenax/core/error.hpp"
+#include "tenax/io/checksum.hpp"
+
+namespace tenax::io::detail {
+namespace {
+
+// Closes a descriptor on scope exit unless released; close errors on the success path are
+// checked explicitly by the callers that care (writers).
+class Fd {
+ public:
+  explicit Fd(int fd) noexcept : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  int release() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+Fd open_or_throw(const std::filesystem::path& path, int flags, mode_t mode = 0) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw_errno("cannot open", path, errno);
+  return Fd(fd);
+}
+
+}  // namespace
+
+void throw_errno(std::string_view operation, const std::filesystem::path& path, int errnum) {
+  const std::string cause =
+      std::string(operation) + " '" + path.string() + "': " + std::strerror(errnum);
+  const bool full = errnum == ENOSPC || errnum == EDQUOT;
+  const std::string fix =
+      full ? "free disk space (or raise the quota), or put the run directory on a filesystem "
+             "with room; the previous checkpoint is intact"
+           : "check the filesystem (permissions, mount, health in dmesg); the previous "
+             "checkpoint is intact";
+  switch (classify_errno(errnum)) {
+    case FaultClass::out_of_memory:
+      throw OutOfMemoryError(cause, "free host memory; the previous checkpoint is intact");
+    case FaultClass::usage:
+      throw UsageError(cause, fix);
+    default:
+      throw IoError(cause, fix);
+  }
+}
+
+void fsync_path(const std::filesystem::path& path, bool directory) {
+  Fd fd = open_or_throw(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  if (::fsync(fd.get()) != 0) throw_errno("cannot fsync", path, errno);
+}
+
+void rename_path(const std::filesystem::path& from, const std::filesystem::path& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) throw_errno("cannot rename", from, errno);
+}
+
+void write_file_synced(const std::filesystem::path& path, std::string_view bytes) {
+  Fd fd = open_or_throw(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd.get(), bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_errno("cannot write", path, n < 0 ? errno : EIO);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd.get()) != 0) throw_errno("cannot fsync", path, errno);
+  // close() reports deferred write errors on some filesystems (NFS).
+  if (::close(fd.release()) != 0) throw_errno("cannot close", path, errno);
+}
+
+FileDigest digest_file(const std::filesystem::path& path) {
+  Fd fd = open_or_throw(path, O_RDONLY);
+  std::vector<unsigned char> buffer(std::size_t{4} << 20);
+  Xxh64 hash;
+  FileDigest result;
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("cannot read", path, errno);
+    if (n == 0) break;
+    hash.update(buffer.data(), static_cast<std::size_t>(n));
+    result.size += static_cast<std::uint64_t>(n);
+  }
+  result.digest = hash.digest();
+  return result;
+}
+
+std::string read_small_file(const std::filesystem::path& path, std::size_t limit) {
+  Fd fd = open_or_throw(path, O_RDONLY);
+  std::string text;
+  char chunk[8192];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("cannot read", path, errno);
+    if (n == 0) break;
+    if (text.size() + static_cast<std::size_t>(n) > limit) {
+      throw IoError("'" + path.string() + "' is larger than " + std::to_string(limit) +
+                        " bytes, too large for what it should be",
+                    "the file is corrupt or not written by tenax; use an older checkpoint");
+    }
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace tenax::io::detail

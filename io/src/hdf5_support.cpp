@@ -1,0 +1,84 @@
+#include "hdf5_support.hpp"
+
+#include <vector>
+
+namespace tenax::io::detail {
+namespace {
+
+std::mutex& hdf5_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+herr_t collect_error(unsigned, const H5E_error2_t* error, void* data) {
+  auto* messages = static_cast<std::vector<std::string>*>(data);
+  if (error != nullptr && error->desc != nullptr && error->desc[0] != '\0') {
+    messages->emplace_back(error->desc);
+  }
+  return 0;
+}
+
+Handle make_f16_type() {
+  Handle type(H5Tcopy(H5T_IEEE_F32LE), H5Tclose);
+  if (!type.valid() || H5Tset_fields(type.get(), 15, 10, 5, 0, 10) < 0 ||
+      H5Tset_size(type.get(), 2) < 0 || H5Tset_ebias(type.get(), 15) < 0) {
+    return {};
+  }
+  return type;
+}
+
+}  // namespace
+
+Hdf5Lock::Hdf5Lock() : lock_(hdf5_mutex()) { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+Handle file_type_of(DType dtype) {
+  hid_t predefined = H5I_INVALID_HID;
+  switch (dtype) {
+    case DType::f64:
+      predefined = H5T_IEEE_F64LE;
+      break;
+    case DType::f32:
+      predefined = H5T_IEEE_F32LE;
+      break;
+    case DType::f16:
+      return make_f16_type();
+    case DType::bf16:
+      predefined = H5T_STD_U16LE;
+      break;
+    case DType::i64:
+      predefined = H5T_STD_I64LE;
+      break;
+    case DType::i32:
+      predefined = H5T_STD_I32LE;
+      break;
+    case DType::u8:
+      predefined = H5T_STD_U8LE;
+      break;
+  }
+  return Handle(H5Tcopy(predefined), H5Tclose);
+}
+
+Handle string_type(std::size_t size) {
+  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+  if (type.valid() &&
+      (H5Tset_size(type.get(), size) < 0 || H5Tset_strpad(type.get(), H5T_STR_NULLPAD) < 0)) {
+    return {};
+  }
+  return type;
+}
+
+std::string take_hdf5_error() {
+  std::vector<std::string> messages;
+  // Upward walks from the deepest frame, where the real reason (a bad checksum, a short read)
+  // is; the outer frames only say which API call failed.
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &messages);
+  H5Eclear2(H5E_DEFAULT);
+  std::string text;
+  for (std::size_t i = 0; i < messages.size() && i < 2; ++i) {
+    if (!text.empty()) text += "; ";
+    text += messages[i];
+  }
+  return text;
+}
+
+}  // namespace tenax::io::detail

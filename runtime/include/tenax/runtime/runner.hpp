@@ -1,0 +1,96 @@
+// Runner: drives a Workload to completion and keeps the promise that no work is lost.
+//
+// It owns the step loop and, around it:
+//  - resume: at start, the newest valid checkpoint in RUN_DIR is loaded (newer broken ones are
+//    skipped and reported); without one the workload is initialised and checkpointed as step 0,
+//    so that there is always a state to roll back to;
+//  - checkpoints every `checkpoint_every` steps and/or `checkpoint_seconds` seconds, at the end,
+//    and on SIGTERM/SIGINT (the current step finishes, the state is checkpointed, and the run
+//    returns the restart exit code 75 so a supervisor resumes it);
+//  - fault policies, each decided through one Communicator::agree() call so that all ranks act
+//    alike:
+//      out_of_memory: empty the device cache and retry the step; then halve the micro-batch and
+//        retry (same result, more micro-steps); at min_micro_batch, checkpoint and stop with the
+//        memory summary. The learned micro-batch is saved in every checkpoint.
+//      anomaly (NaN/Inf in any floating tensor of the state, or Workload::check()): roll back to
+//        the last checkpoint and redo the steps; stop after max_anomaly_retries consecutive
+//        failures.
+//      device_fault / comm_fault: nothing more is written from device memory; the run returns
+//        the restart code 75 at once, and the supervisor restarts it from the last checkpoint.
+//  - RUN_DIR/events.jsonl: a line per step and per event (see EventLog);
+//  - a progress line on a terminal, plain log lines otherwise.
+//
+// Injected faults (TENAX_FAULTS or RunnerOptions::faults), with S the step being taken
+// (counted from 1): oom@step=S fails the step as an allocation would; nan@step=S / inf@step=S
+// write a non-finite value into the state after the step; device@step=S and comm@step=S raise
+// those faults; kill@step=S kills the process with SIGKILL before the step. An item S[xM]
+// fires M times at step S (oom@step=S x3: three attempts of step S fail in a row, which drives
+// the backoff), then never again in the process; faults that end the process (kill, device,
+// comm) fire only in the first attempt of a job (TENAX_RESTART_COUNT unset or 0), so that a
+// restarted job proves its recovery.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/workload.hpp"
+
+namespace tenax::runtime {
+
+enum class ProgressMode { automatic, terminal, log, quiet };
+
+struct RunnerOptions {
+  std::filesystem::path run_dir;      // holds checkpoints/ and events.jsonl; created when missing
+  std::int64_t total_steps = 0;       // the run is done when the state reaches this step
+  std::int64_t checkpoint_every = 0;  // steps between checkpoints; 0: no step-count trigger
+  double checkpoint_seconds = 0;      // seconds between checkpoints; 0: no time trigger
+  int keep_last = 3;                  // committed checkpoints kept
+  bool async_checkpoints = false;     // write checkpoints on a background thread
+  int max_anomaly_retries = 3;        // consecutive rollbacks before the run stops
+  std::int64_t min_micro_batch = 1;   // floor of the out-of-memory backoff
+  std::string config;                 // run configuration (JSON text) stored in checkpoints
+  ProgressMode progress = ProgressMode::automatic;
+  const FaultPlan* faults = nullptr;  // nullptr: the process plan (TENAX_FAULTS)
+};
+
+enum class RunStatus {
+  completed,      // reached total_steps
+  interrupted,    // SIGTERM/SIGINT: checkpointed, resume by running again
+  restart,        // device or communication fault: resume by running again (elsewhere)
+  out_of_memory,  // OOM at the smallest micro-batch: checkpointed and stopped
+  anomaly,        // non-finite state after max_anomaly_retries rollbacks
+};
+
+struct RunResult {
+  RunStatus status = RunStatus::completed;
+  int exit_code = 0;      // 0, 75 (interrupted/restart) or 1
+  std::int64_t step = 0;  // step the state had reached
+  std::int64_t micro_batch = 0;
+  std::string message;  // what happened and what to do (empty when completed)
+};
+
+class Runner {
+ public:
+  // Throws UsageError for inconsistent options (naming the option and the fix).
+  Runner(Workload& workload, RunnerOptions options,
+         std::shared_ptr<Communicator> communicator = std::make_shared<SingleRankCommunicator>());
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Runs to completion or to the first fault the policies cannot absorb. Throws only for errors
+  // outside the policies (usage errors, an unusable run directory).
+  [[nodiscard]] RunResult run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+[[nodiscard]] std::string_view to_string(RunStatus status) noexcept;
+
+}  // namespace tenax::runtime

@@ -1,0 +1,450 @@
+#include "tenax/runtime/runner.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "tenax/core/error.hpp"
+#include "tenax/core/memory/device_memory.hpp"
+#include "tenax/io/async_checkpointer.hpp"
+#include "tenax/io/checkpoint_store.hpp"
+#include "tenax/kernels/ops.hpp"
+#include "tenax/runtime/event_log.hpp"
+#include "tenax/runtime/progress.hpp"
+
+namespace tenax::runtime {
+
+std::string_view to_string(RunStatus status) noexcept {
+  switch (status) {
+    case RunStatus::completed:
+      return "completed";
+    case RunStatus::interrupted:
+      return "interrupted";
+    case RunStatus::restart:
+      return "restart";
+    case RunStatus::out_of_memory:
+      return "out_of_memory";
+    case RunStatus::anomaly:
+      return "anomaly";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// What a step's outcome asks the ranks to do, ordered by severity: agree() returns the most
+// severe proposal of all ranks.
+enum Decision : std::int64_t {
+  kContinue = 0,
+  kRetry = 1,     // OOM: retry the step after emptying the cache
+  kBackoff = 2,   // OOM again: halve the micro-batch and retry
+  kRollback = 3,  // anomaly: reload the last checkpoint
+  kStop = 4,      // a policy is exhausted: checkpoint (when the state is good) and stop
+  kRestart = 5,   // device or communication fault: exit for a restart at once
+};
+
+std::atomic<int> pending_signal{0};
+
+extern "C" void record_signal(int signal_number) { pending_signal.store(signal_number); }
+
+// Installs SIGTERM/SIGINT handlers that only record the signal (the step loop acts on it at the
+// next step boundary) and restores the previous handlers when the run ends.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    pending_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = record_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, &previous_term_);
+    sigaction(SIGINT, &action, &previous_int_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGTERM, &previous_term_, nullptr);
+    sigaction(SIGINT, &previous_int_, nullptr);
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+
+ private:
+  struct sigaction previous_term_ {};
+  struct sigaction previous_int_ {};
+};
+
+bool first_attempt() {
+  const char* restarts = std::getenv("TENAX_RESTART_COUNT");
+  return restarts == nullptr || std::string_view(restarts).empty() ||
+         std::string_view(restarts) == "0";
+}
+
+// The plan, less its kill items when the process must not end itself (a restarted attempt).
+FaultPlan without_process_ending_faults(const FaultPlan& plan, bool may_end_process) {
+  if (may_end_process) return plan;
+  std::vector<FaultSpec> kept;
+  for (const FaultSpec& spec : plan.faults()) {
+    if (spec.kind != FaultKind::kill) kept.push_back(spec);
+  }
+  return FaultPlan(std::move(kept));
+}
+
+// A non-finite value written into the first element of the first floating tensor of the state.
+void poison_state(const StateDict& state, double value) {
+  for (const auto& [name, entry] : state.entries()) {
+    const Tensor* tensor = std::get_if<Tensor>(&entry);
+    if (tensor != nullptr && is_floating(tensor->dtype()) && tensor->numel() > 0) {
+      ops::fill(tensor->reshape({tensor->numel()}).slice(0, 1), value);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+struct Runner::Impl {
+  Impl(Workload& workload, RunnerOptions options, std::shared_ptr<Communicator> communicator)
+      : workload(workload),
+        options(std::move(options)),
+        communicator(std::move(communicator)),
+        faults(this->options.faults != nullptr ? *this->options.faults : process_fault_plan()),
+        may_end_process(first_attempt()),
+        checkpoint_faults(without_process_ending_faults(faults, may_end_process)) {}
+
+  Workload& workload;
+  RunnerOptions options;
+  std::shared_ptr<Communicator> communicator;
+  const FaultPlan& faults;
+  const bool may_end_process;
+  FaultPlan checkpoint_faults;  // what the checkpoint store may inject
+  std::map<const FaultSpec*, std::uint64_t> fired;  // times each plan item fired here
+
+  std::optional<EventLog> events;
+  std::optional<io::CheckpointStore> store;
+  std::optional<io::AsyncCheckpointer> async;
+  std::optional<Progress> progress;
+
+  std::int64_t step = 0;
+  std::int64_t micro_batch = 1;
+  std::int64_t last_checkpoint_step = -1;
+  std::chrono::steady_clock::time_point last_checkpoint_time;
+  int checkpoint_failures = 0;
+
+  // True when the plan asks for `kind` at step `step_number`. An item S[xM] fires M times at
+  // step S (for oom: M attempts of the step in a row), then never again in this process.
+  bool inject(FaultKind kind, std::int64_t step_number) {
+    for (const FaultSpec& spec : faults.faults()) {
+      if (spec.kind != kind || spec.point != FaultPoint::step) continue;
+      if (static_cast<std::uint64_t>(step_number) != spec.first) continue;
+      const bool ends_process =
+          kind == FaultKind::kill || kind == FaultKind::device || kind == FaultKind::comm;
+      if (ends_process && !may_end_process) continue;
+      std::uint64_t& times = fired[&spec];
+      if (times >= spec.count) continue;
+      ++times;
+      return true;
+    }
+    return false;
+  }
+
+  StateDict checkpoint_state() const {
+    StateDict state;
+    state.merge("workload", workload.save_state());
+    state.set("runner/step", step);
+    state.set("runner/micro_batch", micro_batch);
+    state.set("runner/total_steps", options.total_steps);
+    return state;
+  }
+
+  // Writes a checkpoint of the current state. A failed write is reported and the run goes on
+  // (the previous checkpoint is intact); three failures in a row end the run.
+  void checkpoint(bool wait_for_it) {
+    io::FileMetadata metadata;
+    metadata.config = options.config;
+    metadata.rank = communicator->rank();
+    metadata.world_size = communicator->size();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      if (async) {
+        async->save(step, checkpoint_state(), metadata);
+        if (wait_for_it) async->wait();
+      } else {
+        store->write(step, checkpoint_state(), metadata);
+      }
+      checkpoint_failures = 0;
+      events->append(
+          "checkpoint_written",
+          {{"step", step},
+           {"seconds",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
+           {"async", async.has_value() && !wait_for_it}});
+    } catch (const IoError& e) {
+      ++checkpoint_failures;
+      events->append("checkpoint_failed", {{"step", step}, {"reason", std::string(e.what())}});
+      std::fprintf(stderr, "tenax: checkpoint of step %lld failed, the previous one is kept: %s\n",
+                   static_cast<long long>(step), e.what());
+      if (checkpoint_failures >= 3) throw;
+    }
+    last_checkpoint_step = step;
+    last_checkpoint_time = std::chrono::steady_clock::now();
+  }
+
+  bool checkpoint_due() const {
+    if (options.checkpoint_every > 0 && step - last_checkpoint_step >= options.checkpoint_every) {
+      return true;
+    }
+    if (options.checkpoint_seconds > 0) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_time)
+              .count();
+      return elapsed >= options.checkpoint_seconds;
+    }
+    return false;
+  }
+
+  // Loads the newest valid checkpoint into the workload; false when there is none.
+  bool restore(const char* event) {
+    if (async) async->wait();
+    io::LoadedCheckpoint loaded = store->load_latest(communicator->rank());
+    for (const auto& skipped : loaded.skipped) {
+      events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
+      std::fprintf(stderr, "tenax: skipped checkpoint of step %lld: %s\n",
+                   static_cast<long long>(skipped.step), skipped.reason.c_str());
+    }
+    if (!loaded.found) return false;
+    workload.load_state(loaded.state.scope("workload"));
+    step = loaded.state.integer("runner/step");
+    micro_batch = std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
+    last_checkpoint_step = step;
+    events->append(event, {{"step", step}, {"micro_batch", micro_batch}});
+    return true;
+  }
+
+  RunResult finish(RunStatus status, std::string message) {
+    if (async && status != RunStatus::restart) async->wait();
+    const int exit_code = status == RunStatus::completed ? 0
+                          : status == RunStatus::interrupted || status == RunStatus::restart
+                              ? kRestartExitCode
+                              : 1;
+    if (progress) progress->finish();
+    events->append("exit", {{"status", std::string(to_string(status))},
+                            {"exit_code", std::int64_t{exit_code}},
+                            {"step", step},
+                            {"message", message}});
+    return {status, exit_code, step, micro_batch, std::move(message)};
+  }
+
+  // Runs `action` (building or loading the state), retrying it once after emptying the device
+  // cache when it runs out of memory; there is no micro-batch to back off outside a step.
+  template <class Action>
+  bool with_cache_retry(Action&& action) {
+    try {
+      return action();
+    } catch (const OutOfMemoryError& e) {
+      events->append("oom_retry", {{"step", step}, {"reason", std::string(e.what())}});
+      empty_cache(workload.device());
+      return action();
+    }
+  }
+
+  // Takes step `step` -> `step + 1` under the out-of-memory policy. Returns kContinue when the
+  // step is done, kStop when the policy is exhausted.
+  Decision take_step_with_oom_policy(std::string& report) {
+    bool cache_emptied = false;
+    while (true) {
+      Decision proposal = kContinue;
+      try {
+        if (inject(FaultKind::oom, step + 1)) {
+          throw OutOfMemoryError("injected out-of-memory at step " + std::to_string(step + 1),
+                                 "none needed: the fault was requested by TENAX_FAULTS");
+        }
+        workload.step(step, micro_batch);
+      } catch (const OutOfMemoryError& e) {
+        report = e.what();
+        proposal = !cache_emptied                          ? kRetry
+                   : micro_batch > options.min_micro_batch ? kBackoff
+                                                           : kStop;
+      }
+      const auto decision = static_cast<Decision>(communicator->agree(proposal));
+      switch (decision) {
+        case kContinue:
+          return kContinue;
+        case kRetry:
+          empty_cache(workload.device());
+          cache_emptied = true;
+          events->append("oom_retry", {{"step", step + 1}, {"micro_batch", micro_batch}});
+          break;
+        case kBackoff:
+          micro_batch = std::max(options.min_micro_batch, micro_batch / 2);
+          cache_emptied = false;
+          events->append("backoff", {{"step", step + 1}, {"micro_batch", micro_batch}});
+          std::fprintf(stderr, "tenax: out of memory at step %lld; micro-batch halved to %lld\n",
+                       static_cast<long long>(step + 1), static_cast<long long>(micro_batch));
+          break;
+        default:
+          return kStop;
+      }
+    }
+  }
+
+  // Why the state is not healthy after a step, or nothing.
+  std::optional<std::string> find_anomaly() {
+    const StateDict state = workload.save_state();
+    if (inject(FaultKind::nan, step)) poison_state(state, std::numeric_limits<double>::quiet_NaN());
+    if (inject(FaultKind::inf, step)) poison_state(state, std::numeric_limits<double>::infinity());
+    for (const auto& [name, entry] : state.entries()) {
+      const Tensor* tensor = std::get_if<Tensor>(&entry);
+      if (tensor == nullptr || !is_floating(tensor->dtype()) || tensor->numel() == 0) continue;
+      const std::int64_t bad = ops::count_nonfinite(*tensor);
+      if (bad > 0) {
+        return std::to_string(bad) + " non-finite value(s) in state tensor '" + name + "'";
+      }
+    }
+    return workload.check();
+  }
+
+  RunResult run() {
+    events.emplace(options.run_dir / "events.jsonl");
+    io::CheckpointOptions checkpoint_options;
+    checkpoint_options.keep_last = options.keep_last;
+    checkpoint_options.fault_plan = &checkpoint_faults;
+    store.emplace(options.run_dir, checkpoint_options);
+    if (options.async_checkpoints) async.emplace(*store);
+    SignalGuard signals;
+
+    const bool resumed = with_cache_retry([&] { return restore("resumed"); });
+    if (!resumed) {
+      with_cache_retry([&] {
+        workload.init();
+        return true;
+      });
+      step = 0;
+      micro_batch = workload.work_units();
+      events->append("started",
+                     {{"total_steps", options.total_steps}, {"micro_batch", micro_batch}});
+      checkpoint(/*wait_for_it=*/true);  // there is always a state to roll back to
+    }
+    last_checkpoint_time = std::chrono::steady_clock::now();
+    progress.emplace(options.progress, options.total_steps, step);
+
+    int anomalies_in_a_row = 0;
+    while (step < options.total_steps) {
+      if (pending_signal.load() != 0) {
+        checkpoint(/*wait_for_it=*/true);
+        return finish(RunStatus::interrupted,
+                      "stopped by signal " + std::to_string(pending_signal.load()) +
+                          " after checkpointing step " + std::to_string(step) +
+                          "; run again (or under `tenax run`) to resume");
+      }
+      try {
+        if (inject(FaultKind::kill, step + 1)) {
+          events->append("fault", {{"kind", std::string("kill")}, {"step", step + 1}});
+          std::raise(SIGKILL);
+        }
+        if (inject(FaultKind::device, step + 1)) {
+          throw DeviceFaultError("injected device fault at step " + std::to_string(step + 1),
+                                 "none needed: the fault was requested by TENAX_FAULTS");
+        }
+        if (inject(FaultKind::comm, step + 1)) {
+          throw CommFaultError("injected communication fault at step " + std::to_string(step + 1),
+                               "none needed: the fault was requested by TENAX_FAULTS");
+        }
+        std::string oom_report;
+        if (take_step_with_oom_policy(oom_report) == kStop) {
+          checkpoint(/*wait_for_it=*/true);
+          return finish(RunStatus::out_of_memory,
+                        "out of memory at step " + std::to_string(step + 1) +
+                            " even with the smallest micro-batch (" + std::to_string(micro_batch) +
+                            "); state checkpointed at step " + std::to_string(step) + ". " +
+                            oom_report + "\n" + memory_summary(workload.device()) +
+                            "\nfix: run on a device with more memory, lower the problem size, "
+                            "or raise TENAX_MEMORY_LIMIT; the run resumes from its checkpoint");
+        }
+      } catch (const Error& e) {
+        if (e.fault_class() != FaultClass::device_fault &&
+            e.fault_class() != FaultClass::comm_fault) {
+          throw;
+        }
+        communicator->agree(kRestart);
+        events->append("fault", {{"kind", std::string(tenax::to_string(e.fault_class()))},
+                                 {"step", step + 1},
+                                 {"reason", std::string(e.what())}});
+        // Nothing derived from device memory is written after a device fault.
+        return finish(RunStatus::restart, std::string(e.what()) +
+                                              "; exiting for a restart from the checkpoint of "
+                                              "step " +
+                                              std::to_string(last_checkpoint_step));
+      }
+      ++step;
+
+      const std::optional<std::string> anomaly = find_anomaly();
+      const auto decision =
+          static_cast<Decision>(communicator->agree(anomaly ? kRollback : kContinue));
+      if (decision == kRollback) {
+        ++anomalies_in_a_row;
+        const std::string reason = anomaly.value_or("another rank found an anomaly");
+        events->append("anomaly", {{"step", step}, {"reason", reason}});
+        if (anomalies_in_a_row > options.max_anomaly_retries) {
+          return finish(RunStatus::anomaly,
+                        "anomaly at step " + std::to_string(step) + " (" + reason + ") after " +
+                            std::to_string(options.max_anomaly_retries) +
+                            " rollbacks; the last good checkpoint is kept. fix: lower the time "
+                            "step or learning rate, or check the input data");
+        }
+        if (!restore("rollback")) {
+          throw AnomalyError("anomaly at step " + std::to_string(step) + " (" + reason +
+                                 ") and no valid checkpoint to roll back to",
+                             "check the run directory " + options.run_dir.string());
+        }
+        continue;
+      }
+      anomalies_in_a_row = 0;
+
+      const MemoryStats memory = memory_stats(workload.device());
+      events->append("step",
+                     {{"step", step},
+                      {"micro_batch", micro_batch},
+                      {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
+                      {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
+      progress->update(step, memory.reserved_bytes.current);
+      if (checkpoint_due()) checkpoint(/*wait_for_it=*/false);
+    }
+    if (last_checkpoint_step != step) checkpoint(/*wait_for_it=*/true);
+    return finish(RunStatus::completed, "");
+  }
+};
+
+Runner::Runner(Workload& workload, RunnerOptions options,
+               std::shared_ptr<Communicator> communicator) {
+  TENAX_EXPECTS(!options.run_dir.empty(), UsageError, "the runner was given no run directory",
+                "set RunnerOptions::run_dir (e.g. --run-dir runs/heat2d)");
+  TENAX_EXPECTS(options.total_steps >= 0, UsageError,
+                "total_steps is " + std::to_string(options.total_steps), "use a count >= 0");
+  TENAX_EXPECTS(options.checkpoint_every >= 0 && options.checkpoint_seconds >= 0, UsageError,
+                "checkpoint_every (" + std::to_string(options.checkpoint_every) +
+                    ") and checkpoint_seconds (" + std::to_string(options.checkpoint_seconds) +
+                    ") must not be negative",
+                "use 0 to turn a trigger off");
+  TENAX_EXPECTS(options.min_micro_batch >= 1, UsageError,
+                "min_micro_batch is " + std::to_string(options.min_micro_batch),
+                "use a floor of at least 1");
+  TENAX_EXPECTS(options.max_anomaly_retries >= 0, UsageError,
+                "max_anomaly_retries is " + std::to_string(options.max_anomaly_retries),
+                "use a count >= 0");
+  TENAX_EXPECTS(communicator != nullptr, UsageError, "the runner was given a null communicator",
+                "pass a communicator or use the default single-rank one");
+  impl_ = std::make_unique<Impl>(workload, std::move(options), std::move(communicator));
+}
+
+Runner::~Runner() = default;
+
+RunResult Runner::run() { return impl_->run(); }
+
+}  // namespace tenax::runtime

@@ -1,0 +1,185 @@
+#include "tenax/io/state_file.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "io/io_test_helpers.hpp"
+#include "tenax/core/half.hpp"
+
+namespace tenax::io {
+namespace {
+
+using testing::bitwise_equal;
+using testing::sample_state;
+using testing::ScratchDir;
+
+// Runs a shell command and returns its exit status and standard output.
+std::pair<int, std::string> run(const std::string& command) {
+  std::string output;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, output};
+  char chunk[4096];
+  while (std::size_t n = std::fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+template <class F>
+void expect_io_error(F&& f, std::initializer_list<std::string> words) {
+  try {
+    f();
+    ADD_FAILURE() << "no IoError";
+  } catch (const IoError& e) {
+    const std::string message = e.what();
+    for (const auto& word : words) {
+      EXPECT_NE(message.find(word), std::string::npos) << "'" << word << "' not in: " << message;
+    }
+    EXPECT_FALSE(e.fix().empty());
+  }
+}
+
+TEST(StateFile, RoundTripsEveryKindBitwiseInOrder) {
+  ScratchDir dir;
+  const StateDict state = sample_state();
+  FileMetadata meta;
+  meta.step = 42;
+  meta.rank = 1;
+  meta.world_size = 4;
+  meta.config = R"({"n": 128, "alpha": 0.25})";
+  write_state_file(dir.path() / "s.h5", state, meta);
+
+  FileMetadata read_meta;
+  const StateDict back = read_state_file(dir.path() / "s.h5", &read_meta);
+  EXPECT_TRUE(bitwise_equal(state, back));
+  EXPECT_EQ(back.text("binary"), std::string("a\0b\0", 4));
+  EXPECT_EQ(back.text("blank"), "");
+  EXPECT_EQ(back.tensor("scalar").shape().rank(), 0);
+  EXPECT_EQ(back.tensor("empty").shape(), (Shape{0, 3}));
+  EXPECT_EQ(read_meta.step, 42);
+  EXPECT_EQ(read_meta.rank, 1);
+  EXPECT_EQ(read_meta.world_size, 4);
+  EXPECT_EQ(read_meta.config, meta.config);
+  EXPECT_EQ(read_meta.format_version, kStateFileFormatVersion);
+  EXPECT_EQ(read_meta.tenax_version, std::string(tenax_version()));
+  EXPECT_EQ(read_meta.created.size(), 20u) << read_meta.created;  // 2025-01-31T12:00:00Z
+}
+
+TEST(StateFile, EmptyStateRoundTrips) {
+  ScratchDir dir;
+  write_state_file(dir.path() / "e.h5", StateDict{}, {});
+  EXPECT_TRUE(read_state_file(dir.path() / "e.h5").empty());
+}
+
+TEST(StateFile, HalfValuesSurviveAsIeeeHalf) {
+  ScratchDir dir;
+  Tensor t = Tensor::empty({3}, DType::f16);
+  t.data_as<Half>()[0] = to_half(1.5f);
+  t.data_as<Half>()[1] = to_half(-65504.0f);
+  t.data_as<Half>()[2] = to_half(5.96046448e-08f);
+  StateDict s;
+  s.set("h", t);
+  write_state_file(dir.path() / "h.h5", s, {});
+  const Tensor back = read_state_file(dir.path() / "h.h5").tensor("h");
+  EXPECT_EQ(to_float(back.data_as<Half>()[0]), 1.5f);
+  EXPECT_EQ(to_float(back.data_as<Half>()[1]), -65504.0f);
+  EXPECT_EQ(to_float(back.data_as<Half>()[2]), 5.96046448e-08f);
+}
+
+TEST(StateFile, NamesThatCannotBeHdf5PathsAreUsageErrors) {
+  ScratchDir dir;
+  for (const char* bad : {"a//b", "/a", "a/", "a/./b", ".."}) {
+    StateDict s;
+    s.set(bad, std::int64_t{1});
+    EXPECT_THROW(write_state_file(dir.path() / "n.h5", s, {}), UsageError) << bad;
+  }
+  StateDict both;
+  both.set("a", std::int64_t{1});
+  both.set("a/b", std::int64_t{2});
+  EXPECT_THROW(write_state_file(dir.path() / "n.h5", both, {}), UsageError);
+  StateDict undefined;
+  undefined.set("t", Tensor());
+  EXPECT_THROW(write_state_file(dir.path() / "n.h5", undefined, {}), UsageError);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "n.h5"));
+}
+
+TEST(StateFile, UnwritableDirectoryIsAnIoError) {
+  StateDict s;
+  s.set("x", std::int64_t{1});
+  expect_io_error([&] { write_state_file("/nonexistent-dir/x.h5", s, {}); },
+                  {"/nonexistent-dir/x.h5", "cannot write"});
+}
+
+TEST(StateFile, ReaderRejectsMissingForeignAndOversizedFiles) {
+  ScratchDir dir;
+  expect_io_error([&] { (void)read_state_file(dir.path() / "missing.h5"); },
+                  {"missing.h5", "does not exist", "older checkpoint"});
+  std::ofstream(dir.path() / "text.h5") << "not hdf5 at all";
+  expect_io_error([&] { (void)read_state_file(dir.path() / "text.h5"); }, {"text.h5", "HDF5"});
+
+  write_state_file(dir.path() / "s.h5", sample_state(), {});
+  ReadOptions small;
+  small.max_bytes = 100;
+  expect_io_error([&] { (void)read_state_file(dir.path() / "s.h5", nullptr, small); },
+                  {"s.h5", "max_bytes"});
+  ReadOptions few;
+  few.max_entries = 3;
+  expect_io_error([&] { (void)read_state_file(dir.path() / "s.h5", nullptr, few); },
+                  {"entry_count", "max_entries"});
+}
+
+TEST(StateFile, H5dumpReadsTheFile) {
+  if (run("command -v h5dump >/dev/null 2>&1").first != 0) {
+    GTEST_SKIP() << "h5dump not installed (Debian package hdf5-tools; scripts/install-deps.sh)";
+  }
+  ScratchDir dir;
+  write_state_file(dir.path() / "s.h5", sample_state(), {.step = 7});
+  const auto [status, out] = run("h5dump -H '" + (dir.path() / "s.h5").string() + "' 2>&1");
+  ASSERT_EQ(status, 0) << out;
+  for (const char* word : {"DATASET \"x\"", "ATTRIBUTE \"checksum\"", "ATTRIBUTE \"dtype\"",
+                           "GROUP \"solver\"", "ATTRIBUTE \"format_version\"", "H5T_IEEE_F64LE"}) {
+    EXPECT_NE(out.find(word), std::string::npos) << word << " not in\n" << out;
+  }
+  const auto [data_status, data] =
+      run("h5dump -d /weights/f16 '" + (dir.path() / "s.h5").string() + "' 2>&1");
+  EXPECT_EQ(data_status, 0) << data;
+}
+
+// The first python3 that has h5py (Debian's python3-h5py installs into /usr/bin/python3).
+std::string python_with_h5py() {
+  for (const char* python : {"python3", "/usr/bin/python3"}) {
+    if (run(std::string(python) + " -c 'import h5py' >/dev/null 2>&1").first == 0) return python;
+  }
+  return "";
+}
+
+TEST(StateFile, H5pyReadsHalfAsFloat16AndBf16AsUint16) {
+  const std::string python = python_with_h5py();
+  if (python.empty()) GTEST_SKIP() << "no python3 with h5py (Debian package python3-h5py)";
+  ScratchDir dir;
+  StateDict s;
+  Tensor h = Tensor::empty({2}, DType::f16);
+  h.data_as<Half>()[0] = to_half(1.5f);
+  h.data_as<Half>()[1] = to_half(-2.0f);
+  s.set("nested/h", h);
+  Tensor b = Tensor::empty({2}, DType::bf16);
+  b.data_as<BFloat16>()[0] = to_bfloat16(3.0f);
+  b.data_as<BFloat16>()[1] = to_bfloat16(0.5f);
+  s.set("b", b);
+  write_state_file(dir.path() / "p.h5", s, {.step = 9});
+  const std::string script =
+      "import h5py; f = h5py.File('" + (dir.path() / "p.h5").string() +
+      "', 'r'); h = f['nested/h']; b = f['b']; "
+      "print(h.dtype, list(h[...]), b.dtype, b.attrs['dtype'].decode(), list(b[...]), "
+      "int(f.attrs['step']))";
+  const auto [status, out] = run(python + " -c \"" + script + "\" 2>&1");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("float16 [1.5, -2.0] uint16 bf16"), std::string::npos) << out;
+  // bf16 3.0 is 0x4040 = 16448, 0.5 is 0x3f00 = 16128.
+  EXPECT_NE(out.find("[16448, 16128] 9"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace tenax::io
