@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds tenax (release preset, CUDA backend when the toolkit is
-# present) and runs the main job: the environment check, then the example solver on the best
-# available device.
+# The main job, end to end: installs what is missing, builds tenax (release preset, CUDA backend
+# when the toolkit is present), checks the environment, then runs heat2d twice:
+#   1. uninterrupted;
+#   2. under the supervisor `tenax run` with a SIGKILL injected part-way: the supervisor restarts
+#      it, it resumes from its last checkpoint and finishes;
+# and compares the two final fields value by value: they must be bitwise equal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -9,8 +12,34 @@ export CCACHE_BASEDIR="$PWD"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$(nproc)"
 
+bin=build/bin
+runs=build/demo-runs
+rm -rf "$runs"
+mkdir -p "$runs"
+job=(--device auto --n 512 --steps 2000 --checkpoint-every 250 --progress log)
+
 echo "=== tenax doctor ==="
-build/bin/tenax doctor
+"$bin/tenax" doctor
 echo
-echo "=== example: 2-D heat equation ==="
-build/bin/heat_equation --device auto --grid 256 --steps 200
+echo "=== heat2d, uninterrupted ==="
+"$bin/heat2d" "${job[@]}" --run-dir "$runs/uninterrupted" --output "$runs/uninterrupted.h5"
+echo
+echo "=== heat2d under 'tenax run', killed with SIGKILL before step 1234 ==="
+"$bin/tenax" run --restart-delay 1 --run-dir "$runs/killed" -- \
+  "$bin/heat2d" "${job[@]}" --run-dir "$runs/killed" --output "$runs/killed.h5" \
+  --inject kill@step=1234
+echo
+echo "=== what happened (events.jsonl, steps omitted) ==="
+grep -v '"event":"step"' "$runs/killed/events.jsonl" | cut -c1-150
+echo
+echo "=== checkpoints of the killed run ==="
+"$bin/tenax" ckpt list "$runs/killed" 2>/dev/null || ls "$runs/killed/checkpoints"
+echo
+echo "=== final fields compared value by value (h5diff, exact) ==="
+if h5diff "$runs/uninterrupted.h5" "$runs/killed.h5" /u /u >/dev/null; then
+  echo "bitwise equal: the killed and resumed run ended exactly where the uninterrupted run did"
+else
+  echo "DIFFERENT: the resumed run does not match the uninterrupted run" >&2
+  h5diff -r "$runs/uninterrupted.h5" "$runs/killed.h5" /u /u | head -20 >&2
+  exit 1
+fi
