@@ -10,6 +10,12 @@
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/state_file.hpp"
 
+// HDF5 1.10 leaks a few hundred bytes inside its metadata cache when it rejects an object
+// header whose checksum fails (the allocation and the leak are both within libhdf5). That is
+// bounded per rejected file and not tenax's to fix, so LeakSanitizer ignores leaks allocated in
+// libhdf5 in this test; leaks from tenax's own code are still reported.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5\n"; }
+
 namespace tenax::io {
 namespace {
 
