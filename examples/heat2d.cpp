@@ -199,15 +199,14 @@ int run(const Options& options) {
               static_cast<long long>(options.n), tenax::to_string(device).c_str(), heat.time(),
               tenax::ops::max(heat.field()));
   if (!options.output.empty()) {
-    StateDict out;
-    out.set("u", heat.field().to(Device::cpu()));
-    out.set("t", heat.time());
-    out.set("alpha", options.alpha);
-    out.set("steps", options.steps);
     tenax::io::FileMetadata metadata;
     metadata.step = options.steps;
     metadata.config = config_json(options);
-    tenax::io::write_state_file(options.output, out, metadata);
+    tenax::io::write_tensor_file(options.output, "u", heat.field().to(Device::cpu()),
+                                 {{"t", heat.time()},
+                                  {"alpha", options.alpha},
+                                  {"steps", static_cast<double>(options.steps)}},
+                                 metadata);
     std::printf("heat2d: final field written to %s (dataset /u)\n", options.output.c_str());
   }
   return 0;

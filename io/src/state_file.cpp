@@ -300,4 +300,38 @@ void write_state_file(const std::filesystem::path& path, const StateDict& state,
   }
 }
 
+void write_tensor_file(const std::filesystem::path& path, std::string_view name,
+                       const Tensor& tensor,
+                       const std::vector<std::pair<std::string, double>>& attributes,
+                       const FileMetadata& metadata) {
+  for (const auto& [key, value] : attributes) {
+    for (const char* reserved : {"kind", "index", "checksum", "dtype", "shape", "length"}) {
+      TENAX_EXPECTS(key != reserved, UsageError,
+                    "attribute '" + key + "' of '" + std::string(name) +
+                        "' clashes with an attribute every state file entry carries",
+                    "pick another attribute name");
+    }
+  }
+  StateDict state;
+  state.set(name, tensor);
+  write_state_file(path, state, metadata);
+  Writer w(path);
+  try {
+    Hdf5Lock lock;
+    Handle file =
+        w.check(Handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose), "reopen");
+    Handle dataset =
+        w.check(Handle(H5Dopen2(file.get(), std::string(name).c_str(), H5P_DEFAULT), H5Dclose),
+                "dataset '" + std::string(name) + "'");
+    for (const auto& [key, value] : attributes) {
+      Handle space = w.check(Handle(H5Screate(H5S_SCALAR), H5Sclose), "dataspace");
+      w.write_attr(dataset.get(), key.c_str(), H5T_IEEE_F64LE, space.get(), &value);
+    }
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    throw;
+  }
+}
+
 }  // namespace tenax::io

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "io/io_test_helpers.hpp"
@@ -145,6 +146,23 @@ TEST(StateFile, H5dumpReadsTheFile) {
   const auto [data_status, data] =
       run("h5dump -d /weights/f16 '" + (dir.path() / "s.h5").string() + "' 2>&1");
   EXPECT_EQ(data_status, 0) << data;
+}
+
+TEST(StateFile, TensorFileCarriesNumericAttributesOnItsDataset) {
+  ScratchDir dir;
+  const auto file = dir.path() / "field.h5";
+  const Tensor field = testing::patterned({3, 4}, DType::f64, 5);
+  write_tensor_file(file, "u", field, {{"t", 0.25}, {"alpha", 2.0}});
+  const StateDict back = read_state_file(file);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(std::memcmp(back.tensor("u").data(), field.data(), field.nbytes()), 0);
+  EXPECT_THROW(write_tensor_file(dir.path() / "bad.h5", "u", field, {{"checksum", 1.0}}),
+               UsageError);
+  if (run("command -v h5dump >/dev/null 2>&1").first == 0) {
+    const auto [status, out] = run("h5dump -a /u/t '" + file.string() + "' 2>&1");
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_NE(out.find("0.25"), std::string::npos) << out;
+  }
 }
 
 // The first python3 that has h5py (Debian's python3-h5py installs into /usr/bin/python3).

@@ -27,6 +27,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tenax/core/state_dict.hpp"
 
@@ -64,6 +67,16 @@ struct ReadOptions {
 // written (the partial file is removed).
 void write_state_file(const std::filesystem::path& path, const StateDict& state,
                       const FileMetadata& metadata);
+
+// Writes one tensor as dataset `name` of a new file, with `attributes` as float64 attributes of
+// that dataset: a result meant for other tools (h5py, h5dump), e.g. a final field "/u" with its
+// time "t". The file is a state file of one entry, so read_state_file reads it back. Throws
+// UsageError for an attribute name that state files reserve (kind, index, checksum, dtype, shape,
+// length), otherwise as write_state_file.
+void write_tensor_file(const std::filesystem::path& path, std::string_view name,
+                       const Tensor& tensor,
+                       const std::vector<std::pair<std::string, double>>& attributes,
+                       const FileMetadata& metadata = {});
 
 // Reads a file written by write_state_file, treating it as hostile: every type, rank, shape and
 // size is checked against the file and `options` before anything is allocated, and every
