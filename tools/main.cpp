@@ -5,6 +5,7 @@
 #include <exception>
 #include <iostream>
 
+#include "ckpt_command.hpp"
 #include "doctor.hpp"
 #include "supervisor.hpp"
 #include "tenax/core/error.hpp"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   tenax::tools::add_doctor_command(app, exit_code);
   tenax::tools::add_run_command(app, exit_code);
+  tenax::tools::add_ckpt_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -123,7 +124,7 @@ struct Runner::Impl {
   std::shared_ptr<Communicator> communicator;
   const FaultPlan& faults;
   const bool may_end_process;
-  FaultPlan checkpoint_faults;  // what the checkpoint store may inject
+  FaultPlan checkpoint_faults;                      // what the checkpoint store may inject
   std::map<const FaultSpec*, std::uint64_t> fired;  // times each plan item fired here
 
   std::optional<EventLog> events;
@@ -133,7 +134,8 @@ struct Runner::Impl {
 
   std::int64_t step = 0;
   std::int64_t micro_batch = 1;
-  std::int64_t last_checkpoint_step = -1;
+  std::int64_t last_checkpoint_step = -1;  // anchor of the checkpoint_every schedule
+  std::int64_t saved_step = -1;  // newest step checkpointed (asynchronously: write started)
   std::chrono::steady_clock::time_point last_checkpoint_time;
   int checkpoint_failures = 0;
 
@@ -179,6 +181,7 @@ struct Runner::Impl {
         store->write(step, checkpoint_state(), metadata);
       }
       checkpoint_failures = 0;
+      saved_step = step;
       events->append(
           "checkpoint_written",
           {{"step", step},
@@ -223,6 +226,7 @@ struct Runner::Impl {
     step = loaded.state.integer("runner/step");
     micro_batch = std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
     last_checkpoint_step = step;
+    saved_step = step;
     events->append(event, {{"step", step}, {"micro_batch", micro_batch}});
     return true;
   }
@@ -255,7 +259,8 @@ struct Runner::Impl {
   }
 
   // Takes step `step` -> `step + 1` under the out-of-memory policy. Returns kContinue when the
-  // step is done, kStop when the policy is exhausted.
+  // step is done, kStop when the policy is exhausted, kRestart when another rank had a device or
+  // communication fault.
   Decision take_step_with_oom_policy(std::string& report) {
     bool cache_emptied = false;
     while (true) {
@@ -288,6 +293,8 @@ struct Runner::Impl {
           std::fprintf(stderr, "tenax: out of memory at step %lld; micro-batch halved to %lld\n",
                        static_cast<long long>(step + 1), static_cast<long long>(micro_batch));
           break;
+        case kRestart:
+          return kRestart;
         default:
           return kStop;
       }
@@ -335,9 +342,12 @@ struct Runner::Impl {
     progress.emplace(options.progress, options.total_steps, step);
 
     int anomalies_in_a_row = 0;
+    std::int64_t anomaly_step = -1;  // the furthest step found anomalous
     while (step < options.total_steps) {
       if (pending_signal.load() != 0) {
-        checkpoint(/*wait_for_it=*/true);
+        // Rewriting a committed step would uncommit it first; skip it when it is known to be on
+        // disk (an asynchronous write may still fail, so it is written again then).
+        if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
         return finish(RunStatus::interrupted,
                       "stopped by signal " + std::to_string(pending_signal.load()) +
                           " after checkpointing step " + std::to_string(step) +
@@ -357,8 +367,18 @@ struct Runner::Impl {
                                "none needed: the fault was requested by TENAX_FAULTS");
         }
         std::string oom_report;
-        if (take_step_with_oom_policy(oom_report) == kStop) {
-          checkpoint(/*wait_for_it=*/true);
+        const Decision outcome = take_step_with_oom_policy(oom_report);
+        if (outcome == kRestart) {
+          // Already agreed: another rank had a device or communication fault.
+          events->append("fault", {{"kind", std::string("peer")}, {"step", step + 1}});
+          return finish(RunStatus::restart,
+                        "another rank had a device or communication fault at step " +
+                            std::to_string(step + 1) +
+                            "; exiting for a restart from the checkpoint of step " +
+                            std::to_string(saved_step));
+        }
+        if (outcome == kStop) {
+          if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
           return finish(RunStatus::out_of_memory,
                         "out of memory at step " + std::to_string(step + 1) +
                             " even with the smallest micro-batch (" + std::to_string(micro_batch) +
@@ -380,7 +400,7 @@ struct Runner::Impl {
         return finish(RunStatus::restart, std::string(e.what()) +
                                               "; exiting for a restart from the checkpoint of "
                                               "step " +
-                                              std::to_string(last_checkpoint_step));
+                                              std::to_string(saved_step));
       }
       ++step;
 
@@ -389,6 +409,7 @@ struct Runner::Impl {
           static_cast<Decision>(communicator->agree(anomaly ? kRollback : kContinue));
       if (decision == kRollback) {
         ++anomalies_in_a_row;
+        anomaly_step = std::max(anomaly_step, step);
         const std::string reason = anomaly.value_or("another rank found an anomaly");
         events->append("anomaly", {{"step", step}, {"reason", reason}});
         if (anomalies_in_a_row > options.max_anomaly_retries) {
@@ -405,7 +426,9 @@ struct Runner::Impl {
         }
         continue;
       }
-      anomalies_in_a_row = 0;
+      // Only getting past the failing step ends the streak: the steps redone between the
+      // checkpoint and that step are healthy every time.
+      if (step > anomaly_step) anomalies_in_a_row = 0;
 
       const MemoryStats memory = memory_stats(workload.device());
       events->append("step",
@@ -416,7 +439,7 @@ struct Runner::Impl {
       progress->update(step, memory.reserved_bytes.current);
       if (checkpoint_due()) checkpoint(/*wait_for_it=*/false);
     }
-    if (last_checkpoint_step != step) checkpoint(/*wait_for_it=*/true);
+    if (saved_step != step) checkpoint(/*wait_for_it=*/true);
     return finish(RunStatus::completed, "");
   }
 };
