@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -256,6 +257,29 @@ class Parser {
     throw IoError(name_ + ":" + str(lines_.line_number()) + ": " + problem, fix);
   }
 
+  // The `expected` (at most 3) whitespace-separated fields of `line`, which must hold exactly
+  // that many; `what` names the line ("the size line", "the entry") and `layout` its fields.
+  std::array<std::string_view, 3> split_fields(std::string_view line, int expected,
+                                               const std::string& what, const char* layout,
+                                               const std::string& fix) const {
+    Tokens tokens(line);
+    std::array<std::string_view, 3> fields{};
+    int count = 0;
+    std::string_view token;
+    while (count < expected && tokens.next(token)) {
+      fields[static_cast<std::size_t>(count++)] = token;
+    }
+    if (count < expected) {
+      fail(what + " has " + std::to_string(count) + " of its " + std::to_string(expected) +
+               " fields " + layout,
+           fix);
+    }
+    if (tokens.next(token)) {
+      fail("unexpected " + quoted(token) + " after " + what + "'s " + layout, fix);
+    }
+    return fields;
+  }
+
   // The next line that is neither blank nor a comment, trimmed; false at the end of the file.
   bool next_content_line(std::string_view& line) {
     while (lines_.next(line)) {
@@ -375,22 +399,8 @@ class Parser {
     const bool coordinate = header_.format == Format::coordinate;
     const int expected = coordinate ? 3 : 2;
     const char* layout = coordinate ? "'rows columns entries'" : "'rows columns'";
-    Tokens tokens(line);
-    std::string_view fields[3];
-    int count = 0;
-    std::string_view token;
-    while (count < expected && tokens.next(token)) {
-      fields[count++] = token;
-    }
-    if (count < expected) {
-      fail("the size line has " + std::to_string(count) + " of its " + std::to_string(expected) +
-               " numbers " + layout,
-           std::string("write the size line as ") + layout);
-    }
-    if (tokens.next(token)) {
-      fail("unexpected " + quoted(token) + " after the size line's " + layout,
-           std::string("write the size line as ") + layout);
-    }
+    const auto fields = split_fields(line, expected, "the size line", layout,
+                                     std::string("write the size line as ") + layout);
     coo_.rows = parse_size(fields[0], "row count");
     coo_.cols = parse_size(fields[1], "column count");
     const std::int64_t n = coo_.rows;
@@ -514,22 +524,8 @@ class Parser {
       if (!next_content_line(line)) {
         fail_entry_count(k);
       }
-      Tokens tokens(line);
-      std::string_view fields[3];
-      int count = 0;
-      std::string_view token;
-      while (count < expected && tokens.next(token)) {
-        fields[count++] = token;
-      }
-      if (count < expected) {
-        fail("the entry has " + std::to_string(count) + " of its " + std::to_string(expected) +
-                 " fields " + layout,
-             std::string("write each entry as ") + layout);
-      }
-      if (tokens.next(token)) {
-        fail("unexpected " + quoted(token) + " after the entry's " + layout,
-             std::string("write each entry as ") + layout);
-      }
+      const auto fields = split_fields(line, expected, "the entry", layout,
+                                       std::string("write each entry as ") + layout);
       const std::int64_t i = parse_index(fields[0], "row index", coo_.rows);
       const std::int64_t j = parse_index(fields[1], "column index", coo_.cols);
       if (header_.symmetry == Symmetry::symmetric && i < j) {

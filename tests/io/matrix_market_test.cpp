@@ -403,7 +403,7 @@ std::vector<Malformed> malformed_cases() {
       {"hermitian", "%%MatrixMarket matrix coordinate real hermitian\n", 1, "hermitian"},
       {"array_pattern", "%%MatrixMarket matrix array pattern general\n", 1, "pattern"},
       {"no_size_line", kGeneral + "% only a comment\n", 2, "ends before the size line"},
-      {"short_size_line", kGeneral + "% c\n3 3\n", 3, "2 of its 3 numbers"},
+      {"short_size_line", kGeneral + "% c\n3 3\n", 3, "2 of its 3 fields"},
       {"long_size_line", kGeneral + "3 3 1 4\n1 1 1\n", 2, "unexpected '4'"},
       {"negative_rows", kGeneral + "-3 3 0\n", 2, "row count -3 is negative"},
       {"text_size", kGeneral + "3 x 0\n", 2, "column count 'x' is not an integer"},
