@@ -219,6 +219,19 @@ void CheckpointStore::write(std::int64_t step, const StateDict& state,
   commit(step, 1, {file});
 }
 
+namespace {
+
+// Removes what a failed write left: its temporary file, and the step directory unless it holds
+// a commit record (another rank's, or a checkpoint committed before): an uncommitted directory
+// is garbage, a committed one is left alone.
+void discard_attempt(const std::filesystem::path& temp_path, const std::filesystem::path& dir) {
+  std::error_code ignored;
+  std::filesystem::remove(temp_path, ignored);
+  if (!std::filesystem::exists(dir / "COMMIT", ignored)) std::filesystem::remove_all(dir, ignored);
+}
+
+}  // namespace
+
 CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDict& state,
                                                 const FileMetadata& metadata) {
   TENAX_EXPECTS(step >= 0, UsageError, "checkpoint step " + std::to_string(step) + " is negative",
@@ -255,12 +268,7 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
     const detail::FileDigest digest = digest_file(final_path);
     return CheckpointFile{rank_file_name(meta.rank), digest.size, digest.digest};
   } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temp_path, ignored);
-    // An uncommitted directory is garbage; a committed one (another rank's, or ours from
-    // before) is left alone.
-    if (!std::filesystem::exists(dir / "COMMIT", ignored))
-      std::filesystem::remove_all(dir, ignored);
+    discard_attempt(temp_path, dir);
     throw;
   }
 }
@@ -282,10 +290,7 @@ void CheckpointStore::commit(std::int64_t step, int world_size,
     fsync_path(dir, true);
     phase(CheckpointPhase::after_commit_dir_fsync, step);
   } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temp_path, ignored);
-    if (!std::filesystem::exists(dir / "COMMIT", ignored))
-      std::filesystem::remove_all(dir, ignored);
+    discard_attempt(temp_path, dir);
     throw;
   }
   // Nothing older is removed unless the new checkpoint reads back as valid.
