@@ -10,7 +10,8 @@
 //   2. Rank 0 writes COMMIT.tmp-<pid> listing format version, step, world size and each file's
 //      name, size and digest, plus a checksum of the record itself; fsyncs it, renames it to
 //      COMMIT and fsyncs the directory. Only now does the checkpoint exist.
-//   3. The new checkpoint is verified (record, file sizes and digests read back), and only then
+//   3. The new checkpoint is verified (the record read back and parsed, every file present with
+//      its recorded size; the digests were taken after the files' fsync), and only then
 //      does retention remove older checkpoints: all but the newest keep_last committed ones, and
 //      every uncommitted directory older than the new one. Removal deletes COMMIT first (and
 //      fsyncs), so a crash mid-removal leaves an uncommitted directory, never a damaged
@@ -130,6 +131,10 @@ class CheckpointStore {
   [[nodiscard]] LoadedCheckpoint load_latest(int rank = 0) const;
 
  private:
+  // How much check() reads: the commit record and file sizes; also every file's digest; also
+  // every dataset's checksum.
+  enum class Depth { record, digest, datasets };
+  [[nodiscard]] std::optional<std::string> check(std::int64_t step, int rank, Depth depth) const;
   void phase(CheckpointPhase phase, std::int64_t step);
   void apply_retention(std::int64_t newest);
 
