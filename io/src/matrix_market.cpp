@@ -19,6 +19,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "durable_file.hpp"
+
 namespace tenax::io {
 namespace {
 
@@ -723,46 +725,19 @@ std::string format_value(double v) {
 }
 
 // Writes `text` to `path` through a temporary file that is synced and renamed into place.
+// Writes `text` to a temporary file, fsyncs it and renames it over `path` (then fsyncs the
+// directory), so a reader never sees a half-written matrix.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
-  const std::string name = path.string();
-  const std::string temp = name + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw IoError("cannot create " + temp + ": " + errno_text(errno),
-                  "check that the directory exists and is writable");
+  const std::filesystem::path temp = path.string() + ".tmp." + std::to_string(::getpid());
+  try {
+    detail::write_file_synced(temp, text);
+    detail::rename_path(temp, path);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    throw;
   }
-  auto fail = [&](const char* what) {
-    const int err = errno;
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw IoError(std::string(what) + " " + temp + " failed: " + errno_text(err),
-                  "free disk space or check the file system");
-  };
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      fail("writing");
-    }
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-  if (::fsync(fd) != 0) {
-    fail("syncing");
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    throw IoError("closing " + temp + " failed: " + errno_text(err),
-                  "free disk space or check the file system");
-  }
-  if (::rename(temp.c_str(), name.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    throw IoError("cannot rename " + temp + " to " + name + ": " + errno_text(err),
-                  "check that " + name + " is not a directory and the directory is writable");
-  }
+  detail::fsync_path(path.has_parent_path() ? path.parent_path() : ".", true);
 }
 
 }  // namespace
