@@ -90,16 +90,33 @@ std::string signal_name(int signal) {
   }
 }
 
+namespace {
+
+// Launchers (mpirun, srun, a shell running CMD) report a process killed by signal s as their own
+// exit status 128 + s.
+constexpr int kLowestSignalStatus = 129;
+constexpr int kHighestSignalStatus = 128 + 64;
+
+bool reports_signal(const JobEnd& end) noexcept {
+  return !end.signaled && end.value >= kLowestSignalStatus && end.value <= kHighestSignalStatus;
+}
+
+}  // namespace
+
 std::string describe(const JobEnd& end) {
   if (end.signaled) return "killed by " + signal_name(end.value);
   if (end.value == kRestartExitCode) return fmt::format("exit {} (restart requested)", end.value);
+  if (reports_signal(end)) {
+    return fmt::format("exit {} (a process was killed by {})", end.value,
+                       signal_name(end.value - 128));
+  }
   return fmt::format("exit {}", end.value);
 }
 
 int shell_status(const JobEnd& end) noexcept { return end.signaled ? 128 + end.value : end.value; }
 
 bool wants_restart(const JobEnd& end) noexcept {
-  return end.signaled || end.value == kRestartExitCode;
+  return end.signaled || end.value == kRestartExitCode || reports_signal(end);
 }
 
 namespace {

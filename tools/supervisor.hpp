@@ -67,7 +67,9 @@ struct JobEnd {
 [[nodiscard]] std::string describe(const JobEnd& end);
 // The status a shell would report: the exit status, or 128 + signal.
 [[nodiscard]] int shell_status(const JobEnd& end) noexcept;
-// Whether the supervisor restarts after this end (exit 75 or any signal), budget permitting.
+// Whether the supervisor restarts after this end, budget permitting: exit 75, death by any
+// signal, or an exit status 129..192, which is how mpirun, srun and shells report a process of
+// theirs killed by signal status - 128 (so `tenax run -- mpirun ...` restarts a killed rank).
 [[nodiscard]] bool wants_restart(const JobEnd& end) noexcept;
 
 // Runs CMD under supervision. Installs signal handlers for the duration of run(), so only one

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -110,6 +112,31 @@ TEST_F(Heat2dFaults, FullDiskKeepsThePreviousCheckpointAndSaysSo) {
   const io::LoadedCheckpoint latest = store.load_latest();
   EXPECT_TRUE(latest.found);
   EXPECT_EQ(latest.step, kSteps);
+}
+
+TEST_F(Heat2dFaults, KillUnderMpirunIsRestartedThroughTheLauncher) {
+  // mpirun reports a rank killed by SIGKILL as its own exit status 137; the supervisor must
+  // restart the whole launch, and the rank must resume.
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "mpirun not installed (Debian package openmpi-bin; scripts/install-deps.sh)";
+  }
+  const std::string launcher =
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false";
+  const fs::path dir = root_ / "mpirun";
+  fs::remove_all(dir);
+  const std::string command =
+      launcher + " TENAX_FAULTS='kill@step=31' " + std::string(TENAX_CLI_PATH) +
+      " run --restart-delay 0 --run-dir " + dir.string() + " -- mpirun --oversubscribe -np 1 " +
+      std::string(HEAT2D_PATH) + " --device cpu --progress quiet --n " + testing::kGrid +
+      " --steps " + std::to_string(kSteps) + " --checkpoint-every 10 --run-dir " + dir.string() +
+      " --output " + (dir / "final.h5").string() + " >" + (root_ / "mpirun.log").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  Outcome outcome;
+  outcome.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream events(dir / "events.jsonl");
+  outcome.events.assign(std::istreambuf_iterator<char>(events), {});
+  expect_bitwise_reference("mpirun", outcome);
+  EXPECT_EQ(count(outcome.events, "\"event\":\"restart\""), 1u) << outcome.events;
 }
 
 TEST_F(Heat2dFaults, SigtermCheckpointsExitsForRestartAndResumes) {

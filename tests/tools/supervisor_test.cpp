@@ -49,13 +49,19 @@ TEST(SupervisorRules, RestartsOnlyOnExit75OrASignal) {
   EXPECT_TRUE(wants_restart({.signaled = true, .value = SIGSEGV}));
   EXPECT_FALSE(wants_restart({.signaled = false, .value = 0}));
   EXPECT_FALSE(wants_restart({.signaled = false, .value = 1}));
-  EXPECT_FALSE(wants_restart({.signaled = false, .value = 137}));  // an exit status, not a kill
+  // mpirun, srun and shells report a process killed by signal s as exit status 128 + s.
+  EXPECT_TRUE(wants_restart({.signaled = false, .value = 137}));
+  EXPECT_TRUE(wants_restart({.signaled = false, .value = 139}));
+  EXPECT_FALSE(wants_restart({.signaled = false, .value = 128}));
+  EXPECT_FALSE(wants_restart({.signaled = false, .value = 193}));
+  EXPECT_FALSE(wants_restart({.signaled = false, .value = 2}));
 }
 
 TEST(SupervisorRules, DescribesAndConvertsLikeAShell) {
   EXPECT_EQ(describe({false, 75}), "exit 75 (restart requested)");
   EXPECT_EQ(describe({false, 3}), "exit 3");
   EXPECT_EQ(describe({true, SIGKILL}), "killed by SIGKILL");
+  EXPECT_EQ(describe({false, 137}), "exit 137 (a process was killed by SIGKILL)");
   EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
   EXPECT_EQ(signal_name(SIGRTMIN + 1), "signal " + std::to_string(SIGRTMIN + 1));
   EXPECT_EQ(shell_status({true, SIGKILL}), 137);
