@@ -232,7 +232,21 @@ struct Runner::Impl {
   }
 
   RunResult finish(RunStatus status, std::string message) {
-    if (async && status != RunStatus::restart) async->wait();
+    if (async && status != RunStatus::restart) {
+      try {
+        async->wait();
+      } catch (const IoError& e) {
+        events->append("checkpoint_failed",
+                       {{"step", saved_step}, {"reason", std::string(e.what())}});
+        std::fprintf(stderr, "tenax: background checkpoint of step %lld failed: %s\n",
+                     static_cast<long long>(saved_step), e.what());
+        // The state in memory is still good (unless it is the anomaly that ends the run):
+        // write it again, synchronously, so the run ends with it on disk.
+        saved_step = -1;
+        async.reset();
+        if (status != RunStatus::anomaly) checkpoint(/*wait_for_it=*/true);
+      }
+    }
     const int exit_code = status == RunStatus::completed ? 0
                           : status == RunStatus::interrupted || status == RunStatus::restart
                               ? kRestartExitCode

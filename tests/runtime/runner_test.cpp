@@ -734,6 +734,24 @@ TEST_F(RunnerTest, FailedCheckpointOfTheLastStepIsWrittenAtTheEnd) {
   expect_newest_checkpoint(4, kSize);
 }
 
+TEST_F(RunnerTest, FailedBackgroundCheckpointAtTheEndIsWrittenAgain) {
+  // Checkpoints: #1 step 0 (waited for), #2 step 5 and #3 step 10 in the background; #3 fails as
+  // on a full disk after the loop has ended, so the run must write step 10 again itself.
+  const FaultPlan plan = FaultPlan::parse("enospc@checkpoint=3");
+  ToyWorkload toy(kSize);
+  RunnerOptions o = options(10, &plan);
+  o.checkpoint_every = 5;
+  o.async_checkpoints = true;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  const std::vector<json> failed = only(events(), "checkpoint_failed");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].at("step"), 10);
+  EXPECT_EQ(committed().front(), 10);
+  expect_newest_checkpoint(10, kSize);
+}
+
 void expect_usage_error_naming(Workload& workload, const RunnerOptions& options,
                                const std::string& name) {
   try {
