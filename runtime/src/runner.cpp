@@ -213,8 +213,18 @@ struct Runner::Impl {
   }
 
   // Loads the newest valid checkpoint into the workload; false when there is none.
+  // On a rollback the micro-batch learned since that checkpoint is kept when it is smaller.
   bool restore(const char* event) {
-    if (async) async->wait();
+    if (async) {
+      try {
+        async->wait();
+      } catch (const IoError& e) {
+        // The newest valid checkpoint on disk is what counts; the failed one never committed.
+        events->append("checkpoint_failed",
+                       {{"step", saved_step}, {"reason", std::string(e.what())}});
+      }
+    }
+    const std::int64_t learned_micro_batch = micro_batch;
     io::LoadedCheckpoint loaded = store->load_latest(communicator->rank());
     for (const auto& skipped : loaded.skipped) {
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
@@ -225,6 +235,8 @@ struct Runner::Impl {
     workload.load_state(loaded.state.scope("workload"));
     step = loaded.state.integer("runner/step");
     micro_batch = std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
+    if (std::string_view(event) == "rollback")
+      micro_batch = std::min(micro_batch, learned_micro_batch);
     last_checkpoint_step = step;
     saved_step = step;
     events->append(event, {{"step", step}, {"micro_batch", micro_batch}});

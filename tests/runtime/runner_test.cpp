@@ -464,6 +464,24 @@ TEST_F(RunnerTest, NanRollsBackToTheLastCheckpointAndRedoesTheSteps) {
   expect_newest_checkpoint(10, kSize);
 }
 
+TEST_F(RunnerTest, RollbackKeepsTheMicroBatchLearnedSinceTheCheckpoint) {
+  // Checkpoint at 5 with the full micro-batch; step 7 backs off to half; NaN after step 8 rolls
+  // back to 5. The redone steps must use the learned half size, not the checkpoint's.
+  ToyWorkload toy(kSize);
+  toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 7 && attempt < 2; };
+  toy.nan = [](std::int64_t step, int attempt, std::int64_t) { return step == 8 && attempt == 0; };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 5;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(toy.micro_batches[6], (std::vector<std::int64_t>{kSize, kSize / 2}));
+  EXPECT_EQ(toy.micro_batches[7], (std::vector<std::int64_t>{kSize, kSize, kSize / 2, kSize / 2}));
+  EXPECT_EQ(only(events(), "backoff").size(), 1u);
+  EXPECT_EQ(only(events(), "rollback").size(), 1u);
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 10));
+}
+
 TEST_F(RunnerTest, PersistentNanStopsAfterMaxAnomalyRetries) {
   ToyWorkload toy(kSize);
   toy.nan = [](std::int64_t step, int, std::int64_t) { return step == 7; };
