@@ -20,7 +20,6 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
-#include "tenax/kernels/library_versions.hpp"
 
 namespace tenax::kernels {
 namespace {
@@ -178,17 +177,5 @@ void gemm(const GemmArgs& g) {
 }
 
 }  // namespace cuda
-
-int cublas_version() noexcept {
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-  if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
-      cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
-      cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS) {
-    return 0;
-  }
-  return major * 10000 + minor * 100 + patch;
-}
 
 }  // namespace tenax::kernels

@@ -1,7 +1,6 @@
 // CUDA linear-algebra kernels of a build without CUDA: each throws NotCompiledError.
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
-#include "tenax/kernels/library_versions.hpp"
 
 namespace tenax::kernels {
 
@@ -15,7 +14,5 @@ TENAX_LINALG_KERNELS(TENAX_LINALG_STUB)
 #undef TENAX_LINALG_STUB
 
 }  // namespace cuda
-
-int cublas_version() noexcept { return 0; }
 
 }  // namespace tenax::kernels
