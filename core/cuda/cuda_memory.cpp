@@ -9,12 +9,14 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <map>
 #include <string>
 
 #include "cuda_error.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/cuda_memory.hpp"
+#include "tenax/core/memory/host_virtual_memory.hpp"
 #include "tenax/core/memory/memory_stats.hpp"
 
 namespace tenax::cuda {
@@ -209,6 +211,63 @@ class PinnedHostResource final : public MemoryResource {
   [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
 };
 
+// Host pages that the pool maps are page-locked and registered with CUDA as they are mapped,
+// so a pool of pinned buffers keeps the merge-on-free arena of the host pool. CUDA registers
+// and unregisters whole ranges only, while the pool may unmap part of a range it mapped in one
+// call: the registrations are tracked, and a partly unmapped range is unregistered and its
+// remaining pieces registered again.
+class PinnedHostVirtualMemory final : public VirtualMemory {
+ private:
+  [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
+  [[nodiscard]] std::size_t do_granularity() const noexcept override { return host_.granularity(); }
+  [[nodiscard]] std::size_t do_physical_bytes() const override { return host_.physical_bytes(); }
+  void* do_reserve(std::size_t bytes) override { return host_.reserve(bytes); }
+  void do_release(void* base, std::size_t bytes) noexcept override { host_.release(base, bytes); }
+
+  void do_map(void* addr, std::size_t bytes) override {
+    host_.map(addr, bytes);
+    const cudaError_t status = cudaHostRegister(addr, bytes, cudaHostRegisterDefault);
+    if (status != cudaSuccess) {
+      host_.unmap(addr, bytes);
+      check(status, "cudaHostRegister");
+    }
+    registered_.emplace(static_cast<char*>(addr), bytes);
+  }
+
+  void do_unmap(void* addr, std::size_t bytes) noexcept override {
+    char* const begin = static_cast<char*>(addr);
+    char* const end = begin + bytes;
+    // The first registration that can overlap [begin, end) starts at or before begin.
+    auto it = registered_.upper_bound(begin);
+    if (it != registered_.begin()) --it;
+    while (it != registered_.end() && it->first < end) {
+      char* const start = it->first;
+      char* const stop = start + it->second;
+      if (stop <= begin) {
+        ++it;
+        continue;
+      }
+      cudaHostUnregister(start);
+      it = registered_.erase(it);
+      // Pieces of the registration outside the unmapped range stay mapped: register them again.
+      // Page-locking memory that was locked a moment ago does not fail short of a driver fault,
+      // which the next CUDA call reports.
+      if (start < begin) reregister(start, static_cast<std::size_t>(begin - start));
+      if (stop > end) reregister(end, static_cast<std::size_t>(stop - end));
+    }
+    host_.unmap(addr, bytes);
+  }
+
+  void reregister(char* start, std::size_t bytes) noexcept {
+    if (cudaHostRegister(start, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+      registered_.emplace(start, bytes);
+    }
+  }
+
+  HostVirtualMemory host_;
+  std::map<char*, std::size_t> registered_;  // start -> bytes of each cudaHostRegister
+};
+
 }  // namespace
 
 std::shared_ptr<VirtualMemory> make_virtual_memory(Device device) {
@@ -217,6 +276,12 @@ std::shared_ptr<VirtualMemory> make_virtual_memory(Device device) {
 
 std::shared_ptr<MemoryResource> make_device_resource(Device device) {
   return std::make_shared<CudaDeviceResource>(device);
+}
+
+std::shared_ptr<VirtualMemory> make_pinned_virtual_memory() {
+  const Availability& a = availability();
+  if (!a.usable) throw EnvironmentError("CUDA is not usable: " + a.reason, a.fix);
+  return std::make_shared<PinnedHostVirtualMemory>();
 }
 
 std::shared_ptr<MemoryResource> make_pinned_host_resource() {

@@ -16,4 +16,8 @@ std::shared_ptr<MemoryResource> make_pinned_host_resource() {
   throw_not_compiled("pinned host memory", "TENAX_WITH_CUDA");
 }
 
+std::shared_ptr<VirtualMemory> make_pinned_virtual_memory() {
+  throw_not_compiled("pinned host memory", "TENAX_WITH_CUDA");
+}
+
 }  // namespace tenax::cuda

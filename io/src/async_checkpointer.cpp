@@ -1,7 +1,6 @@
 #include "tenax/io/async_checkpointer.hpp"
 
 #include "tenax/core/copy.hpp"
-#include "tenax/core/memory/cuda_memory.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 
 namespace tenax::io {
@@ -20,15 +19,10 @@ StateDict AsyncCheckpointer::snapshot(const StateDict& state) {
       copy.set(name, value);  // scalars and strings are values; undefined tensors fail later
       continue;
     }
-    std::shared_ptr<MemoryResource> resource;
-    if (tensor->device().is_cuda()) {
-      // Pinned memory lets the device copy run at full link speed; created on first need so a
-      // CPU-only run never touches CUDA.
-      if (pinned_ == nullptr) pinned_ = cuda::make_pinned_host_resource();
-      resource = pinned_;
-    } else {
-      resource = current_resource(Device::cpu());
-    }
+    // Pinned memory lets the device copy run at full link speed; the pool keeps the buffers of
+    // one snapshot for the next, and is only created when a CUDA tensor needs it.
+    std::shared_ptr<MemoryResource> resource =
+        tensor->device().is_cuda() ? pinned_host_pool() : current_resource(Device::cpu());
     Tensor host = Tensor::empty(tensor->shape(), tensor->dtype(), std::move(resource));
     copy_bytes(host.data(), Device::cpu(), tensor->data(), tensor->device(), tensor->nbytes());
     copy.set(name, std::move(host));

@@ -6,8 +6,11 @@
 #include <cerrno>
 #include <charconv>
 #include <csignal>
+#include <exception>
 #include <sstream>
 #include <system_error>
+#include <thread>
+#include <utility>
 
 #include "durable_file.hpp"
 #include "tenax/io/checksum.hpp"
@@ -137,11 +140,13 @@ std::vector<std::int64_t> list_steps(const std::filesystem::path& dir) {
   return steps;
 }
 
-// Removes a checkpoint directory so that no crash can leave it looking valid: COMMIT goes first
-// and that removal is made durable before the data files go.
+// Removes a checkpoint directory, COMMIT first. Nothing here is fsynced, on purpose: a crash
+// part-way leaves either the whole old checkpoint (valid, and removed by the next retention) or
+// a directory whose files no longer match its commit record, which every load verifies and
+// skips. Durability of a removal buys nothing, and each directory fsync is a journal commit.
 void remove_checkpoint_dir(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (std::filesystem::remove(dir / "COMMIT", ec)) fsync_path(dir, true);
+  std::filesystem::remove(dir / "COMMIT", ec);
   std::filesystem::remove_all(dir, ec);
   if (ec) throw_errno("cannot remove", dir, ec.value());
 }
@@ -236,6 +241,10 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
                                                 const FileMetadata& metadata) {
   TENAX_EXPECTS(step >= 0, UsageError, "checkpoint step " + std::to_string(step) + " is negative",
                 "checkpoint steps count from 0");
+  // Rewriting a directory that the background removal is deleting would race with it.
+  if (std::find(removing_.begin(), removing_.end(), step_dir(step)) != removing_.end()) {
+    wait_for_removal();
+  }
   FaultPlan& plan = options_.fault_plan != nullptr ? *options_.fault_plan : process_fault_plan();
   occurrence_ = plan.advance(FaultPoint::checkpoint);
   FileMetadata meta = metadata;
@@ -259,13 +268,12 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
     }
     write_state_file(temp_path, state, meta);
     phase(CheckpointPhase::after_data_write, step);
-    fsync_path(temp_path, false);
+    const detail::FileDigest digest = detail::fsync_and_digest(temp_path);
     phase(CheckpointPhase::after_data_fsync, step);
     rename_path(temp_path, final_path);
     phase(CheckpointPhase::after_rename, step);
     fsync_path(dir, true);
     phase(CheckpointPhase::after_dir_fsync, step);
-    const detail::FileDigest digest = digest_file(final_path);
     return CheckpointFile{rank_file_name(meta.rank), digest.size, digest.digest};
   } catch (...) {
     discard_attempt(temp_path, dir);
@@ -308,8 +316,11 @@ void CheckpointStore::commit(std::int64_t step, int world_size,
 }
 
 void CheckpointStore::apply_retention(std::int64_t newest) {
+  wait_for_removal();
+  if (removal_error_) std::rethrow_exception(std::exchange(removal_error_, nullptr));
   std::error_code ec;
   int kept = 0;
+  std::vector<std::filesystem::path> doomed;
   for (const std::int64_t step : list_steps(checkpoints_dir())) {
     const std::filesystem::path dir = step_dir(step);
     const bool committed = std::filesystem::exists(dir / "COMMIT", ec);
@@ -319,17 +330,35 @@ void CheckpointStore::apply_retention(std::int64_t newest) {
       if (step > newest || kept < options_.keep_last) {
         ++kept;
       } else {
-        remove_checkpoint_dir(dir);
+        doomed.push_back(dir);
       }
     } else if (step < newest) {
       // An interrupted write older than a valid checkpoint will never be committed.
-      std::filesystem::remove_all(dir, ec);
+      doomed.push_back(dir);
     }
   }
-  fsync_path(checkpoints_dir(), true);
+  removing_ = doomed;
+  if (doomed.empty()) return;
+  // No fsync afterwards: see remove_checkpoint_dir.
+  removal_ = std::async(std::launch::async, [doomed = std::move(doomed)] {
+    for (const std::filesystem::path& dir : doomed) remove_checkpoint_dir(dir);
+  });
 }
 
+void CheckpointStore::wait_for_removal() const noexcept {
+  if (!removal_.valid()) return;
+  try {
+    removal_.get();
+  } catch (...) {
+    removal_error_ = std::current_exception();
+  }
+  removing_.clear();
+}
+
+CheckpointStore::~CheckpointStore() { wait_for_removal(); }
+
 std::vector<std::int64_t> CheckpointStore::committed_steps() const {
+  wait_for_removal();
   std::vector<std::int64_t> steps;
   std::error_code ec;
   for (const std::int64_t step : list_steps(checkpoints_dir())) {
@@ -339,6 +368,7 @@ std::vector<std::int64_t> CheckpointStore::committed_steps() const {
 }
 
 std::optional<std::string> CheckpointStore::verify(std::int64_t step, int rank, bool deep) const {
+  wait_for_removal();
   return check(step, rank, deep ? Depth::datasets : Depth::digest);
 }
 
@@ -391,33 +421,55 @@ std::optional<std::string> CheckpointStore::check(std::int64_t step, int rank, D
 }
 
 LoadedCheckpoint CheckpointStore::load_latest(int rank) const {
+  wait_for_removal();
   LoadedCheckpoint result;
   for (const std::int64_t step : list_steps(checkpoints_dir())) {
-    if (auto problem = verify(step, rank, /*deep=*/false)) {
+    if (auto problem = check(step, rank, Depth::record)) {
       result.skipped.push_back({step, std::move(*problem)});
       continue;
     }
     const std::filesystem::path path = step_dir(step) / rank_file_name(rank);
-    try {
-      // read_state_file verifies every dataset checksum before it returns.
-      FileMetadata meta;
-      StateDict state = read_state_file(path, &meta, options_.read_options);
-      if (meta.step != step || meta.rank != rank) {
-        result.skipped.push_back({step, path.filename().string() + " says step " +
-                                            std::to_string(meta.step) + ", rank " +
-                                            std::to_string(meta.rank) +
-                                            ", which does not match its directory"});
-        continue;
+    // The file digest and the read (which verifies every dataset checksum) each take one pass
+    // over the file; they run side by side, and nothing read is handed out unless both pass.
+    // The reader treats the file as hostile, so reading before the digest is known is safe.
+    std::optional<std::string> digest_problem;
+    std::exception_ptr digest_error;
+    std::thread digester([&] {
+      try {
+        digest_problem = check(step, rank, Depth::digest);
+      } catch (...) {
+        digest_error = std::current_exception();
       }
-      result.found = true;
-      result.step = step;
-      result.state = std::move(state);
-      result.metadata = std::move(meta);
-      result.file = path;
-      return result;
+    });
+    std::optional<std::string> read_problem;
+    FileMetadata meta;
+    StateDict state;
+    try {
+      state = read_state_file(path, &meta, options_.read_options);
+      if (meta.step != step || meta.rank != rank) {
+        read_problem = path.filename().string() + " says step " + std::to_string(meta.step) +
+                       ", rank " + std::to_string(meta.rank) +
+                       ", which does not match its directory";
+      }
     } catch (const Error& e) {
-      result.skipped.push_back({step, e.cause()});
+      read_problem = e.cause();
+    } catch (...) {
+      digester.join();
+      throw;
     }
+    digester.join();
+    if (digest_error) std::rethrow_exception(digest_error);
+    // A digest mismatch is the more basic finding: report it over what the read ran into.
+    if (digest_problem || read_problem) {
+      result.skipped.push_back({step, std::move(digest_problem ? *digest_problem : *read_problem)});
+      continue;
+    }
+    result.found = true;
+    result.step = step;
+    result.state = std::move(state);
+    result.metadata = std::move(meta);
+    result.file = path;
+    return result;
   }
   return result;
 }

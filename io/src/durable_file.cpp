@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <thread>
 #include <vector>
 
 #include "tenax/core/error.hpp"
@@ -87,13 +89,16 @@ void write_file_synced(const std::filesystem::path& path, std::string_view bytes
   if (::close(fd.release()) != 0) throw_errno("cannot close", path, errno);
 }
 
-FileDigest digest_file(const std::filesystem::path& path) {
-  Fd fd = open_or_throw(path, O_RDONLY);
+namespace {
+
+// Hashes the file behind `fd` with pread, so that it does not move a file position another
+// thread may share.
+FileDigest digest_descriptor(int fd, const std::filesystem::path& path) {
   std::vector<unsigned char> buffer(std::size_t{4} << 20);
   Xxh64 hash;
   FileDigest result;
   while (true) {
-    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    const ssize_t n = ::pread(fd, buffer.data(), buffer.size(), static_cast<off_t>(result.size));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw_errno("cannot read", path, errno);
     if (n == 0) break;
@@ -102,6 +107,34 @@ FileDigest digest_file(const std::filesystem::path& path) {
   }
   result.digest = hash.digest();
   return result;
+}
+
+}  // namespace
+
+FileDigest digest_file(const std::filesystem::path& path) {
+  Fd fd = open_or_throw(path, O_RDONLY);
+  return digest_descriptor(fd.get(), path);
+}
+
+FileDigest fsync_and_digest(const std::filesystem::path& path) {
+  Fd fd = open_or_throw(path, O_RDONLY);
+  // fsync mostly waits for the disk while the hash is CPU work on pages that are still in the
+  // page cache: done side by side, the digest costs nothing the fsync does not already take.
+  FileDigest digest;
+  std::exception_ptr digest_error;
+  std::thread hasher([&] {
+    try {
+      digest = digest_descriptor(fd.get(), path);
+    } catch (...) {
+      digest_error = std::current_exception();
+    }
+  });
+  const int synced = ::fsync(fd.get());
+  const int sync_errno = errno;
+  hasher.join();
+  if (synced != 0) throw_errno("cannot fsync", path, sync_errno);
+  if (digest_error) std::rethrow_exception(digest_error);
+  return digest;
 }
 
 std::string read_small_file(const std::filesystem::path& path, std::size_t limit) {

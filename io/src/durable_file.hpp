@@ -29,6 +29,9 @@ struct FileDigest {
   std::uint64_t digest = 0;
 };
 [[nodiscard]] FileDigest digest_file(const std::filesystem::path& path);
+// fsync of a regular file and its digest, the two overlapped; the digest is of the bytes being
+// made durable (the page cache the fsync writes back).
+[[nodiscard]] FileDigest fsync_and_digest(const std::filesystem::path& path);
 
 // The whole file when it has at most `limit` bytes; throws IoError otherwise.
 [[nodiscard]] std::string read_small_file(const std::filesystem::path& path, std::size_t limit);

@@ -1,5 +1,6 @@
 #include "tenax/io/state_file.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -7,6 +8,7 @@
 #include <map>
 #include <set>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 #include "hdf5_support.hpp"
@@ -173,6 +175,61 @@ std::string iso_now() {
   return text;
 }
 
+// Checksums of the state's host tensors, computed on a second thread in entry order while HDF5
+// writes the data: the writer asks for a tensor's checksum only after writing its bytes, by when
+// the hash (several times faster than the write) is done, so the pass over the data is hidden.
+// Small states are hashed inline; a thread would cost more than it saves.
+class BackgroundChecksums {
+ public:
+  explicit BackgroundChecksums(const StateDict& state) {
+    std::size_t total = 0;
+    for (const auto& [name, value] : state.entries()) {
+      const auto* tensor = std::get_if<Tensor>(&value);
+      if (tensor != nullptr && tensor->device().is_cpu()) {
+        spans_.push_back({tensor->data(), tensor->nbytes()});
+        total += tensor->nbytes();
+      } else {
+        spans_.push_back({nullptr, 0});  // not a host tensor: hashed by the writer itself
+      }
+    }
+    sums_.resize(spans_.size());
+    if (total >= kThreadThreshold) {
+      hasher_ = std::jthread([this](const std::stop_token& stop) {
+        for (std::size_t i = 0; i < spans_.size() && !stop.stop_requested(); ++i) {
+          if (spans_[i].data != nullptr) sums_[i] = xxh64(spans_[i].data, spans_[i].bytes);
+          ready_.store(i + 1, std::memory_order_release);
+          ready_.notify_all();
+        }
+      });
+    }
+  }
+
+  // The checksum of entry `index`, a host tensor.
+  [[nodiscard]] std::uint64_t get(std::size_t index) {
+    const Span& span = spans_[index];
+    if (!hasher_.joinable()) return xxh64(span.data, span.bytes);
+    std::size_t done = ready_.load(std::memory_order_acquire);
+    while (done <= index) {
+      ready_.wait(done, std::memory_order_acquire);
+      done = ready_.load(std::memory_order_acquire);
+    }
+    return sums_[index];
+  }
+
+  [[nodiscard]] bool on_host(std::size_t index) const { return spans_[index].data != nullptr; }
+
+ private:
+  static constexpr std::size_t kThreadThreshold = std::size_t{8} << 20;
+  struct Span {
+    const void* data;
+    std::size_t bytes;
+  };
+  std::vector<Span> spans_;
+  std::vector<std::uint64_t> sums_;
+  std::atomic<std::size_t> ready_{0};
+  std::jthread hasher_;  // declared last: joined (on a stop request) before the rest goes
+};
+
 void write_entries(const Writer& w, hid_t file, const StateDict& state) {
   std::map<std::string, Handle, std::less<>> groups;
   auto group_of = [&](const std::string& name, std::string& leaf) -> hid_t {
@@ -203,6 +260,7 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state) {
     return parent;
   };
 
+  BackgroundChecksums checksums(state);
   std::int64_t index = 0;
   for (const auto& [name, value] : state.entries()) {
     std::string leaf;
@@ -225,7 +283,9 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state) {
       }
       Handle type = w.check(file_type_of(host.dtype()), "type of '" + name + "'");
       dset = w.dataset(group, leaf, name, type.get(), space.get(), host.data(), host.nbytes());
-      checksum = xxh64(host.data(), host.nbytes());
+      const auto entry = static_cast<std::size_t>(index);
+      checksum =
+          checksums.on_host(entry) ? checksums.get(entry) : xxh64(host.data(), host.nbytes());
       kind = "tensor";
       w.attr_string(dset.get(), "dtype", to_string(host.dtype()));
       w.attr_shape(dset.get(), shape);

@@ -170,7 +170,7 @@ TEST(CheckpointStore, PreviousCheckpointSurvivesUntilTheNewOneCommits) {
   EXPECT_EQ(seen, (std::vector<std::string>{"after_data_write", "after_data_fsync", "after_rename",
                                             "after_dir_fsync", "after_commit_write",
                                             "after_commit_rename", "after_commit_dir_fsync"}));
-  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(observed.committed_steps(), (std::vector<std::int64_t>{2}));
 }
 
 TEST(CheckpointStore, FailureAtAnyPhaseLeavesThePreviousCheckpointAndNoTemporaries) {

@@ -60,6 +60,22 @@ std::shared_ptr<MemoryResource> make_default_resource(Device device) {
   return resource;
 }
 
+std::shared_ptr<MemoryResource> pinned_host_pool() {
+  static std::mutex mutex;
+  // Never destroyed: at exit the CUDA runtime may be torn down before static destructors run,
+  // and unregistering host memory then fails; the process's exit returns the pages anyway.
+  static auto* pool = new std::shared_ptr<MemoryResource>();
+  std::lock_guard lock(mutex);
+  if (*pool == nullptr) {
+    std::shared_ptr<VirtualMemory> arena = cuda::make_pinned_virtual_memory();
+    PoolOptions options;
+    // Page-locked memory cannot be swapped or reclaimed: leave the other half to everything else.
+    options.capacity = arena->physical_bytes() / 2;
+    *pool = std::make_shared<PoolResource>(std::move(arena), options);
+  }
+  return *pool;
+}
+
 namespace {
 
 std::string lower(std::string_view text) {

@@ -1,5 +1,6 @@
 // AsyncCheckpointer: checkpoints without stalling the step loop. save() snapshots the state
-// (device tensors into pinned host buffers, host tensors into host copies) and returns; a
+// (device tensors into pinned host buffers from pinned_host_pool(), host tensors into copies
+// from the host pool) and returns; a
 // background thread then writes and commits the snapshot through a CheckpointStore. The caller
 // may change its tensors as soon as save() returns: the snapshot is independent of them.
 //
@@ -14,15 +15,10 @@
 
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "tenax/io/checkpoint_store.hpp"
-
-namespace tenax {
-class MemoryResource;
-}
 
 namespace tenax::io {
 
@@ -56,7 +52,6 @@ class AsyncCheckpointer {
   void start(std::int64_t step, const StateDict& state, const FileMetadata& metadata);
 
   CheckpointStore& store_;
-  std::shared_ptr<MemoryResource> pinned_;
   std::thread worker_;
   mutable std::mutex mutex_;
   bool running_ = false;

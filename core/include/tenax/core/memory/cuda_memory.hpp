@@ -21,7 +21,12 @@ namespace tenax::cuda {
 [[nodiscard]] std::shared_ptr<MemoryResource> make_device_resource(Device device);
 
 // Page-locked host memory (cudaHostAlloc / cudaFreeHost) for fast, asynchronous copies; its
-// device() is the CPU.
+// device() is the CPU. Every allocation is a driver call: for buffers taken again and again use
+// pinned_host_pool() (device_memory.hpp).
 [[nodiscard]] std::shared_ptr<MemoryResource> make_pinned_host_resource();
+
+// A host virtual memory arena whose mapped pages are page-locked and registered with CUDA
+// (cudaHostRegister), for a PoolResource of pinned buffers; device() is the CPU.
+[[nodiscard]] std::shared_ptr<VirtualMemory> make_pinned_virtual_memory();
 
 }  // namespace tenax::cuda

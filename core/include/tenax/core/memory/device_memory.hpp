@@ -31,6 +31,13 @@ std::shared_ptr<MemoryResource> set_current_resource(Device device,
 // NotCompiledError / EnvironmentError for a CUDA device that cannot be used.
 [[nodiscard]] std::shared_ptr<MemoryResource> make_default_resource(Device device);
 
+// The process's pool of page-locked host buffers (a PoolResource over
+// cuda::make_pinned_virtual_memory), created on first use: staging buffers for device <-> host
+// copies that are taken again and again (checkpoint snapshots) come from it, so only its first
+// use pays for cudaHostRegister. It may lock at most half of the host's RAM. Thread-safe.
+// NotCompiledError / EnvironmentError where CUDA cannot be used.
+[[nodiscard]] std::shared_ptr<MemoryResource> pinned_host_pool();
+
 // Statistics of the pool in current_resource(device)'s stack; all zero (with the device set)
 // when the stack holds no PoolResource.
 [[nodiscard]] MemoryStats memory_stats(Device device);
