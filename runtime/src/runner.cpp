@@ -369,7 +369,7 @@ struct Runner::Impl {
 
     int anomalies_in_a_row = 0;
     std::int64_t anomaly_step = -1;  // the furthest step found anomalous
-    while (step < options.total_steps) {
+    while (step < options.total_steps && !workload.finished()) {
       if (pending_signal.load() != 0) {
         // Rewriting a committed step would uncommit it first; skip it when it is known to be on
         // disk (an asynchronous write may still fail, so it is written again then).

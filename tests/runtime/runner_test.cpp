@@ -263,6 +263,32 @@ TEST_F(RunnerTest, ZeroStepsCheckpointsTheInitialState) {
   EXPECT_EQ(committed(), (std::vector<std::int64_t>{0}));
 }
 
+// A workload that reaches its goal early (a converged solve) ends the run there, checkpointed,
+// and a run resumed from that checkpoint takes no further step.
+TEST_F(RunnerTest, AFinishedWorkloadEndsTheRunEarlyAndStaysFinishedOnResume) {
+  {
+    ToyWorkload toy(kSize);
+    toy.finish_at = 4;
+    Runner runner(toy, options(10));
+    const RunResult result = runner.run();
+    EXPECT_EQ(result.status, RunStatus::completed);
+    EXPECT_EQ(result.step, 4);
+    EXPECT_EQ(toy.completions, once_each(1, 4));
+    EXPECT_EQ(toy.values(), toy_expected(kSize, 4));
+  }
+  EXPECT_EQ(committed().front(), 4);
+  expect_newest_checkpoint(4, kSize);
+  EXPECT_EQ(only(events(), "step").size(), 4u);
+  ToyWorkload resumed(kSize);
+  resumed.finish_at = 4;
+  Runner again(resumed, options(10));
+  const RunResult result = again.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(result.step, 4);
+  EXPECT_EQ(resumed.loads, 1);
+  EXPECT_TRUE(resumed.attempts.empty());
+}
+
 TEST_F(RunnerTest, ResumeContinuesFromTheCheckpointAndMatchesOneLongRun) {
   {
     ToyWorkload first(kSize);

@@ -48,7 +48,7 @@ namespace tenax::runtime::test {
   return x;
 }
 
-class ToyWorkload final : public Workload {
+class ToyWorkload : public Workload {
  public:
   // A hook gets (step being taken, attempt, micro_batch) and says whether to act.
   using Hook = std::function<bool(std::int64_t step, int attempt, std::int64_t micro_batch)>;
@@ -148,6 +148,9 @@ class ToyWorkload final : public Workload {
     return {x, x + size_};
   }
   [[nodiscard]] std::int64_t state_step() const noexcept { return step_; }
+  // finished() is true from this step of the state on (-1: never).
+  std::int64_t finish_at = -1;
+  [[nodiscard]] bool finished() const override { return finish_at >= 0 && step_ >= finish_at; }
 
   int init_calls = 0;
   int loads = 0;

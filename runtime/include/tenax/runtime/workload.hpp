@@ -41,6 +41,11 @@ class Workload {
   // Runner also scans every floating tensor of the state for NaN/Inf.
   [[nodiscard]] virtual std::optional<std::string> check() const { return std::nullopt; }
 
+  // Whether the job reached its goal before RunnerOptions::total_steps (a solve that converged):
+  // the Runner then stops taking steps, checkpoints and reports completion. Checked before every
+  // step, including the first after a resume.
+  [[nodiscard]] virtual bool finished() const { return false; }
+
   // The device the state lives on (for memory statistics and empty_cache on out-of-memory).
   [[nodiscard]] virtual Device device() const { return Device::cpu(); }
 };
