@@ -148,15 +148,6 @@ std::string config_json(const Options& o) {
          ",\"initial\":\"" + o.initial + "\",\"seed\":" + std::to_string(o.seed) + "}";
 }
 
-tenax::runtime::ProgressMode progress_mode(const std::string& text) {
-  if (text == "auto") return tenax::runtime::ProgressMode::automatic;
-  if (text == "terminal") return tenax::runtime::ProgressMode::terminal;
-  if (text == "log") return tenax::runtime::ProgressMode::log;
-  if (text == "quiet") return tenax::runtime::ProgressMode::quiet;
-  throw tenax::UsageError("--progress " + text + " is not a progress mode",
-                          "use auto, terminal, log or quiet");
-}
-
 int run(const Options& options) {
   TENAX_EXPECTS(options.n >= 1, tenax::UsageError, "--n " + std::to_string(options.n),
                 "use at least 1 interior point per side");
@@ -185,7 +176,7 @@ int run(const Options& options) {
   runner_options.keep_last = options.keep_last;
   runner_options.async_checkpoints = options.async;
   runner_options.config = config_json(options);
-  runner_options.progress = progress_mode(options.progress);
+  runner_options.progress = tenax::runtime::parse_progress_mode(options.progress);
   tenax::runtime::Runner runner(heat, runner_options);
   const tenax::runtime::RunResult result = runner.run();
   if (result.status != tenax::runtime::RunStatus::completed) {

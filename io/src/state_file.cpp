@@ -363,8 +363,12 @@ void write_state_file(const std::filesystem::path& path, const StateDict& state,
 void write_tensor_file(const std::filesystem::path& path, std::string_view name,
                        const Tensor& tensor,
                        const std::vector<std::pair<std::string, double>>& attributes,
-                       const FileMetadata& metadata) {
-  for (const auto& [key, value] : attributes) {
+                       const FileMetadata& metadata,
+                       const std::vector<std::pair<std::string, std::string>>& text_attributes) {
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : attributes) keys.push_back(key);
+  for (const auto& [key, value] : text_attributes) keys.push_back(key);
+  for (const std::string& key : keys) {
     for (const char* reserved : {"kind", "index", "checksum", "dtype", "shape", "length"}) {
       TENAX_EXPECTS(key != reserved, UsageError,
                     "attribute '" + key + "' of '" + std::string(name) +
@@ -387,6 +391,8 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
       Handle space = w.check(Handle(H5Screate(H5S_SCALAR), H5Sclose), "dataspace");
       w.write_attr(dataset.get(), key.c_str(), H5T_IEEE_F64LE, space.get(), &value);
     }
+    for (const auto& [key, value] : text_attributes)
+      w.attr_string(dataset.get(), key.c_str(), value);
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(path, ignored);

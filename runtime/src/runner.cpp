@@ -496,4 +496,13 @@ Runner::~Runner() = default;
 
 RunResult Runner::run() { return impl_->run(); }
 
+ProgressMode parse_progress_mode(std::string_view text) {
+  if (text == "auto") return ProgressMode::automatic;
+  if (text == "terminal") return ProgressMode::terminal;
+  if (text == "log") return ProgressMode::log;
+  if (text == "quiet") return ProgressMode::quiet;
+  throw UsageError("--progress " + std::string(text) + " is not a progress mode",
+                   "use auto, terminal, log or quiet");
+}
+
 }  // namespace tenax::runtime

@@ -73,10 +73,11 @@ void write_state_file(const std::filesystem::path& path, const StateDict& state,
 // time "t". The file is a state file of one entry, so read_state_file reads it back. Throws
 // UsageError for an attribute name that state files reserve (kind, index, checksum, dtype, shape,
 // length), otherwise as write_state_file.
-void write_tensor_file(const std::filesystem::path& path, std::string_view name,
-                       const Tensor& tensor,
-                       const std::vector<std::pair<std::string, double>>& attributes,
-                       const FileMetadata& metadata = {});
+void write_tensor_file(
+    const std::filesystem::path& path, std::string_view name, const Tensor& tensor,
+    const std::vector<std::pair<std::string, double>>& attributes,
+    const FileMetadata& metadata = {},
+    const std::vector<std::pair<std::string, std::string>>& text_attributes = {});
 
 // Reads a file written by write_state_file, treating it as hostile: every type, rank, shape and
 // size is checked against the file and `options` before anything is allocated, and every

@@ -42,6 +42,8 @@
 namespace tenax::runtime {
 
 enum class ProgressMode { automatic, terminal, log, quiet };
+// "auto", "terminal", "log" or "quiet" (a --progress flag); UsageError naming them otherwise.
+[[nodiscard]] ProgressMode parse_progress_mode(std::string_view text);
 
 struct RunnerOptions {
   std::filesystem::path run_dir;      // holds checkpoints/ and events.jsonl; created when missing
