@@ -68,6 +68,38 @@ TEST(StateFile, RoundTripsEveryKindBitwiseInOrder) {
   EXPECT_EQ(read_meta.created.size(), 20u) << read_meta.created;  // 2025-01-31T12:00:00Z
 }
 
+// Tensors above 8 MiB are read and hashed in slabs along their first axis (and, when written,
+// hashed on a second thread): values, slab boundaries that do not divide the rows, and damage in
+// any slab must all come out as for small tensors.
+TEST(StateFile, LargeTensorsRoundTripAndDamageInAnySlabIsCaught) {
+  ScratchDir dir;
+  StateDict state;
+  Tensor matrix = Tensor::empty({1531, 1000}, DType::f64);  // 12.2 MB: two slabs and a part
+  Tensor vector = Tensor::empty({3000001}, DType::f32);     // 1-D: a row is one element
+  for (std::int64_t i = 0; i < matrix.numel(); ++i) matrix.data_as<double>()[i] = 0.5 * i - 7;
+  for (std::int64_t i = 0; i < vector.numel(); ++i) vector.data_as<float>()[i] = 0.25f * (i % 977);
+  state.set("model/matrix", matrix);
+  state.set("vector", vector);
+  state.set("step", std::int64_t{3});
+  const auto path = dir.path() / "large.h5";
+  write_state_file(path, state, {});
+  EXPECT_TRUE(bitwise_equal(state, read_state_file(path)));
+
+  const std::string bytes = [&] {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  // A byte in the middle of each slab region of the file (the datasets fill almost all of it).
+  for (const double where : {0.1, 0.45, 0.62, 0.97}) {
+    std::string damaged = bytes;
+    const auto at = static_cast<std::size_t>(where * static_cast<double>(bytes.size()));
+    damaged[at] = static_cast<char>(damaged[at] ^ 0x10);
+    const auto bad = dir.path() / "damaged.h5";
+    std::ofstream(bad, std::ios::binary | std::ios::trunc) << damaged;
+    expect_io_error([&] { (void)read_state_file(bad); }, {"checksum mismatch"});
+  }
+}
+
 TEST(StateFile, EmptyStateRoundTrips) {
   ScratchDir dir;
   write_state_file(dir.path() / "e.h5", StateDict{}, {});
