@@ -1,15 +1,24 @@
 // heat2d: the 2-D heat equation u_t = alpha (u_xx + u_yy) on the unit square with u = 0 on the
-// boundary, explicit FTCS in time and the 5-point Laplacian in space, run by the tenax Runner:
-// checkpoints, resume, out-of-memory backoff, anomaly rollback and restart on device faults.
+// boundary, the 5-point Laplacian in space, run by the tenax Runner: checkpoints, resume,
+// out-of-memory backoff, anomaly rollback and restart on device faults.
+//
+// Time schemes (--scheme): explicit (FTCS, the default, below), rk4, implicit (backward Euler)
+// and cn (Crank-Nicolson); the last three are the solvers layer's DiffusionIntegrator on the
+// whole grid (the implicit ones solve with CG, warm-started from u). --dt sets the time step;
+// the default is --courant times the FTCS limit h^2/(4 alpha). An implicit step whose solve does
+// not converge is an anomaly: the Runner rolls back and, when it happens again, stops with the
+// solver's report.
 //
 // Grid: n interior points per side; point (i, j) sits at x = (i+1)/(n+1), y = (j+1)/(n+1) and
-// is stored at u[j][i]. A step computes the new field in blocks of rows into a second buffer,
-// with each block's Laplacian in a scratch buffer from the memory pool; the rows per block are the
-// step's micro-batch, so a smaller block after an out-of-memory backoff gives the same field bit
-// for bit. The field is replaced only when the whole step is done, so a step that fails leaves
-// the state as it was and can be retried.
+// is stored at u[j][i]. An FTCS step updates the field in place in blocks of rows, through two
+// block buffers from the memory pool (see Heat2d::ftcs); the rows per block are the step's
+// micro-batch, so a smaller block after an out-of-memory backoff gives the same field bit for
+// bit, and the buffers are allocated before the field changes, so a step that fails leaves the
+// state as it was and can be retried.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +35,8 @@
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/runner.hpp"
+#include "tenax/solvers/laplacian_operator.hpp"
+#include "tenax/solvers/time_integrator.hpp"
 
 namespace {
 
@@ -39,6 +50,9 @@ struct Options {
   std::int64_t steps = 1000;
   double alpha = 1.0;
   double courant = 0.9;  // dt as a fraction of the FTCS stability limit h^2 / (4 alpha)
+  std::string scheme = "explicit";
+  double dt = 0.0;  // 0: courant * h^2 / (4 alpha)
+  double solver_tol = 1e-10;
   std::string initial = "sine";
   std::uint64_t seed = 1;
   std::string device = "auto";
@@ -50,7 +64,12 @@ struct Options {
   std::string output;
   std::string inject;
   std::string progress = "auto";
+  std::int64_t anomaly_check_every = 1;
+  bool json = false;
 };
+
+// Bytes of one FTCS block buffer: two of them (4 MiB) stay in a server CPU's last-level cache.
+constexpr std::int64_t kBlockBytes = std::int64_t{2} << 20;
 
 class Heat2d final : public tenax::runtime::Workload {
  public:
@@ -58,7 +77,18 @@ class Heat2d final : public tenax::runtime::Workload {
       : options_(options),
         device_(device),
         h_(1.0 / static_cast<double>(options.n + 1)),
-        dt_(options.courant * h_ * h_ / (4.0 * options.alpha)) {}
+        dt_(options.dt > 0 ? options.dt : options.courant * h_ * h_ / (4.0 * options.alpha)) {
+    if (options.scheme != "explicit") {
+      tenax::solvers::IntegratorOptions integrator;
+      integrator.scheme =
+          tenax::solvers::time_scheme_from_string(options.scheme == "implicit" ? "implicit_euler"
+                                                  : options.scheme == "cn"     ? "crank_nicolson"
+                                                                               : options.scheme);
+      integrator.solver_options.tolerance = options.solver_tol;
+      integrator_.emplace(tenax::solvers::make_heat_integrator(
+          options.n, options.n, h_, h_, options.alpha, integrator, DType::f64, device));
+    }
+  }
 
   [[nodiscard]] double dt() const noexcept { return dt_; }
   [[nodiscard]] const Tensor& field() const noexcept { return u_; }
@@ -85,32 +115,90 @@ class Heat2d final : public tenax::runtime::Workload {
     adopt(host.to(device_), 0.0);
   }
 
-  [[nodiscard]] std::int64_t work_units() const override { return options_.n; }
+  // Rows per block for FTCS; the integrators take the whole grid at once.
+  [[nodiscard]] std::int64_t work_units() const override { return integrator_ ? 1 : options_.n; }
 
-  void step(std::int64_t /*step*/, std::int64_t micro_batch) override {
+  void step(std::int64_t step, std::int64_t micro_batch) override {
+    const auto start = std::chrono::steady_clock::now();
+    if (integrator_) {
+      integrate(step);
+    } else {
+      ftcs(micro_batch);
+    }
+    if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    step_seconds_.push_back(seconds);
+  }
+
+  // Median seconds of the steps this process took (0 when none).
+  [[nodiscard]] double median_step_seconds() const {
+    if (step_seconds_.empty()) return 0.0;
+    std::vector<double> sorted = step_seconds_;
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    return sorted[sorted.size() / 2];
+  }
+  [[nodiscard]] std::size_t timed_steps() const noexcept { return step_seconds_.size(); }
+
+  [[nodiscard]] std::optional<std::string> check() const override { return problem_; }
+
+  // FTCS in place, one block of rows at a time, in one pass over the field. A block's new rows
+  // go to a buffer and are copied into u one block later, after the next block (which reads
+  // this block's last row as its halo) has been computed from the old values. Both block
+  // buffers are taken from the pool before anything changes, so an out-of-memory error leaves
+  // the state as it was; their size follows the micro-batch, so a backoff needs less memory and
+  // gives the same field. Blocks are also capped at kBlockBytes so that they stay in the cache
+  // between their computation and their copy, which keeps memory traffic at a read and a write
+  // of the field per step.
+  void ftcs(std::int64_t micro_batch) {
     const std::int64_t n = options_.n;
     const double factor = options_.alpha * dt_;
-    for (std::int64_t r0 = 0; r0 < n; r0 += micro_batch) {
-      const std::int64_t r1 = std::min(n, r0 + micro_batch);
-      // The block with one halo row on each side inside the grid; the halo rows' own Laplacian
-      // is computed and discarded, so every kept value sees its true neighbours.
+    const std::int64_t cache_rows = std::max<std::int64_t>(1, kBlockBytes / (8 * n));
+    const std::int64_t rows = std::min({micro_batch, cache_rows, n});
+    const Tensor buffers = Tensor::empty({2, rows, n}, DType::f64, device_);  // from the pool
+    Tensor pending;  // the previous block's new rows, not yet in u
+    std::int64_t pending_row = 0;
+    for (std::int64_t r0 = 0, block = 0; r0 < n; r0 += rows, ++block) {
+      const std::int64_t r1 = std::min(n, r0 + rows);
+      // The block with one halo row on each side inside the grid.
       const std::int64_t top = r0 > 0 ? r0 - 1 : 0;
       const std::int64_t bottom = r1 < n ? r1 + 1 : n;
-      const Tensor halo = u_.slice(top, bottom);
-      const Tensor laplacian = Tensor::empty_like(halo);  // scratch from the pool
-      tenax::ops::laplacian_5pt(halo, laplacian, h_);
-      const Tensor next = u_next_.slice(r0, r1);
-      tenax::ops::copy(next, u_.slice(r0, r1));
-      tenax::ops::axpby(factor, laplacian.slice(r0 - top, r1 - top), 1.0, next);
+      const Tensor next =
+          buffers.slice(block % 2, block % 2 + 1).reshape({rows, n}).slice(0, r1 - r0);
+      tenax::ops::laplacian_5pt_update(u_.slice(top, bottom), next, r0 - top, factor, h_, h_);
+      if (pending.defined()) {
+        tenax::ops::copy(u_.slice(pending_row, pending_row + pending.shape()[0]), pending);
+      }
+      pending = next;
+      pending_row = r0;
     }
-    std::swap(u_, u_next_);  // only now does the state change
+    tenax::ops::copy(u_.slice(pending_row, pending_row + pending.shape()[0]), pending);
     time_ += dt_;
+  }
+
+  // One step of the integrator on a copy of u, so that a step that throws leaves the state as
+  // it was; the integrator's own counters are part of the state and advance with u.
+  void integrate(std::int64_t step) {
+    if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
+    tenax::ops::copy(u_next_, u_);
+    const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
+    std::swap(u_, u_next_);
+    time_ += dt_;
+    problem_.reset();
+    if (!result.converged()) {
+      problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) + " ended with " +
+                 std::string(tenax::solvers::to_string(result.status)) + " after " +
+                 std::to_string(result.iterations) + " iterations (relative residual " +
+                 std::to_string(result.relative_residual) + ")" +
+                 (result.detail.empty() ? "" : ": " + result.detail);
+    }
   }
 
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
     state.set("u", u_);
     state.set("t", time_);
+    if (integrator_) integrator_->save_state(state, "integrator");
     return state;
   }
 
@@ -122,6 +210,7 @@ class Heat2d final : public tenax::runtime::Workload {
                       std::to_string(options_.n),
                   "resume with the same --n, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
+    if (integrator_) integrator_->load_state(state, "integrator");
   }
 
   [[nodiscard]] Device device() const override { return device_; }
@@ -129,7 +218,6 @@ class Heat2d final : public tenax::runtime::Workload {
  private:
   void adopt(Tensor u, double time) {
     u_ = std::move(u);
-    u_next_ = Tensor::empty_like(u_);
     time_ = time;
   }
 
@@ -138,14 +226,18 @@ class Heat2d final : public tenax::runtime::Workload {
   double h_;
   double dt_;
   Tensor u_;
-  Tensor u_next_;
+  Tensor u_next_;  // the integrators' working copy (FTCS updates u in place)
   double time_ = 0.0;
+  std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
+  std::optional<std::string> problem_;  // why the last step is not acceptable
+  std::vector<double> step_seconds_;    // of every step taken by this process
 };
 
 std::string config_json(const Options& o) {
   return "{\"n\":" + std::to_string(o.n) + ",\"steps\":" + std::to_string(o.steps) +
          ",\"alpha\":" + std::to_string(o.alpha) + ",\"courant\":" + std::to_string(o.courant) +
-         ",\"initial\":\"" + o.initial + "\",\"seed\":" + std::to_string(o.seed) + "}";
+         ",\"scheme\":\"" + o.scheme + "\",\"dt\":" + std::to_string(o.dt) + ",\"initial\":\"" +
+         o.initial + "\",\"seed\":" + std::to_string(o.seed) + "}";
 }
 
 int run(const Options& options) {
@@ -156,6 +248,24 @@ int run(const Options& options) {
   TENAX_EXPECTS(options.courant > 0 && options.courant <= 1, tenax::UsageError,
                 "--courant " + std::to_string(options.courant) + " is outside (0, 1]",
                 "FTCS is stable only for dt <= h^2/(4 alpha): pick a fraction in (0, 1]");
+  TENAX_EXPECTS(options.scheme == "explicit" || options.scheme == "rk4" ||
+                    options.scheme == "implicit" || options.scheme == "cn",
+                tenax::UsageError, "--scheme " + options.scheme + " is not known",
+                "use explicit, rk4, implicit or cn");
+  TENAX_EXPECTS(options.dt >= 0 && std::isfinite(options.dt), tenax::UsageError,
+                "--dt " + std::to_string(options.dt), "use a positive time step (or 0: default)");
+  {
+    // Explicit schemes are stable only below a limit set by the largest eigenvalue of -Δh,
+    // 8/h^2: FTCS for alpha dt <= h^2/4, classical RK4 for alpha dt <= 2.78 h^2/8.
+    const double h = 1.0 / static_cast<double>(options.n + 1);
+    const double limit = options.scheme == "explicit" ? h * h / (4.0 * options.alpha)
+                         : options.scheme == "rk4"    ? 2.78 * h * h / (8.0 * options.alpha)
+                                                      : 0.0;
+    TENAX_EXPECTS(limit == 0.0 || options.dt <= limit, tenax::UsageError,
+                  "--dt " + std::to_string(options.dt) + " is above the stability limit " +
+                      std::to_string(limit) + " of --scheme " + options.scheme,
+                  "lower --dt, or use --scheme implicit or cn (unconditionally stable)");
+  }
   TENAX_EXPECTS(
       options.initial == "sine" || options.initial == "gauss" || options.initial == "random",
       tenax::UsageError, "--initial " + options.initial + " is not known",
@@ -177,6 +287,7 @@ int run(const Options& options) {
   runner_options.async_checkpoints = options.async;
   runner_options.config = config_json(options);
   runner_options.progress = tenax::runtime::parse_progress_mode(options.progress);
+  runner_options.anomaly_check_every = options.anomaly_check_every;
   tenax::runtime::Runner runner(heat, runner_options);
   const tenax::runtime::RunResult result = runner.run();
   if (result.status != tenax::runtime::RunStatus::completed) {
@@ -200,6 +311,24 @@ int run(const Options& options) {
                                  metadata);
     std::printf("heat2d: final field written to %s (dataset /u)\n", options.output.c_str());
   }
+  // An FTCS step reads and writes the field once: 16 bytes per point (f64) at the least.
+  const double points = static_cast<double>(options.n) * static_cast<double>(options.n);
+  const double step_seconds = heat.median_step_seconds();
+  const double gbps =
+      options.scheme == "explicit" && step_seconds > 0 ? 16.0 * points / step_seconds / 1e9 : 0.0;
+  if (heat.timed_steps() > 0) {
+    std::printf("heat2d: %.3f ms per step (median of %zu)", 1e3 * step_seconds, heat.timed_steps());
+    if (gbps > 0) std::printf(", %.1f GB/s at 16 bytes per point", gbps);
+    std::printf("\n");
+  }
+  if (options.json) {
+    std::printf(
+        "{\"scheme\":\"%s\",\"n\":%lld,\"steps\":%lld,\"timed_steps\":%zu,"
+        "\"ms_per_step\":%.9g,\"bytes_per_step\":%.17g,\"gbps\":%.9g,\"t\":%.17g}\n",
+        options.scheme.c_str(), static_cast<long long>(options.n),
+        static_cast<long long>(options.steps), heat.timed_steps(), 1e3 * step_seconds,
+        16.0 * points, gbps, heat.time());
+  }
   return 0;
 }
 
@@ -207,11 +336,19 @@ int run(const Options& options) {
 
 int main(int argc, char** argv) {
   Options o;
-  CLI::App app{"2-D heat equation, FTCS, run with checkpoints and fault recovery"};
+  CLI::App app{
+      "2-D heat equation (FTCS, RK4, implicit Euler or Crank-Nicolson), run with "
+      "checkpoints and fault recovery"};
   app.add_option("--n", o.n, "interior grid points per side")->capture_default_str();
   app.add_option("--steps", o.steps, "time steps")->capture_default_str();
   app.add_option("--alpha", o.alpha, "diffusivity")->capture_default_str();
   app.add_option("--courant", o.courant, "dt as a fraction of the stable limit h^2/(4 alpha)")
+      ->capture_default_str();
+  app.add_option("--scheme", o.scheme, "time scheme: explicit (FTCS), rk4, implicit or cn")
+      ->capture_default_str();
+  app.add_option("--dt", o.dt, "time step (default: --courant times the FTCS limit)");
+  app.add_option("--solver-tol", o.solver_tol,
+                 "relative tolerance of the implicit schemes' CG solve per step")
       ->capture_default_str();
   app.add_option("--initial", o.initial, "initial condition: sine, gauss or random")
       ->capture_default_str();
@@ -232,6 +369,10 @@ int main(int argc, char** argv) {
   app.add_option("--inject", o.inject,
                  "faults to inject, e.g. kill@step=75 or oom@alloc=37 (same as TENAX_FAULTS)");
   app.add_option("--progress", o.progress, "auto, terminal, log or quiet")->capture_default_str();
+  app.add_option("--anomaly-check-every", o.anomaly_check_every,
+                 "steps between NaN/Inf scans of the field (0: only before checkpoints)")
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "print a JSON summary as the last line");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

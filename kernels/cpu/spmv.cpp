@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "csr_rows.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 #include "tenax/kernels/detail/spmv_body.hpp"
@@ -27,9 +28,16 @@ void spmv_typed(CpuContext& context, const SpmvArgs& s) {
   const std::int64_t per_row = std::max<std::int64_t>(1, (s.a.nnz() + rows - 1) / rows);
   const std::int64_t min_chunk = std::max<std::int64_t>(1, kMinEntriesPerChunk / per_row);
   context.parallel_for(0, rows, min_chunk, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      detail::spmv_row(row_ptr, col_idx, values, x, alpha, beta, y, r);
+    std::int64_t r = begin;
+    for (; r + 4 <= end; r += 4) {
+      T sums[4];
+      csr_four_row_sums(row_ptr, col_idx, values, x, r, sums);
+      for (int k = 0; k < 4; ++k) {
+        // The same final expression as spmv_row.
+        y[r + k] = beta == T(0) ? alpha * sums[k] : alpha * sums[k] + beta * y[r + k];
+      }
     }
+    for (; r < end; ++r) detail::spmv_row(row_ptr, col_idx, values, x, alpha, beta, y, r);
   });
 }
 

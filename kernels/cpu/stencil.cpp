@@ -46,6 +46,40 @@ void laplacian_5pt_typed(CpuContext& context, const StencilArgs& s) {
 }
 
 template <class T>
+void laplacian_5pt_update_typed(CpuContext& context, const StencilUpdateArgs& s) {
+  const T* u = s.u.data_as<const T>();
+  T* out = s.out.data_as<T>();
+  const std::int64_t ny = s.ny;
+  const std::int64_t nx = s.nx;
+  const auto c = laplacian_coefficients<T>(s.hy, s.hx);
+  const auto factor = static_cast<T>(s.c);
+  context.parallel_for(0, s.rows, min_rows_per_chunk(nx), [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::int64_t y = s.row_offset + r;
+      const T* __restrict row = u + y * nx;
+      T* __restrict row_out = out + r * nx;
+      if (y == 0 || y + 1 == ny || nx < 3) {
+        for (std::int64_t x = 0; x < nx; ++x) {
+          row_out[x] = explicit_update_point(row[x], laplacian_5pt_at(u, ny, nx, y, x, c), factor);
+        }
+        continue;
+      }
+      const T* __restrict south = row - nx;
+      const T* __restrict north = row + nx;
+      row_out[0] =
+          explicit_update_point(row[0], laplacian_5pt_at(u, ny, nx, y, std::int64_t{0}, c), factor);
+      for (std::int64_t x = 1; x + 1 < nx; ++x) {
+        row_out[x] = explicit_update_point(
+            row[x], laplacian_5pt_point(row[x], row[x - 1], row[x + 1], south[x], north[x], c),
+            factor);
+      }
+      row_out[nx - 1] =
+          explicit_update_point(row[nx - 1], laplacian_5pt_at(u, ny, nx, y, nx - 1, c), factor);
+    }
+  });
+}
+
+template <class T>
 void laplacian_7pt_typed(CpuContext& context, const StencilArgs& s) {
   const T* u = s.u.data_as<const T>();
   T* out = s.out.data_as<T>();
@@ -99,7 +133,18 @@ void laplacian_7pt(CpuContext& context, const StencilArgs& args) {
   }
 }
 
+void laplacian_5pt_update(CpuContext& context, const StencilUpdateArgs& args) {
+  if (args.u.dtype() == DType::f64) {
+    laplacian_5pt_update_typed<double>(context, args);
+  } else {
+    laplacian_5pt_update_typed<float>(context, args);
+  }
+}
+
 void laplacian_5pt(const StencilArgs& args) { laplacian_5pt(CpuContext::instance(), args); }
+void laplacian_5pt_update(const StencilUpdateArgs& args) {
+  laplacian_5pt_update(CpuContext::instance(), args);
+}
 void laplacian_7pt(const StencilArgs& args) { laplacian_7pt(CpuContext::instance(), args); }
 
 }  // namespace tenax::kernels::cpu

@@ -192,6 +192,41 @@ void laplacian_5pt(const Tensor& u, const Tensor& out, double hy, double hx) {
   }
 }
 
+void laplacian_5pt_update(const Tensor& u, const Tensor& out, std::int64_t row_offset, double c,
+                          double hy, double hx) {
+  constexpr std::string_view op = "laplacian_5pt_update";
+  check_defined(op, "u", u);
+  check_defined(op, "out", out);
+  check_rank(op, "u", u, 2, "a 2-D grid [ny, nx]");
+  check_rank(op, "out", out, 2, "rows of a 2-D grid [rows, nx]");
+  check_same_device(op, "u", u, "out", out);
+  detail::check_same_dtype(op, "u", u, "out", out);
+  check_f64_or_f32(op, "u", u);
+  check_no_overlap(op, "out", out, "u", u);
+  check_spacing(op, "hy", hy);
+  check_spacing(op, "hx", hx);
+  TENAX_EXPECTS(out.shape()[1] == u.shape()[1], UsageError,
+                "laplacian_5pt_update: out has shape " + to_string(out.shape()) +
+                    " but u has shape " + to_string(u.shape()) + "; rows must be equally long",
+                "give out as many columns as u");
+  TENAX_EXPECTS(row_offset >= 0 && row_offset + out.shape()[0] <= u.shape()[0], UsageError,
+                "laplacian_5pt_update: rows " + std::to_string(row_offset) + " to " +
+                    std::to_string(row_offset + out.shape()[0]) + " are not rows of u " +
+                    to_string(u.shape()),
+                "choose 0 <= row_offset and row_offset + out rows <= u rows");
+  TENAX_EXPECTS(std::isfinite(c), UsageError,
+                "laplacian_5pt_update: c = " + std::to_string(c) + " is not finite",
+                "pass c = alpha * dt, a finite number");
+  if (out.numel() == 0) return;
+  kernels::StencilUpdateArgs args{
+      u, out, u.shape()[0], u.shape()[1], row_offset, out.shape()[0], c, hy, hx};
+  if (u.device().is_cpu()) {
+    kernels::cpu::laplacian_5pt_update(args);
+  } else {
+    kernels::cuda::laplacian_5pt_update(args);
+  }
+}
+
 void laplacian_7pt(const Tensor& u, const Tensor& out, double h) { laplacian_7pt(u, out, h, h, h); }
 
 void laplacian_7pt(const Tensor& u, const Tensor& out, double hz, double hy, double hx) {

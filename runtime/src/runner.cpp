@@ -135,7 +135,8 @@ struct Runner::Impl {
   std::int64_t step = 0;
   std::int64_t micro_batch = 1;
   std::int64_t last_checkpoint_step = -1;  // anchor of the checkpoint_every schedule
-  std::int64_t saved_step = -1;  // newest step checkpointed (asynchronously: write started)
+  std::int64_t saved_step = -1;    // newest step checkpointed (asynchronously: write started)
+  std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
   std::chrono::steady_clock::time_point last_checkpoint_time;
   int checkpoint_failures = 0;
 
@@ -168,6 +169,18 @@ struct Runner::Impl {
   // Writes a checkpoint of the current state. A failed write is reported and the run goes on
   // (the previous checkpoint is intact); three failures in a row end the run.
   void checkpoint(bool wait_for_it) {
+    // A checkpoint never holds a non-finite value: a state the step loop did not scan (with
+    // anomaly_check_every > 1) is scanned now, and an unhealthy one is not written, so the last
+    // good checkpoint stays the newest.
+    if (scanned_step != step) {
+      if (const std::optional<std::string> anomaly = scan_state()) {
+        events->append("checkpoint_skipped", {{"step", step}, {"reason", *anomaly}});
+        std::fprintf(stderr,
+                     "tenax: checkpoint of step %lld skipped, the state is not healthy: %s\n",
+                     static_cast<long long>(step), anomaly->c_str());
+        return;
+      }
+    }
     io::FileMetadata metadata;
     metadata.config = options.config;
     metadata.rank = communicator->rank();
@@ -327,11 +340,30 @@ struct Runner::Impl {
     }
   }
 
-  // Why the state is not healthy after a step, or nothing.
-  std::optional<std::string> find_anomaly() {
-    const StateDict state = workload.save_state();
-    if (inject(FaultKind::nan, step)) poison_state(state, std::numeric_limits<double>::quiet_NaN());
-    if (inject(FaultKind::inf, step)) poison_state(state, std::numeric_limits<double>::infinity());
+  // Why the state is not healthy after a step, or nothing. The state's tensors are scanned when
+  // `scan` is set (anomaly_check_every) or a fault is injected at this step; the workload's own
+  // check() runs after every step.
+  std::optional<std::string> find_anomaly(bool scan) {
+    const bool nan = inject(FaultKind::nan, step);
+    const bool inf = inject(FaultKind::inf, step);
+    if (scan || nan || inf) {
+      const StateDict state = workload.save_state();
+      if (nan) poison_state(state, std::numeric_limits<double>::quiet_NaN());
+      if (inf) poison_state(state, std::numeric_limits<double>::infinity());
+      if (auto problem = scan_tensors(state)) return problem;
+    }
+    return workload.check();
+  }
+
+  // scan_tensors of the workload's state and its check(); records the step as scanned.
+  std::optional<std::string> scan_state() {
+    scanned_step = step;
+    if (auto problem = scan_tensors(workload.save_state())) return problem;
+    return workload.check();
+  }
+
+  std::optional<std::string> scan_tensors(const StateDict& state) {
+    scanned_step = step;
     for (const auto& [name, entry] : state.entries()) {
       const Tensor* tensor = std::get_if<Tensor>(&entry);
       if (tensor == nullptr || !is_floating(tensor->dtype()) || tensor->numel() == 0) continue;
@@ -340,7 +372,7 @@ struct Runner::Impl {
         return std::to_string(bad) + " non-finite value(s) in state tensor '" + name + "'";
       }
     }
-    return workload.check();
+    return std::nullopt;
   }
 
   RunResult run() {
@@ -430,7 +462,13 @@ struct Runner::Impl {
       }
       ++step;
 
-      const std::optional<std::string> anomaly = find_anomaly();
+      // Decided once: a time-based trigger could otherwise fire between the scan and the write.
+      const bool due = checkpoint_due();
+      const bool scan =
+          options.anomaly_check_every == 1 || due || step == options.total_steps ||
+          pending_signal.load() != 0 || workload.finished() ||
+          (options.anomaly_check_every > 1 && step % options.anomaly_check_every == 0);
+      const std::optional<std::string> anomaly = find_anomaly(scan);
       const auto decision =
           static_cast<Decision>(communicator->agree(anomaly ? kRollback : kContinue));
       if (decision == kRollback) {
@@ -463,7 +501,7 @@ struct Runner::Impl {
                       {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
                       {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
       progress->update(step, memory.reserved_bytes.current);
-      if (checkpoint_due()) checkpoint(/*wait_for_it=*/false);
+      if (due) checkpoint(/*wait_for_it=*/false);
     }
     if (saved_step != step) checkpoint(/*wait_for_it=*/true);
     return finish(RunStatus::completed, "");
@@ -484,6 +522,10 @@ Runner::Runner(Workload& workload, RunnerOptions options,
   TENAX_EXPECTS(options.min_micro_batch >= 1, UsageError,
                 "min_micro_batch is " + std::to_string(options.min_micro_batch),
                 "use a floor of at least 1");
+  TENAX_EXPECTS(options.anomaly_check_every >= 0, UsageError,
+                "anomaly_check_every is " + std::to_string(options.anomaly_check_every),
+                "use 1 (scan after every step), N > 1 (every N steps) or 0 (only before "
+                "checkpoints and at the end)");
   TENAX_EXPECTS(options.max_anomaly_retries >= 0, UsageError,
                 "max_anomaly_retries is " + std::to_string(options.max_anomaly_retries),
                 "use a count >= 0");

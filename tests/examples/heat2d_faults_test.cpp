@@ -75,8 +75,8 @@ TEST_F(Heat2dFaults, RepeatedOutOfMemoryBacksOffTheMicroBatchWithTheSameResult) 
 }
 
 TEST_F(Heat2dFaults, RealMemoryLimitBacksOffAndCompletes) {
-  // Two 256x256 f64 fields take 1 MiB; the cap leaves about 176 KiB beside them, less than a
-  // full-grid scratch block (516 KiB), so the step must shrink its blocks.
+  // The 256x256 f64 field takes 512 KiB; a full-grid micro-batch needs two 512 KiB block
+  // buffers beside it, more than the cap leaves, so the step must shrink its blocks.
   const Outcome outcome =
       run("memory-limit", {}, "", false, "TENAX_MEMORY_LIMIT=1200KiB", "256", 8);
   EXPECT_EQ(outcome.exit_code, 0) << log_of("memory-limit");

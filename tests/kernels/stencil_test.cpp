@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "kernels/linalg_test_helpers.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
 #include "tenax/kernels/stencil_bodies.hpp"
 
@@ -137,6 +139,64 @@ std::string stencil_error(const std::function<void()>& f) {
   }
   ADD_FAILURE() << "expected a UsageError";
   return {};
+}
+
+// The fused explicit update equals laplacian_5pt + axpby bit for bit: over the whole grid, and
+// for blocks of rows read through a halo view (the heat2d step), whatever the block size.
+TEST(Laplacian5ptUpdate, EqualsLaplacianThenAxpbyBitwiseOnWholeGridsAndHaloBlocks) {
+  std::uint32_t seed = 77;
+  for (const auto& [ny, nx] : kShapes2d) {
+    for (const DType dtype : {DType::f64, DType::f32}) {
+      const Tensor u = make_tensor({ny, nx}, dtype, random_reals(ny * nx, dtype, seed++));
+      const double c = 0.23;
+      const Tensor laplacian = Tensor::empty({ny, nx}, dtype);
+      ops::laplacian_5pt(u, laplacian, 0.3, 0.7);
+      const Tensor expected = u.clone();
+      ops::axpby(c, laplacian, 1.0, expected);
+
+      const Tensor whole = Tensor::empty({ny, nx}, dtype);
+      ops::laplacian_5pt_update(u, whole, 0, c, 0.3, 0.7);
+      EXPECT_EQ(values_of(whole), values_of(expected))
+          << ny << "x" << nx << " " << to_string(dtype);
+
+      for (const std::int64_t block : {std::int64_t{1}, std::int64_t{3}, ny}) {
+        const Tensor blocked = Tensor::empty({ny, nx}, dtype);
+        for (std::int64_t r0 = 0; r0 < ny; r0 += block) {
+          const std::int64_t r1 = std::min(ny, r0 + block);
+          const std::int64_t top = r0 > 0 ? r0 - 1 : 0;
+          const std::int64_t bottom = r1 < ny ? r1 + 1 : ny;
+          ops::laplacian_5pt_update(u.slice(top, bottom), blocked.slice(r0, r1), r0 - top, c, 0.3,
+                                    0.7);
+        }
+        EXPECT_EQ(values_of(blocked), values_of(expected))
+            << ny << "x" << nx << " blocks of " << block << " " << to_string(dtype);
+      }
+    }
+  }
+}
+
+TEST(Laplacian5ptUpdate, ErrorsNameTheOperandsAndTheFix) {
+  const Tensor u = Tensor::empty({5, 4}, DType::f64);
+  std::string m = stencil_error([&] {
+    ops::laplacian_5pt_update(u, Tensor::empty({2, 3}, DType::f64), 0, 0.1, 1, 1);
+  });
+  EXPECT_NE(m.find("laplacian_5pt_update: out has shape [2, 3] but u has shape [5, 4]"),
+            std::string::npos)
+      << m;
+  m = stencil_error([&] {
+    ops::laplacian_5pt_update(u, Tensor::empty({3, 4}, DType::f64), 3, 0.1, 1, 1);
+  });
+  EXPECT_NE(m.find("rows 3 to 6 are not rows of u [5, 4]"), std::string::npos) << m;
+  m = stencil_error([&] {
+    ops::laplacian_5pt_update(u, Tensor::empty({3, 4}, DType::f32), 0, 0.1, 1, 1);
+  });
+  EXPECT_NE(m.find("u is f64 but out is f32"), std::string::npos) << m;
+  m = stencil_error([&] { ops::laplacian_5pt_update(u, u.slice(0, 2), 0, 0.1, 1, 1); });
+  EXPECT_NE(m.find("out overlaps u"), std::string::npos) << m;
+  m = stencil_error([&] {
+    ops::laplacian_5pt_update(u, Tensor::empty({2, 4}, DType::f64), 0, std::nan(""), 1, 1);
+  });
+  EXPECT_NE(m.find("is not finite"), std::string::npos) << m;
 }
 
 TEST(Laplacian, ErrorsNameTheOperandsAndTheFix) {

@@ -508,6 +508,48 @@ TEST_F(RunnerTest, RollbackKeepsTheMicroBatchLearnedSinceTheCheckpoint) {
   EXPECT_EQ(toy.values(), toy_expected(kSize, 10));
 }
 
+TEST_F(RunnerTest, SparseAnomalyScansStillNeverCheckpointANan) {
+  // Scans only before checkpoints: the NaN made at step 7 is found at step 10 (a checkpoint is
+  // due), nothing unhealthy is written, and the run rolls back to step 5 and ends right.
+  ToyWorkload toy(kSize);
+  toy.nan = [](std::int64_t step, int attempt, std::int64_t) { return step == 7 && attempt == 0; };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 5;
+  o.anomaly_check_every = 0;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 10));
+  std::map<std::int64_t, int> expected = once_each(1, 10);
+  for (std::int64_t s = 6; s <= 10; ++s) expected[s] = 2;
+  EXPECT_EQ(toy.completions, expected);
+  const std::vector<json> anomalies = only(events(), "anomaly");
+  ASSERT_EQ(anomalies.size(), 1u);
+  EXPECT_EQ(anomalies[0].at("step"), 10);
+  EXPECT_EQ(only(events(), "rollback").at(0).at("step"), 5);
+  int tenth = 0;
+  for (const json& written : only(events(), "checkpoint_written"))
+    tenth += written.at("step") == 10;
+  EXPECT_EQ(tenth, 1) << "only the redone, healthy step 10 is written";
+  EXPECT_EQ(committed(), (std::vector<std::int64_t>{10, 5, 0}));
+  expect_newest_checkpoint(10, kSize);
+}
+
+TEST_F(RunnerTest, AnomalyScansEveryNSteps) {
+  ToyWorkload toy(kSize);
+  toy.nan = [](std::int64_t step, int attempt, std::int64_t) { return step == 7 && attempt == 0; };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 5;
+  o.anomaly_check_every = 2;
+  Runner runner(toy, o);
+  ASSERT_EQ(runner.run().status, RunStatus::completed);
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 10));
+  EXPECT_EQ(only(events(), "anomaly").at(0).at("step"), 8);
+  RunnerOptions bad = options(10);
+  bad.anomaly_check_every = -1;
+  EXPECT_THROW(Runner(toy, bad), UsageError);
+}
+
 TEST_F(RunnerTest, PersistentNanStopsAfterMaxAnomalyRetries) {
   ToyWorkload toy(kSize);
   toy.nan = [](std::int64_t step, int, std::int64_t) { return step == 7; };

@@ -4,4 +4,5 @@
 #pragma once
 
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
 #include "tenax/kernels/ops_linalg.hpp"

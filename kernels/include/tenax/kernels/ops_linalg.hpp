@@ -51,6 +51,16 @@ void spmv(const CsrMatrix& a, const Tensor& x, const Tensor& y, double alpha = 1
 void laplacian_5pt(const Tensor& u, const Tensor& out, double h = 1.0);
 void laplacian_5pt(const Tensor& u, const Tensor& out, double hy, double hx);
 
+// The explicit (forward Euler, FTCS) update of the heat equation on rows of a 2-D grid, in one
+// pass: out[r][x] = c * L(u)[row_offset + r][x] + u[row_offset + r][x] for the out.rows rows
+// starting at row_offset of u, with L the 5-point Laplacian above (neighbours outside u count as
+// 0) and c = alpha dt. Bitwise what laplacian_5pt into a scratch grid followed by
+// axpby(c, scratch, 1, out) computes for those rows. u is [m, nx], out [k, nx] with
+// row_offset + k <= m (u may be a block of a larger grid with a halo row on each side that is
+// read but not updated), one dtype (f64 or f32) and device, out not overlapping u.
+void laplacian_5pt_update(const Tensor& u, const Tensor& out, std::int64_t row_offset, double c,
+                          double hy, double hx);
+
 // The 3-D analogue on [nz, ny, nx] (7-point stencil), adding (u[z-1] + u[z+1]) / hz^2.
 void laplacian_7pt(const Tensor& u, const Tensor& out, double h = 1.0);
 void laplacian_7pt(const Tensor& u, const Tensor& out, double hz, double hy, double hx);

@@ -63,6 +63,13 @@ TENAX_HD inline T laplacian_5pt_at(const T* u, std::int64_t ny, std::int64_t nx,
   return laplacian_5pt_point(u[i], west, east, south, north, c);
 }
 
+// The explicit heat update of one point from its Laplacian: c * laplacian + u, the expression
+// axpby(c, laplacian, 1, u) evaluates (1 * u is exact).
+template <class T>
+TENAX_HD inline T explicit_update_point(T center, T laplacian, T c) {
+  return c * laplacian + center;
+}
+
 // The 7-point analogue: the 5-point terms plus (u[z-1] + u[z+1]) / hz^2.
 template <class T>
 TENAX_HD inline T laplacian_7pt_point(T center, T west, T east, T south, T north, T below, T above,

@@ -53,8 +53,15 @@ struct RunnerOptions {
   int keep_last = 3;                  // committed checkpoints kept
   bool async_checkpoints = false;     // write checkpoints on a background thread
   int max_anomaly_retries = 3;        // consecutive rollbacks before the run stops
-  std::int64_t min_micro_batch = 1;   // floor of the out-of-memory backoff
-  std::string config;                 // run configuration (JSON text) stored in checkpoints
+  // Steps between scans of the state's tensors for NaN/Inf: 1 scans after every step (a NaN is
+  // caught at the step that made it); N > 1 every N steps; 0 only before checkpoints, at the end
+  // and on a signal. A scan reads the whole state, as much memory traffic as a memory-bound
+  // step's, so long cheap steps may space them out. Whatever the setting, the state is scanned
+  // before every checkpoint and an unhealthy one is never written (a NaN found late rolls back
+  // further), and Workload::check() runs after every step.
+  std::int64_t anomaly_check_every = 1;
+  std::int64_t min_micro_batch = 1;  // floor of the out-of-memory backoff
+  std::string config;                // run configuration (JSON text) stored in checkpoints
   ProgressMode progress = ProgressMode::automatic;
   const FaultPlan* faults = nullptr;  // nullptr: the process plan (TENAX_FAULTS)
 };

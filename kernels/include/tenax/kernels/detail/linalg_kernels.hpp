@@ -52,13 +52,28 @@ struct StencilArgs {
   double hx = 1.0;
 };
 
+// out[r] = c * L(u)[row_offset + r] + u[row_offset + r] for the `rows` rows of out, u a [ny, nx]
+// grid (see ops::laplacian_5pt_update).
+struct StencilUpdateArgs {
+  Tensor u;
+  Tensor out;
+  std::int64_t ny = 0;
+  std::int64_t nx = 0;
+  std::int64_t row_offset = 0;
+  std::int64_t rows = 0;
+  double c = 0.0;
+  double hy = 1.0;
+  double hx = 1.0;
+};
+
 }  // namespace tenax::kernels
 
 // X(name, Args) for every kernel; used to declare each backend and to generate the stubs.
-#define TENAX_LINALG_KERNELS(X) \
-  X(gemm, GemmArgs)             \
-  X(spmv, SpmvArgs)             \
-  X(laplacian_5pt, StencilArgs) \
+#define TENAX_LINALG_KERNELS(X)              \
+  X(gemm, GemmArgs)                          \
+  X(spmv, SpmvArgs)                          \
+  X(laplacian_5pt, StencilArgs)              \
+  X(laplacian_5pt_update, StencilUpdateArgs) \
   X(laplacian_7pt, StencilArgs)
 
 #define TENAX_LINALG_DECLARE_KERNEL(name, Args) void name(const ::tenax::kernels::Args& args);

@@ -8,13 +8,18 @@
 
 namespace tenax::kernels::detail {
 
+// The sum of values[j] * x[col_idx[j]] over the entries [begin, end), in storage order.
+template <class T, class I>
+TENAX_HD inline T csr_range_dot(const I* col_idx, const T* values, const T* x, I begin, I end) {
+  T sum = T(0);
+  for (I j = begin; j < end; ++j) sum += values[j] * x[col_idx[j]];
+  return sum;
+}
+
 template <class T, class I>
 TENAX_HD inline T csr_row_dot(const I* row_ptr, const I* col_idx, const T* values, const T* x,
                               std::int64_t row) {
-  T sum = T(0);
-  const I end = row_ptr[row + 1];
-  for (I j = row_ptr[row]; j < end; ++j) sum += values[j] * x[col_idx[j]];
-  return sum;
+  return csr_range_dot(col_idx, values, x, row_ptr[row], row_ptr[row + 1]);
 }
 
 // With beta == 0 the old y is not read, so y may hold garbage (NaN) on entry, as in BLAS.

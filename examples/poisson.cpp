@@ -1,0 +1,593 @@
+// poisson: solves a sparse linear system with a tenax Krylov solver, run by the tenax Runner so
+// that a long solve checkpoints, resumes mid-solve (bitwise as if never stopped) and survives the
+// faults of `--inject`.
+//
+// Systems:
+//  - --problem poisson (default): -Δu = f on the unit square (--dim 2) or cube (--dim 3) with n
+//    interior points per side, h = 1/(n+1), Dirichlet zero, and the manufactured solution
+//    u = g(x) g(y) [g(z)], g(t) = t (1 - t) e^t (see manufactured()). The operator is -Δh:
+//    assembled
+//    (--operator csr) or matrix-free (--operator stencil). The error against u is reported.
+//  - --problem convdiff: -Δu + beta (u_x + u_y) on the unit square with first-order upwind
+//    differences, scaled by h^2 (no 1/h^2 factor): each row is
+//      centre 4 + 2 beta h, west and south -1 - beta h, east and north -1,
+//    non-symmetric for beta > 0 (--beta-h sets beta h). b = A 1, so the solution is all ones.
+//  - --matrix A.mtx [--rhs b.mtx]: a user's system from Matrix Market files (coordinate or
+//    array); without --rhs, b = A 1 and the error against all ones is reported.
+//
+// Each Runner step runs --iterations-per-step iterations; the solver's whole iteration state is
+// the checkpoint. --precision f32 solves in f32 throughout; --precision mixed runs mixed-precision
+// iterative refinement (f32 inner solves, f64 residuals), as one step.
+//
+// Prints iterations, residual, time per iteration and the bandwidth achieved under the bytes
+// model of the method (see bytes_per_iteration); --json adds one JSON object as the last line.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tenax/core/context.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/core/tensor.hpp"
+#include "tenax/io/matrix_market.hpp"
+#include "tenax/io/state_file.hpp"
+#include "tenax/kernels/ops.hpp"
+#include "tenax/runtime/runner.hpp"
+#include "tenax/solvers/solvers.hpp"
+
+namespace {
+
+using tenax::CsrMatrix;
+using tenax::Device;
+using tenax::DType;
+using tenax::StateDict;
+using tenax::Tensor;
+using tenax::UsageError;
+namespace solvers = tenax::solvers;
+
+struct Options {
+  int dim = 2;
+  std::int64_t n = 256;
+  std::string problem = "poisson";
+  double beta_h = 0.5;
+  std::string matrix;
+  std::string rhs;
+  std::string op = "csr";
+  std::string solver = "cg";
+  std::string precond = "none";
+  double tol = 1e-8;
+  double atol = 0.0;
+  std::int64_t max_iters = 10000;
+  std::int64_t restart = 30;
+  std::string solver_options;
+  std::string precision = "f64";
+  std::string index = "i32";
+  std::string device = "auto";
+  std::string run_dir = "runs/poisson";
+  std::int64_t iterations_per_step = 50;
+  std::int64_t checkpoint_every = 20;
+  double checkpoint_seconds = 0;
+  int keep_last = 3;
+  bool async = false;
+  std::string output;
+  bool json = false;
+  std::string inject;
+  std::string progress = "auto";
+};
+
+// The system to solve and what is known about its solution.
+struct System {
+  solvers::OperatorPtr a;
+  Tensor b;
+  std::optional<std::vector<double>> exact;  // on the host, f64
+  std::int64_t nnz = 0;                      // stored entries (0 for a matrix-free operator)
+  std::string description;
+};
+
+// Waits for the device's queued work, so that timings cover it (the CPU backend is synchronous).
+void wait_for(Device device) {
+  if (device.is_cuda()) tenax::cuda::context(device).synchronize();
+}
+
+// The manufactured solution u = g(x) g(y) [g(z)] with g(t) = t (1 - t) e^t, zero on the
+// boundary, and f = -Δu = sum over the axes of a(t_axis) times g of the other coordinates, with
+// a(t) = -g''(t) = t (t + 3) e^t. Not an eigenvector of -Δh (a sine product would be, and CG
+// would finish in one iteration), and not a low-degree polynomial (the stencil would be exact).
+struct Manufactured {
+  double u = 1.0;
+  double f = 0.0;
+};
+
+Manufactured manufactured(int dim, std::int64_t index, std::int64_t n, double h) {
+  double g[3];
+  double a[3];
+  for (int axis = 0; axis < dim; ++axis) {
+    const double t = h * static_cast<double>(index % n + 1);
+    index /= n;
+    g[axis] = t * (1.0 - t) * std::exp(t);
+    a[axis] = t * (t + 3.0) * std::exp(t);
+  }
+  Manufactured m;
+  for (int axis = 0; axis < dim; ++axis) {
+    m.u *= g[axis];
+    double term = a[axis];
+    for (int other = 0; other < dim; ++other) {
+      if (other != axis) term *= g[other];
+    }
+    m.f += term;
+  }
+  return m;
+}
+
+Tensor host_vector(const std::vector<double>& values, DType dtype, Device device) {
+  Tensor host = Tensor::empty({static_cast<std::int64_t>(values.size())}, DType::f64);
+  std::copy(values.begin(), values.end(), host.data_as<double>());
+  return tenax::ops::cast(host, dtype).to(device);
+}
+
+// The i64 index arrays of a host CSR matrix as `index_dtype`, then the matrix on `device`.
+CsrMatrix with_index_dtype(const CsrMatrix& matrix, DType index_dtype, Device device) {
+  if (matrix.index_dtype() == index_dtype) return matrix.to(device);
+  TENAX_EXPECTS(matrix.nnz() < (std::int64_t{1} << 31), UsageError,
+                "--index i32 cannot hold " + std::to_string(matrix.nnz()) + " entries",
+                "use --index i64");
+  auto narrowed = [](const Tensor& wide) {
+    Tensor narrow = Tensor::empty(wide.shape(), DType::i32);
+    const std::int64_t* from = wide.data_as<std::int64_t>();
+    std::int32_t* to = narrow.data_as<std::int32_t>();
+    for (std::int64_t k = 0; k < wide.numel(); ++k) to[k] = static_cast<std::int32_t>(from[k]);
+    return narrow;
+  };
+  return CsrMatrix(matrix.rows(), matrix.cols(), narrowed(matrix.row_ptr()),
+                   narrowed(matrix.col_idx()), matrix.values())
+      .to(device);
+}
+
+CsrMatrix convection_diffusion(std::int64_t n, double beta_h) {
+  const std::int64_t rows = n * n;
+  std::vector<std::int64_t> row_ptr{0};
+  std::vector<std::int64_t> columns;
+  std::vector<double> values;
+  row_ptr.reserve(static_cast<std::size_t>(rows + 1));
+  columns.reserve(static_cast<std::size_t>(5 * rows));
+  values.reserve(static_cast<std::size_t>(5 * rows));
+  for (std::int64_t j = 0; j < n; ++j) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t row = j * n + i;
+      // Increasing column order: south, west, centre, east, north.
+      if (j > 0) columns.push_back(row - n), values.push_back(-1.0 - beta_h);
+      if (i > 0) columns.push_back(row - 1), values.push_back(-1.0 - beta_h);
+      columns.push_back(row), values.push_back(4.0 + 2.0 * beta_h);
+      if (i + 1 < n) columns.push_back(row + 1), values.push_back(-1.0);
+      if (j + 1 < n) columns.push_back(row + n), values.push_back(-1.0);
+      row_ptr.push_back(static_cast<std::int64_t>(columns.size()));
+    }
+  }
+  auto tensor_of = [](const auto& data, DType dtype) {
+    Tensor t = Tensor::empty({static_cast<std::int64_t>(data.size())}, dtype);
+    std::memcpy(t.data(), data.data(), data.size() * 8);
+    return t;
+  };
+  return CsrMatrix(rows, rows, tensor_of(row_ptr, DType::i64), tensor_of(columns, DType::i64),
+                   tensor_of(values, DType::f64));
+}
+
+// b = A 1, in A's dtype on its device.
+Tensor times_ones(const solvers::LinearOperator& a) {
+  Tensor ones = Tensor::empty({a.cols()}, a.dtype(), a.device());
+  tenax::ops::fill(ones, 1.0);
+  Tensor b = Tensor::empty({a.rows()}, a.dtype(), a.device());
+  a.apply(ones, b);
+  return b;
+}
+
+Tensor read_rhs(const std::string& path, std::int64_t rows, DType dtype, Device device) {
+  const tenax::io::CooMatrix coo = tenax::io::read_matrix_market(path);
+  TENAX_EXPECTS(coo.rows == rows && coo.cols == 1, UsageError,
+                "--rhs " + path + " is " + std::to_string(coo.rows) + " x " +
+                    std::to_string(coo.cols) + ", the matrix has " + std::to_string(rows) + " rows",
+                "give a " + std::to_string(rows) +
+                    " x 1 vector (Matrix Market array or "
+                    "coordinate)");
+  std::vector<double> b(static_cast<std::size_t>(rows), 0.0);
+  for (std::size_t k = 0; k < coo.value.size(); ++k) {
+    b[static_cast<std::size_t>(coo.row[k])] += coo.value[k];
+  }
+  return host_vector(b, dtype, device);
+}
+
+System build_system(const Options& o, DType dtype, Device device) {
+  const DType index_dtype = o.index == "i64" ? DType::i64 : DType::i32;
+  System system;
+  if (!o.matrix.empty()) {
+    const tenax::io::CooMatrix coo = tenax::io::read_matrix_market(o.matrix);
+    TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
+                  "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " +
+                      std::to_string(coo.cols),
+                  "Krylov solvers need a square, non-empty matrix");
+    const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
+    CsrMatrix matrix(coo.rows, coo.cols, arrays.row_ptr, arrays.col_idx,
+                     tenax::ops::cast(arrays.values, dtype));
+    matrix = with_index_dtype(matrix, index_dtype, device);
+    system.nnz = matrix.nnz();
+    system.a = solvers::make_csr_operator(std::move(matrix));
+    if (o.rhs.empty()) {
+      system.b = times_ones(*system.a);
+      system.exact = std::vector<double>(static_cast<std::size_t>(coo.rows), 1.0);
+    } else {
+      system.b = read_rhs(o.rhs, coo.rows, dtype, device);
+    }
+    system.description = o.matrix;
+    return system;
+  }
+  if (o.problem == "convdiff") {
+    TENAX_EXPECTS(o.dim == 2 && o.op == "csr", UsageError,
+                  "--problem convdiff is assembled in 2-D only",
+                  "use --dim 2 --operator csr with --problem convdiff");
+    CsrMatrix matrix = convection_diffusion(o.n, o.beta_h);
+    matrix = CsrMatrix(matrix.rows(), matrix.cols(), matrix.row_ptr(), matrix.col_idx(),
+                       tenax::ops::cast(matrix.values(), dtype));
+    matrix = with_index_dtype(matrix, index_dtype, device);
+    system.nnz = matrix.nnz();
+    system.a = solvers::make_csr_operator(std::move(matrix));
+    system.b = times_ones(*system.a);
+    system.exact = std::vector<double>(static_cast<std::size_t>(o.n * o.n), 1.0);
+    system.description =
+        "convection-diffusion " + std::to_string(o.n) + "^2, beta h " + std::to_string(o.beta_h);
+    return system;
+  }
+  const double h = 1.0 / static_cast<double>(o.n + 1);
+  const std::int64_t rows = o.dim == 2 ? o.n * o.n : o.n * o.n * o.n;
+  if (o.op == "stencil") {
+    if (o.dim == 2) {
+      system.a = std::make_shared<solvers::Laplacian2dOperator>(o.n, o.n, h, h, dtype, device);
+    } else {
+      system.a =
+          std::make_shared<solvers::Laplacian3dOperator>(o.n, o.n, o.n, h, h, h, dtype, device);
+    }
+  } else {
+    CsrMatrix matrix =
+        o.dim == 2 ? solvers::poisson_2d_csr(o.n, o.n, h, h, dtype, index_dtype, device)
+                   : solvers::poisson_3d_csr(o.n, o.n, o.n, h, h, h, dtype, index_dtype, device);
+    system.nnz = matrix.nnz();
+    system.a = solvers::make_csr_operator(std::move(matrix));
+  }
+  std::vector<double> f(static_cast<std::size_t>(rows));
+  std::vector<double> u(static_cast<std::size_t>(rows));
+  for (std::int64_t k = 0; k < rows; ++k) {
+    const Manufactured m = manufactured(o.dim, k, o.n, h);
+    u[static_cast<std::size_t>(k)] = m.u;
+    f[static_cast<std::size_t>(k)] = m.f;
+  }
+  system.b = host_vector(f, dtype, device);
+  system.exact = std::move(u);
+  system.description = "Poisson " + std::to_string(o.dim) + "-D " + std::to_string(o.n) + "^" +
+                       std::to_string(o.dim);
+  return system;
+}
+
+// Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
+// and vectors read and written once per application, plus the method's vector passes (each a
+// read or a write of N elements):
+//   cg none       1 apply + 9 passes (fused update: x p r q read, x r written; xpay: r p read,
+//                 p written)
+//   cg jacobi     1 apply + 11 passes (fused update also reads the inverse diagonal, writes z)
+// Other methods and preconditioners are not modelled (0: no bandwidth figure).
+double bytes_per_iteration(const Options& o, const System& system, DType dtype, DType index_dtype) {
+  const double n = static_cast<double>(system.a->rows());
+  const double value = static_cast<double>(tenax::size_of(dtype));
+  const double index = static_cast<double>(tenax::size_of(index_dtype));
+  const double apply = system.nnz > 0 ? static_cast<double>(system.nnz) * (value + index) +
+                                            (n + 1) * index + 2 * n * value
+                                      : 2 * n * value;
+  if (o.solver != "cg") return 0.0;
+  if (o.precond == "none") return apply + 9 * n * value;
+  if (o.precond == "jacobi") return apply + 11 * n * value;
+  return 0.0;
+}
+
+class PoissonSolve final : public tenax::runtime::Workload {
+ public:
+  PoissonSolve(System& system, std::unique_ptr<solvers::KrylovSolver> solver,
+               std::int64_t iterations_per_step)
+      : system_(system), solver_(std::move(solver)), iterations_per_step_(iterations_per_step) {}
+
+  void init() override {
+    begin();
+    solve_seconds_ = 0.0;
+  }
+
+  [[nodiscard]] std::int64_t work_units() const override { return 1; }
+
+  void step(std::int64_t /*step*/, std::int64_t /*micro_batch*/) override {
+    const auto start = std::chrono::steady_clock::now();
+    solver_->iterate(iterations_per_step_);
+    wait_for(system_.a->device());
+    solve_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  [[nodiscard]] StateDict save_state() const override {
+    StateDict state;
+    solver_->save_state(state, "solver");
+    state.set("solve_seconds", solve_seconds_);
+    return state;
+  }
+
+  void load_state(const StateDict& state) override {
+    begin();
+    solver_->load_state(state, "solver");
+    solve_seconds_ = state.real("solve_seconds");
+  }
+
+  [[nodiscard]] bool finished() const override { return solver_->finished(); }
+  [[nodiscard]] Device device() const override { return system_.a->device(); }
+
+  [[nodiscard]] const Tensor& solution() const noexcept { return x_; }
+  [[nodiscard]] const solvers::SolveResult& result() const { return solver_->result(); }
+  [[nodiscard]] double solve_seconds() const noexcept { return solve_seconds_; }
+
+ private:
+  void begin() {
+    x_ = Tensor::empty({system_.a->rows()}, system_.a->dtype(), system_.a->device());
+    tenax::ops::fill(x_, 0.0);
+    solver_->start(system_.a, system_.b, x_);
+  }
+
+  System& system_;
+  std::unique_ptr<solvers::KrylovSolver> solver_;
+  std::int64_t iterations_per_step_;
+  Tensor x_;
+  double solve_seconds_ = 0.0;
+};
+
+void validate(const Options& o) {
+  TENAX_EXPECTS(o.dim == 2 || o.dim == 3, UsageError, "--dim " + std::to_string(o.dim),
+                "use --dim 2 or --dim 3");
+  TENAX_EXPECTS(o.n >= 1, UsageError, "--n " + std::to_string(o.n),
+                "use at least 1 interior point per side");
+  TENAX_EXPECTS(o.problem == "poisson" || o.problem == "convdiff", UsageError,
+                "--problem " + o.problem + " is not known", "use poisson or convdiff");
+  TENAX_EXPECTS(o.op == "csr" || o.op == "stencil", UsageError,
+                "--operator " + o.op + " is not known", "use csr or stencil");
+  TENAX_EXPECTS(o.matrix.empty() || o.op == "csr", UsageError, "--matrix with --operator " + o.op,
+                "a matrix from a file is assembled: drop "
+                "--operator or use csr");
+  TENAX_EXPECTS(o.rhs.empty() || !o.matrix.empty(), UsageError, "--rhs without --matrix",
+                "give the matrix with --matrix A.mtx");
+  TENAX_EXPECTS(o.precision == "f64" || o.precision == "f32" || o.precision == "mixed", UsageError,
+                "--precision " + o.precision + " is not known", "use f64, f32 or mixed");
+  TENAX_EXPECTS(o.index == "i32" || o.index == "i64", UsageError,
+                "--index " + o.index + " is not known", "use i32 or i64");
+  TENAX_EXPECTS(o.iterations_per_step >= 1, UsageError,
+                "--iterations-per-step " + std::to_string(o.iterations_per_step), "use at least 1");
+}
+
+std::string config_json(const Options& o) {
+  return "{\"dim\":" + std::to_string(o.dim) + ",\"n\":" + std::to_string(o.n) + ",\"problem\":\"" +
+         o.problem + "\",\"operator\":\"" + o.op + "\",\"solver\":\"" + o.solver +
+         "\",\"precond\":\"" + o.precond + "\",\"precision\":\"" + o.precision +
+         "\",\"matrix\":\"" + o.matrix + "\"}";
+}
+
+// Largest and root-mean-square difference between x and the known solution.
+std::pair<double, double> error_against(const Tensor& x, const std::vector<double>& exact) {
+  const Tensor host = tenax::ops::cast(x, DType::f64).to(Device::cpu());
+  const double* values = host.data_as<double>();
+  double largest = 0.0;
+  double squares = 0.0;
+  for (std::size_t k = 0; k < exact.size(); ++k) {
+    const double e = std::abs(values[k] - exact[k]);
+    largest = std::max(largest, e);
+    squares += e * e;
+  }
+  return {largest, std::sqrt(squares / static_cast<double>(exact.size()))};
+}
+
+int run(const Options& o) {
+  validate(o);
+  if (!o.inject.empty()) {
+    // --inject is TENAX_FAULTS by another name; the variable also reaches restarted processes.
+    (void)tenax::FaultPlan::parse(o.inject);
+    ::setenv("TENAX_FAULTS", o.inject.c_str(), 1);
+  }
+  const Device device = tenax::select_device(o.device);
+  const DType dtype = o.precision == "f32" ? DType::f32 : DType::f64;
+  const DType index_dtype = o.index == "i64" ? DType::i64 : DType::i32;
+
+  solvers::SolverOptions solver_options;
+  solver_options.tolerance = o.tol;
+  solver_options.absolute_tolerance = o.atol;
+  solver_options.max_iterations = o.max_iters;
+  solver_options.restart = o.restart;
+  solver_options.preconditioner = o.precond;
+  solver_options = solvers::parse_solver_options(o.solver_options, solver_options);
+
+  const auto setup_start = std::chrono::steady_clock::now();
+  System system = build_system(o, dtype, device);
+  wait_for(device);
+
+  solvers::SolveResult result;
+  double solve_seconds = 0.0;
+  double setup_seconds = 0.0;
+  std::int64_t inner_iterations = -1;
+  Tensor x;
+  if (o.precision == "mixed") {
+    solvers::RefinementOptions refinement;
+    refinement.outer.tolerance = o.tol;
+    refinement.outer.absolute_tolerance = o.atol;
+    refinement.inner_solver = o.solver;
+    refinement.inner.preconditioner = o.precond;
+    refinement.inner.restart = o.restart;
+    solvers::MixedPrecisionRefinement solve(refinement);
+    x = Tensor::empty({system.a->rows()}, dtype, device);
+    tenax::ops::fill(x, 0.0);
+    setup_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+    const auto start = std::chrono::steady_clock::now();
+    const solvers::RefinementResult refined = solve.solve(system.a, system.b, x);
+    wait_for(device);
+    solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result = refined.outer;
+    inner_iterations = refined.inner_iterations;
+  } else {
+    PoissonSolve workload(system, solvers::make_solver(o.solver, solver_options),
+                          o.iterations_per_step);
+    tenax::runtime::RunnerOptions runner_options;
+    runner_options.run_dir = o.run_dir;
+    runner_options.total_steps = std::max<std::int64_t>(
+        1, (o.max_iters + o.iterations_per_step - 1) / o.iterations_per_step);
+    runner_options.checkpoint_every = o.checkpoint_every;
+    runner_options.checkpoint_seconds = o.checkpoint_seconds;
+    runner_options.keep_last = o.keep_last;
+    runner_options.async_checkpoints = o.async;
+    runner_options.config = config_json(o);
+    runner_options.progress = tenax::runtime::parse_progress_mode(o.progress);
+    setup_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+    tenax::runtime::Runner runner(workload, runner_options);
+    const tenax::runtime::RunResult run = runner.run();
+    if (run.status != tenax::runtime::RunStatus::completed) {
+      std::fprintf(stderr, "poisson: %s: %s\n", std::string(to_string(run.status)).c_str(),
+                   run.message.c_str());
+      return run.exit_code;
+    }
+    result = workload.result();
+    solve_seconds = workload.solve_seconds();
+    x = workload.solution();
+  }
+
+  const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
+  const double ms_per_iteration = 1e3 * solve_seconds / static_cast<double>(iterations);
+  const double bytes =
+      o.precision == "mixed" ? 0.0 : bytes_per_iteration(o, system, dtype, index_dtype);
+  const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
+  std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s\n", o.solver.c_str(),
+              system.description.c_str(), system.a->describe().c_str(),
+              static_cast<long long>(system.a->rows()), static_cast<long long>(system.nnz),
+              tenax::to_string(device).c_str());
+  std::printf(
+      "poisson: %s after %lld iterations%s, residual %.6e (relative %.6e)\n",
+      std::string(solvers::to_string(result.status)).c_str(),
+      static_cast<long long>(result.iterations),
+      inner_iterations >= 0 ? (" (" + std::to_string(inner_iterations) + " inner)").c_str() : "",
+      result.residual, result.relative_residual);
+  if (!result.detail.empty()) std::printf("poisson: %s\n", result.detail.c_str());
+  std::printf("poisson: %.3f ms per iteration, %.3f s solve, %.3f s setup", ms_per_iteration,
+              solve_seconds, setup_seconds);
+  if (gbps > 0) std::printf(", %.1f GB/s (%.0f bytes per iteration)", gbps, bytes);
+  std::printf("\n");
+  double error_max = -1.0;
+  double error_rms = -1.0;
+  if (system.exact) {
+    std::tie(error_max, error_rms) = error_against(x, *system.exact);
+    std::printf("poisson: error against the known solution: max %.6e, rms %.6e\n", error_max,
+                error_rms);
+  }
+  if (!o.output.empty()) {
+    tenax::io::FileMetadata metadata;
+    metadata.step = result.iterations;
+    metadata.config = config_json(o);
+    tenax::io::write_tensor_file(
+        o.output, "x", tenax::ops::cast(x, DType::f64).to(Device::cpu()),
+        {{"iterations", static_cast<double>(result.iterations)}, {"residual", result.residual}},
+        metadata, {{"status", std::string(solvers::to_string(result.status))}});
+    std::printf("poisson: solution written to %s (dataset /x)\n", o.output.c_str());
+  }
+  if (o.json) {
+    std::printf(
+        "{\"solver\":\"%s\",\"precond\":\"%s\",\"operator\":\"%s\",\"precision\":\"%s\","
+        "\"dim\":%d,\"n\":%lld,\"rows\":%lld,\"nnz\":%lld,\"iterations\":%lld,"
+        "\"residual\":%.17g,\"relative_residual\":%.17g,\"status\":\"%s\",\"setup_s\":%.9g,"
+        "\"solve_s\":%.9g,\"ms_per_iteration\":%.9g,\"bytes_per_iteration\":%.17g,"
+        "\"gbps\":%.9g,\"error_max\":%.17g,\"error_rms\":%.17g}\n",
+        o.solver.c_str(), o.precond.c_str(), o.matrix.empty() ? o.op.c_str() : "csr",
+        o.precision.c_str(), o.dim, static_cast<long long>(o.n),
+        static_cast<long long>(system.a->rows()), static_cast<long long>(system.nnz),
+        static_cast<long long>(result.iterations), result.residual, result.relative_residual,
+        std::string(solvers::to_string(result.status)).c_str(), setup_seconds, solve_seconds,
+        ms_per_iteration, bytes, gbps, error_max, error_rms);
+  }
+  // Convergence is a result: a solve that stopped short still ends the program normally, but
+  // a non-finite residual is an anomaly and a breakdown or divergence an error of the setup.
+  switch (result.status) {
+    case solvers::SolveStatus::converged:
+    case solvers::SolveStatus::max_iterations:
+      return 0;
+    case solvers::SolveStatus::non_finite:
+      std::fprintf(stderr,
+                   "poisson: anomaly: a non-finite value appeared at iteration %lld. fix: check "
+                   "the matrix and right-hand side for NaN/Inf, or use --precision f64\n",
+                   static_cast<long long>(result.bad_iteration));
+      return 3;
+    default:
+      std::fprintf(stderr,
+                   "poisson: the solve stopped with %s. fix: try another --solver (gmres is the "
+                   "most robust) or a preconditioner\n",
+                   std::string(solvers::to_string(result.status)).c_str());
+      return 2;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "poisson: a sparse linear solve (manufactured Poisson problem, convection-diffusion "
+      "or Matrix Market input) with tenax Krylov solvers, resumable mid-solve"};
+  app.add_option("--dim", o.dim, "2 or 3 (the manufactured problem)")->capture_default_str();
+  app.add_option("--n", o.n, "interior grid points per side")->capture_default_str();
+  app.add_option("--problem", o.problem, "poisson or convdiff")->capture_default_str();
+  app.add_option("--beta-h", o.beta_h, "convection strength beta*h of --problem convdiff")
+      ->capture_default_str();
+  app.add_option("--matrix", o.matrix, "solve the system of this Matrix Market file instead");
+  app.add_option("--rhs", o.rhs, "right-hand side of --matrix (Matrix Market); default b = A*1");
+  app.add_option("--operator", o.op, "csr (assembled) or stencil (matrix-free)")
+      ->capture_default_str();
+  app.add_option("--solver", o.solver, "cg, bicgstab or gmres")->capture_default_str();
+  app.add_option("--precond", o.precond, "none, jacobi or ilu0")->capture_default_str();
+  app.add_option("--tol", o.tol, "relative residual tolerance (0: run --max-iters)")
+      ->capture_default_str();
+  app.add_option("--atol", o.atol, "absolute residual tolerance")->capture_default_str();
+  app.add_option("--max-iters", o.max_iters, "iteration limit")->capture_default_str();
+  app.add_option("--restart", o.restart, "GMRES restart length")->capture_default_str();
+  app.add_option("--solver-options", o.solver_options,
+                 "more options as key=value text (tol, atol, max_iters, restart, divtol, pc); "
+                 "overrides the flags above");
+  app.add_option("--precision", o.precision, "f64, f32, or mixed (f32 inner solves refined in f64)")
+      ->capture_default_str();
+  app.add_option("--index", o.index, "CSR index type: i32 or i64")->capture_default_str();
+  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--run-dir", o.run_dir, "run directory (checkpoints, events.jsonl)")
+      ->capture_default_str();
+  app.add_option("--iterations-per-step", o.iterations_per_step,
+                 "solver iterations in one Runner step")
+      ->capture_default_str();
+  app.add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints (0: off)")
+      ->capture_default_str();
+  app.add_option("--checkpoint-seconds", o.checkpoint_seconds,
+                 "seconds between checkpoints (0: off)")
+      ->capture_default_str();
+  app.add_option("--keep-last", o.keep_last, "checkpoints kept")->capture_default_str();
+  app.add_flag("--async", o.async, "write checkpoints on a background thread");
+  app.add_option("--output", o.output, "write the solution to this HDF5 file (dataset /x)");
+  app.add_flag("--json", o.json, "print a JSON summary as the last line");
+  app.add_option("--inject", o.inject,
+                 "faults to inject, as TENAX_FAULTS (e.g. kill@step=3, nan@step=2, oom@alloc=5)");
+  app.add_option("--progress", o.progress, "auto, terminal, log or quiet")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const tenax::Error& e) {
+    std::fprintf(stderr, "poisson: %s\n", e.what());
+    return tenax::exit_code_for(e.fault_class());
+  }
+}

@@ -1,0 +1,88 @@
+// Backend kernels of the fused Krylov ops (ops_krylov.hpp), declared once and implemented per
+// backend: tenax::kernels::cpu in kernels/cpu/krylov.cpp, tenax::kernels::cuda in
+// kernels/cuda/krylov.cu (or, in a build without CUDA, by kernels/stub/krylov_stub.cpp, which
+// throws NotCompiledError).
+//
+// Kernels trust their arguments: the ops front end (kernels/src/ops_krylov.cpp) has checked
+// devices, dtypes (f64 or f32; i32 or i64 indices), shapes and aliasing, and returned early for
+// empty operands. Not a public header.
+#pragma once
+
+#include "tenax/core/context.hpp"
+#include "tenax/core/tensor.hpp"
+#include "tenax/kernels/csr_matrix.hpp"
+#include "tenax/kernels/detail/linalg_kernels.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
+
+namespace tenax::kernels {
+
+// q = A p for a square CSR matrix; returns p.q.
+struct SpmvDotArgs {
+  CsrMatrix a;
+  Tensor p;
+  Tensor q;
+};
+
+// grid.out = scale * Laplacian(grid.u); returns u.out. grid.u is p and grid.out is q.
+struct StencilDotArgs {
+  StencilArgs grid;
+  double scale = 1.0;
+};
+
+// x += alpha p; r -= alpha q; returns r.r.
+struct CgUpdateArgs {
+  double alpha = 0.0;
+  Tensor p;
+  Tensor q;
+  Tensor x;
+  Tensor r;
+};
+
+// x += alpha p; r -= alpha q; z = inv_diag r; returns {r.z, r.r}.
+struct PcgJacobiArgs {
+  double alpha = 0.0;
+  Tensor p;
+  Tensor q;
+  Tensor x;
+  Tensor r;
+  Tensor inv_diag;
+  Tensor z;
+};
+
+// p = z + beta p (p = z, without reading p, when beta == 0).
+struct XpayArgs {
+  Tensor z;
+  double beta = 0.0;
+  Tensor p;
+};
+
+}  // namespace tenax::kernels
+
+// X(return type, name, Args) for every kernel; declares each backend and generates the stubs.
+#define TENAX_KRYLOV_KERNELS(X)                              \
+  X(double, spmv_dot, SpmvDotArgs)                           \
+  X(double, laplacian_5pt_dot, StencilDotArgs)               \
+  X(double, laplacian_7pt_dot, StencilDotArgs)               \
+  X(double, cg_update, CgUpdateArgs)                         \
+  X(::tenax::ops::PcgDots, pcg_jacobi_update, PcgJacobiArgs) \
+  X(void, xpay, XpayArgs)
+
+#define TENAX_KRYLOV_DECLARE_KERNEL(ret, name, Args) ret name(const ::tenax::kernels::Args& args);
+#define TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT(ret, name, Args) \
+  ret name(::tenax::CpuContext& context, const ::tenax::kernels::Args& args);
+
+// The CPU backend, the reference. The overloads without a context use CpuContext::instance();
+// results never depend on the context's thread count (bit for bit).
+namespace tenax::kernels::cpu {
+TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_KERNEL)
+TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT)
+}  // namespace tenax::kernels::cpu
+
+// The CUDA backend: runs on the tensors' device, ordered on its context's stream. The kernels
+// that return dot products wait for them (they synchronise the stream); xpay does not.
+namespace tenax::kernels::cuda {
+TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_KERNEL)
+}  // namespace tenax::kernels::cuda
+
+#undef TENAX_KRYLOV_DECLARE_KERNEL
+#undef TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT

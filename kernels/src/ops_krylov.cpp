@@ -1,0 +1,182 @@
+// Checked front end of the fused Krylov ops: validate, then run the kernel of the device.
+#include "tenax/kernels/ops_krylov.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "tenax/kernels/checks.hpp"
+#include "tenax/kernels/detail/krylov_kernels.hpp"
+
+namespace tenax::ops {
+namespace {
+
+using Named = std::pair<std::string_view, const Tensor*>;
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+std::string str(DType d) { return std::string(to_string(d)); }
+
+void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t) {
+  TENAX_EXPECTS(t.dtype() == DType::f64 || t.dtype() == DType::f32, UsageError,
+                std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+                    " but the op supports f64 and f32",
+                "cast it to f64 or f32 with ops::cast");
+}
+
+// Every operand is defined and has the device, dtype (f64 or f32) and shape of the first.
+void check_vectors(std::string_view op, std::initializer_list<Named> operands) {
+  const Named& first = *operands.begin();
+  detail::check_defined(op, first.first, *first.second);
+  for (const Named& other : operands) {
+    if (other.second == first.second) continue;
+    detail::check_compatible(op, first.first, *first.second, other.first, *other.second);
+  }
+  check_f64_or_f32(op, first.first, *first.second);
+}
+
+// Whether the storage of two tensors on the same device intersects.
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (a.nbytes() == 0 || b.nbytes() == 0 || a.device() != b.device()) return false;
+  const auto* a0 = static_cast<const unsigned char*>(a.data());
+  const auto* b0 = static_cast<const unsigned char*>(b.data());
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+// The output `out` shares no memory with any of `others` (the kernels stream every operand once
+// and assume that a write cannot change a value still to be read).
+void check_no_overlap(std::string_view op, const Named& out, std::initializer_list<Named> others) {
+  for (const Named& other : others) {
+    TENAX_EXPECTS(!overlaps(*out.second, *other.second), UsageError,
+                  std::string(op) + ": " + std::string(out.first) + " overlaps " +
+                      std::string(other.first) + " in memory, but " + std::string(out.first) +
+                      " is written",
+                  "pass separate tensors (e.g. Tensor::empty_like(" + std::string(other.first) +
+                      ")) for " + std::string(out.first) + " and " + std::string(other.first));
+  }
+}
+
+void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,
+                std::string_view what) {
+  TENAX_EXPECTS(t.shape().rank() == rank, UsageError,
+                std::string(op) + ": " + std::string(name) + " has shape " + to_string(t.shape()) +
+                    " but must be " + std::string(what),
+                "reshape it with reshape(...) to " + std::string(what));
+}
+
+void check_spacing(std::string_view op, std::string_view name, double h) {
+  TENAX_EXPECTS(std::isfinite(h) && h > 0.0, UsageError,
+                std::string(op) + ": grid spacing " + std::string(name) + " = " +
+                    std::to_string(h) + " but must be positive and finite",
+                "pass the distance between neighbouring grid points");
+}
+
+void check_stencil(std::string_view op, const Tensor& p, const Tensor& q, int rank,
+                   std::string_view what, double scale) {
+  check_vectors(op, {{"p", &p}, {"q", &q}});
+  check_rank(op, "p", p, rank, what);
+  check_no_overlap(op, {"q", &q}, {{"p", &p}});
+  detail::check_finite(op, "scale", scale);
+}
+
+}  // namespace
+
+double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q) {
+  constexpr std::string_view op = "spmv_dot";
+  TENAX_EXPECTS(a.defined(), UsageError, "spmv_dot: a is an empty CsrMatrix with no storage",
+                "construct it from row_ptr, col_idx and values (or CsrMatrix::from_dense)");
+  detail::check_defined(op, "p", p);
+  detail::check_defined(op, "q", q);
+  detail::check_same_device(op, "a", a.values(), "p", p);
+  detail::check_same_device(op, "a", a.values(), "q", q);
+  TENAX_EXPECTS(
+      p.dtype() == a.dtype() && q.dtype() == a.dtype(), UsageError,
+      "spmv_dot: a is " + str(a.dtype()) + " but p is " + str(p.dtype()) + " and q is " +
+          str(q.dtype()),
+      "cast p and q to " + str(a.dtype()) + " with ops::cast (or build a with their dtype)");
+  TENAX_EXPECTS(a.rows() == a.cols(), UsageError,
+                "spmv_dot: a is " + a.describe() + " but p.(A p) needs a square matrix",
+                "pass a square matrix (rows == cols), or use ops::spmv and ops::dot");
+  TENAX_EXPECTS(p.shape().rank() == 1 && p.numel() == a.cols(), UsageError,
+                "spmv_dot: a is " + a.describe() + " but p has shape " + to_string(p.shape()),
+                "pass p of shape [" + str(a.cols()) + "] (one entry per column of a)");
+  TENAX_EXPECTS(q.shape().rank() == 1 && q.numel() == a.rows(), UsageError,
+                "spmv_dot: a is " + a.describe() + " but q has shape " + to_string(q.shape()),
+                "pass q of shape [" + str(a.rows()) + "] (one entry per row of a)");
+  check_no_overlap(op, {"q", &q},
+                   {{"p", &p},
+                    {"a.values", &a.values()},
+                    {"a.col_idx", &a.col_idx()},
+                    {"a.row_ptr", &a.row_ptr()}});
+  if (a.rows() == 0) return 0.0;
+
+  const kernels::SpmvDotArgs args{a, p, q};
+  return q.device().is_cpu() ? kernels::cpu::spmv_dot(args) : kernels::cuda::spmv_dot(args);
+}
+
+double laplacian_5pt_dot(const Tensor& p, const Tensor& q, double hy, double hx, double scale) {
+  constexpr std::string_view op = "laplacian_5pt_dot";
+  check_stencil(op, p, q, 2, "a 2-D grid [ny, nx]", scale);
+  check_spacing(op, "hy", hy);
+  check_spacing(op, "hx", hx);
+  if (p.numel() == 0) return 0.0;
+  const kernels::StencilDotArgs args{{p, q, 1, p.shape()[0], p.shape()[1], 1.0, hy, hx}, scale};
+  return q.device().is_cpu() ? kernels::cpu::laplacian_5pt_dot(args)
+                             : kernels::cuda::laplacian_5pt_dot(args);
+}
+
+double laplacian_7pt_dot(const Tensor& p, const Tensor& q, double hz, double hy, double hx,
+                         double scale) {
+  constexpr std::string_view op = "laplacian_7pt_dot";
+  check_stencil(op, p, q, 3, "a 3-D grid [nz, ny, nx]", scale);
+  check_spacing(op, "hz", hz);
+  check_spacing(op, "hy", hy);
+  check_spacing(op, "hx", hx);
+  if (p.numel() == 0) return 0.0;
+  const kernels::StencilDotArgs args{{p, q, p.shape()[0], p.shape()[1], p.shape()[2], hz, hy, hx},
+                                     scale};
+  return q.device().is_cpu() ? kernels::cpu::laplacian_7pt_dot(args)
+                             : kernels::cuda::laplacian_7pt_dot(args);
+}
+
+double cg_update(double alpha, const Tensor& p, const Tensor& q, const Tensor& x, const Tensor& r) {
+  constexpr std::string_view op = "cg_update";
+  check_vectors(op, {{"p", &p}, {"q", &q}, {"x", &x}, {"r", &r}});
+  check_no_overlap(op, {"x", &x}, {{"p", &p}, {"q", &q}, {"r", &r}});
+  check_no_overlap(op, {"r", &r}, {{"p", &p}, {"q", &q}});
+  if (r.numel() == 0) return 0.0;
+  const kernels::CgUpdateArgs args{alpha, p, q, x, r};
+  return r.device().is_cpu() ? kernels::cpu::cg_update(args) : kernels::cuda::cg_update(args);
+}
+
+PcgDots pcg_jacobi_update(double alpha, const Tensor& p, const Tensor& q, const Tensor& x,
+                          const Tensor& r, const Tensor& inv_diag, const Tensor& z) {
+  constexpr std::string_view op = "pcg_jacobi_update";
+  check_vectors(op,
+                {{"p", &p}, {"q", &q}, {"x", &x}, {"r", &r}, {"inv_diag", &inv_diag}, {"z", &z}});
+  check_no_overlap(op, {"x", &x},
+                   {{"p", &p}, {"q", &q}, {"r", &r}, {"inv_diag", &inv_diag}, {"z", &z}});
+  check_no_overlap(op, {"r", &r}, {{"p", &p}, {"q", &q}, {"inv_diag", &inv_diag}, {"z", &z}});
+  check_no_overlap(op, {"z", &z}, {{"p", &p}, {"q", &q}, {"inv_diag", &inv_diag}});
+  if (r.numel() == 0) return {};
+  const kernels::PcgJacobiArgs args{alpha, p, q, x, r, inv_diag, z};
+  return r.device().is_cpu() ? kernels::cpu::pcg_jacobi_update(args)
+                             : kernels::cuda::pcg_jacobi_update(args);
+}
+
+void xpay(const Tensor& z, double beta, const Tensor& p) {
+  constexpr std::string_view op = "xpay";
+  check_vectors(op, {{"z", &z}, {"p", &p}});
+  check_no_overlap(op, {"p", &p}, {{"z", &z}});
+  if (p.numel() == 0) return;
+  const kernels::XpayArgs args{z, beta, p};
+  if (p.device().is_cpu()) {
+    kernels::cpu::xpay(args);
+  } else {
+    kernels::cuda::xpay(args);
+  }
+}
+
+}  // namespace tenax::ops

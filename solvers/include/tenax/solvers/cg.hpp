@@ -1,0 +1,54 @@
+// Conjugate gradients, optionally preconditioned, for symmetric positive definite A (and an SPD
+// preconditioner M).
+//
+// Per iteration, unpreconditioned or with Jacobi, exactly three fused kernels (ops_krylov.hpp):
+//   q = A p and p.q     apply_dot        (the operator's bytes)
+//   x += a p; r -= a q  cg_update        (returns r.r; with Jacobi pcg_jacobi_update, which also
+//                                          forms z = M^-1 r and r.z)
+//   p = z + b p         xpay
+// that is the operator plus 72 N bytes for f64 vectors of length N. Other preconditioners add
+// z = M^-1 r and one dot r.z.
+//
+// Reported residual: sqrt(r.r) of the recurrence r_k = r_{k-1} - a q, which equals b - A x_k in
+// exact arithmetic (and to rounding in practice for well-conditioned systems); it is the
+// unpreconditioned residual also when M is used.
+//
+// Breakdown (the iterate is the last one computed before it):
+//   p.Ap <= 0   A is not positive definite along p (indefinite or singular A; PETSc's
+//               KSP_DIVERGED_INDEFINITE_MAT). CG on an indefinite system stops this way as soon
+//               as it meets a direction of non-positive curvature; use gmres or bicgstab.
+//   r.z <= 0    M is not positive definite (with r != 0).
+// A NaN or Inf in p.Ap, r.z or the residual stops with non_finite at that iteration.
+//
+// Saved state: x, r, p, z (when preconditioned), r.z of the last two iterations.
+#pragma once
+
+#include <string_view>
+
+#include "tenax/solvers/krylov_solver.hpp"
+
+namespace tenax::solvers {
+
+class ConjugateGradient final : public KrylovSolver {
+ public:
+  explicit ConjugateGradient(SolverOptions options = {});
+  [[nodiscard]] std::string_view name() const noexcept override { return "cg"; }
+
+ private:
+  double start_method() override;
+  Step step() override;
+  void save_method(StateDict& state) const override;
+  void load_method(const StateDict& state) override;
+
+  // The preconditioned residual: z_ itself, or r_ when there is no preconditioner.
+  [[nodiscard]] const Tensor& z() const noexcept;
+
+  Tensor r_;
+  Tensor p_;
+  Tensor q_;
+  Tensor z_;
+  double rz_ = 0.0;       // r.z of the current residual
+  double rz_prev_ = 0.0;  // r.z of the previous one (the denominator of beta)
+};
+
+}  // namespace tenax::solvers

@@ -1,0 +1,40 @@
+// CsrOperator: an assembled sparse matrix as a LinearOperator.
+//
+// apply is ops::spmv, apply_dot the fused ops::spmv_dot (one pass over the matrix and the
+// vectors). The diagonal is available (duplicates summed, 0 where a row stores no diagonal
+// entry), and with_dtype casts the values (the index arrays are shared). Works on every backend
+// the matrix lives on. The CsrMatrix storage is shared, not copied: do not modify its tensors
+// while the operator is in use.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tenax/kernels/csr_matrix.hpp"
+#include "tenax/solvers/linear_operator.hpp"
+
+namespace tenax::solvers {
+
+class CsrOperator final : public LinearOperator {
+ public:
+  // Throws UsageError for a matrix without storage.
+  explicit CsrOperator(CsrMatrix matrix);
+
+  [[nodiscard]] const CsrMatrix& matrix() const noexcept { return matrix_; }
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] bool has_diagonal() const noexcept override { return true; }
+  [[nodiscard]] bool supports_dtype_cast() const noexcept override { return true; }
+
+ private:
+  void apply_impl(const Tensor& x, const Tensor& y) const override;
+  double apply_dot_impl(const Tensor& x, const Tensor& y) const override;
+  Tensor diagonal_impl() const override;
+  std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const override;
+
+  CsrMatrix matrix_;
+};
+
+// std::make_shared<const CsrOperator>(matrix), as an OperatorPtr.
+[[nodiscard]] OperatorPtr make_csr_operator(CsrMatrix matrix);
+
+}  // namespace tenax::solvers

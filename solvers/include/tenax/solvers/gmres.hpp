@@ -1,0 +1,65 @@
+// Restarted GMRES(m) for general A: Arnoldi with modified Gram-Schmidt, the Hessenberg least-
+// squares problem reduced by Givens rotations as it grows, right preconditioning (it iterates on
+// A M^-1 y = b with x = M^-1 y, so the residual it minimises is the unpreconditioned b - A x).
+//
+// One iteration is one Arnoldi step: one operator (and preconditioner) application, j + 1 dots
+// and axpys against the basis (j = position in the cycle) and one norm. x is updated at the end
+// of each cycle of m steps (and when the session stops): x += M^-1 V y with H y = g solved by
+// back substitution on the host, in f64.
+//
+// Reported residual: within a cycle, the least-squares residual |g_{j+1}|, which equals
+// ||b - A x_j|| in exact arithmetic; at each restart the true residual ||b - A x|| recomputed
+// from the updated x (the iteration that ends a cycle reports that one).
+//
+// A zero subdiagonal h_{j+1,j} is the "happy breakdown": the Krylov space is invariant and the
+// solution lies in it, so the cycle ends there and restarts from the exact residual (normally
+// converged). A zero on the diagonal of the rotated H (A M^-1 singular on the Krylov space)
+// stops with breakdown; a NaN or Inf in the Arnoldi column with non_finite. In both cases x gets
+// the update from the steps completed before.
+//
+// Memory: (m + 1) basis vectors plus two. Saved state: x, the first j + 1 basis vectors, H, the
+// rotations, g and j. A state saved with restart m loads only into a solver with restart m.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "tenax/solvers/krylov_solver.hpp"
+
+namespace tenax::solvers {
+
+class Gmres final : public KrylovSolver {
+ public:
+  explicit Gmres(SolverOptions options = {});
+  [[nodiscard]] std::string_view name() const noexcept override { return "gmres"; }
+
+ private:
+  double start_method() override;
+  Step step() override;
+  void finish_method() override;
+  void save_method(StateDict& state) const override;
+  void load_method(const StateDict& state) override;
+
+  [[nodiscard]] Tensor basis_vector(std::int64_t i) const;
+  [[nodiscard]] double& h(std::int64_t row, std::int64_t col) {
+    return hessenberg_[static_cast<std::size_t>(col * (restart_ + 1) + row)];
+  }
+  // r = b - A x into basis vector 0, normalised; resets the cycle; returns ||r||.
+  double restart_cycle();
+  // x += M^-1 V y for the j_ columns of the cycle; j_ becomes 0.
+  void update_solution();
+
+  std::int64_t restart_;
+  Tensor basis_;  // [restart + 1, n]
+  Tensor w_;
+  Tensor z_;                        // M^-1 v (preconditioned only)
+  std::vector<double> hessenberg_;  // column-major [restart + 1, restart], rotated
+  std::vector<double> cosines_;
+  std::vector<double> sines_;
+  std::vector<double> g_;       // rotated right-hand side of the least-squares problem
+  std::vector<double> column_;  // the new column, committed only when it is valid
+  std::int64_t j_ = 0;          // Arnoldi steps done in this cycle
+};
+
+}  // namespace tenax::solvers

@@ -1,0 +1,171 @@
+// KrylovSolver: the common driver of the iterative methods (CG, BiCGSTAB, GMRES), as a
+// resumable session.
+//
+//   auto solver = make_solver("cg", options);
+//   SolveResult result = solver->solve(a, b, x);      // x: initial guess in, solution out
+//
+// or, driven in chunks (a long solve inside a job that checkpoints):
+//
+//   solver->start(a, b, x);
+//   while (!solver->iterate(100)) { ...; solver->save_state(state, "solver"); }
+//   SolveResult result = solver->result();
+//
+// and resumed after a restart, in a fresh process with a fresh solver object:
+//
+//   solver->start(a, b, x);                            // same operator and right-hand side
+//   solver->load_state(state, "solver");               // x and the iteration state restored
+//   while (!solver->iterate(100)) { ... }
+//
+// The resumed solve ends with bitwise the same x and residual as an uninterrupted one: every
+// vector, scalar and count the method carries from one iteration to the next is saved, and every
+// kernel the solvers use is deterministic.
+//
+// Convergence is a returned status (SolveResult), never an exception. Exceptions are for misuse
+// (UsageError: operands that do not fit the operator, calls out of order, state saved by another
+// method), device faults and out-of-memory.
+//
+// Work vectors are allocated by start() (from the default memory resource of the operator's
+// device, reused by later sessions of the same solver when the size, dtype and device agree),
+// never inside iterate(). Residual norms are 2-norms of the unpreconditioned residual b - A x;
+// each method's header says which residual it reports (recurrence or recomputed).
+//
+// A solver object is not thread-safe; distinct objects may run concurrently on distinct vectors.
+// The operator, b and x must stay alive and unmodified (except x, by the solver) while a session
+// runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "tenax/core/state_dict.hpp"
+#include "tenax/core/tensor.hpp"
+#include "tenax/solvers/linear_operator.hpp"
+#include "tenax/solvers/preconditioner.hpp"
+#include "tenax/solvers/solve_status.hpp"
+#include "tenax/solvers/solver_options.hpp"
+#include "tenax/solvers/stopping_criteria.hpp"
+
+namespace tenax::solvers {
+
+class KrylovSolver {
+ public:
+  // Validates the options (UsageError) and builds the stopping criteria from them.
+  explicit KrylovSolver(SolverOptions options);
+  KrylovSolver(const KrylovSolver&) = delete;
+  KrylovSolver& operator=(const KrylovSolver&) = delete;
+  virtual ~KrylovSolver();
+
+  // "cg", "bicgstab" or "gmres": the name make_solver knows the method by.
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  [[nodiscard]] const SolverOptions& options() const noexcept { return options_; }
+
+  [[nodiscard]] const StoppingCriteria& criteria() const noexcept { return criteria_; }
+  // Replaces the criteria built from the options; used from the next iteration on. solve()
+  // iterates until a criterion stops the session, so the set should hold a MaxIterations.
+  void set_criteria(StoppingCriteria criteria);
+
+  // Uses `m` for every later session instead of building options().preconditioner for each
+  // operator at start(); nullptr returns to the options. It must match the operator's size,
+  // dtype and device (checked at start()).
+  void set_preconditioner(PreconditionerPtr m);
+
+  // start(a, b, x), then iterate until finished; returns result().
+  SolveResult solve(const OperatorPtr& a, const Tensor& b, const Tensor& x);
+
+  // Begins a session for A x = b with x holding the initial guess: validates the operands
+  // (square operator, b and x 1-D vectors of its size, dtype and device), builds the
+  // preconditioner named by options() (kept from the previous session when `a` is the same
+  // operator object, so repeated solves pay its setup once), allocates the work vectors,
+  // computes the initial residual and evaluates the criteria once (an initial guess that
+  // already satisfies them finishes with 0 iterations).
+  void start(const OperatorPtr& a, const Tensor& b, const Tensor& x);
+  // Runs at most max_steps (>= 0) iterations; returns finished(). After it returns true, x
+  // holds the final iterate and result() the final status. UsageError before start().
+  bool iterate(std::int64_t max_steps);
+
+  [[nodiscard]] bool started() const noexcept { return a_ != nullptr; }
+  [[nodiscard]] bool finished() const noexcept { return finished_; }
+  // The outcome so far (status max_iterations while running) or the final one.
+  [[nodiscard]] const SolveResult& result() const noexcept { return result_; }
+  // The preconditioner of the current session (nullptr before start()).
+  [[nodiscard]] const PreconditionerPtr& preconditioner() const noexcept {
+    return session_preconditioner_;
+  }
+
+  // Saves the session under "<prefix>/..." (prefix non-empty): method name, counters, the
+  // residual norms the criteria need, x and every vector and scalar of the method (tensors are
+  // copies on the session's device, so the solver may continue after saving). UsageError before
+  // start().
+  void save_state(StateDict& state, std::string_view prefix) const;
+  // Restores a session saved by save_state into this started session: the state must come from
+  // the same method with the same options-dependent shapes (GMRES restart), preconditioner name,
+  // vector length and dtype; anything else throws UsageError saying what differs. x is
+  // overwritten with the saved iterate. Tensors may live on any device (they are copied).
+  void load_state(const StateDict& state, std::string_view prefix);
+
+ protected:
+  // A method's report of one iteration: the residual norm the criteria are evaluated on, or the
+  // failure (breakdown, non_finite) that stopped it, with x left at the last consistent iterate.
+  struct Step {
+    double residual = 0.0;
+    std::optional<StopReason> failure;
+
+    [[nodiscard]] static Step done(double residual) { return {residual, std::nullopt}; }
+    [[nodiscard]] static Step failed(SolveStatus status, std::string detail) {
+      return {0.0, StopReason{status, std::move(detail)}};
+    }
+  };
+
+  // For the methods: the session's operands and the number of completed iterations.
+  [[nodiscard]] const LinearOperator& op() const noexcept { return *a_; }
+  [[nodiscard]] const Tensor& rhs() const noexcept { return b_; }
+  [[nodiscard]] const Tensor& solution() const noexcept { return x_; }
+  [[nodiscard]] std::int64_t iteration() const noexcept { return iteration_; }
+  // The preconditioner to apply, or nullptr for none (identity).
+  [[nodiscard]] const Preconditioner* active_preconditioner() const noexcept;
+  // Whether `residual` at the iteration being computed meets a convergence criterion.
+  [[nodiscard]] bool residual_converged(double residual) const;
+  // `t` reused when it is a 1-D vector of the session's length, dtype and device; otherwise
+  // replaced by a new one. For the methods' work vectors, called from start_method().
+  void ensure_vector(Tensor& t) const;
+
+  // Helpers to save and load the method's own entries (names are relative to the method's
+  // scope; tensors are copied).
+  static void save_tensor(StateDict& state, std::string_view name, const Tensor& t);
+  void load_vector(const StateDict& state, std::string_view name, const Tensor& into) const;
+
+ private:
+  // Allocates the work vectors and sets up the iteration from x; returns ||b - A x||.
+  virtual double start_method() = 0;
+  // Computes iteration iteration() + 1.
+  virtual Step step() = 0;
+  // Called once when the session stops for any reason (GMRES folds its pending update into x).
+  virtual void finish_method() {}
+  virtual void save_method(StateDict& state) const = 0;
+  virtual void load_method(const StateDict& state) = 0;
+
+  void require_started(std::string_view call) const;
+  void stop(const StopReason& reason, std::int64_t bad_iteration);
+  void record_residual(double residual);
+  [[nodiscard]] ResidualCheck check_at(std::int64_t iteration, double residual) const;
+
+  SolverOptions options_;
+  StoppingCriteria criteria_;
+  PreconditionerPtr preconditioner_;  // set by the user; overrides options_.preconditioner
+
+  OperatorPtr a_;
+  Tensor b_;
+  Tensor x_;
+  PreconditionerPtr session_preconditioner_;
+  bool preconditioner_from_options_ = false;  // session_preconditioner_ was built by start()
+  double rhs_norm_ = 0.0;
+  std::int64_t iteration_ = 0;
+  bool finished_ = false;
+  SolveResult result_;
+};
+
+}  // namespace tenax::solvers

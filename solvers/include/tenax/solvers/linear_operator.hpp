@@ -1,0 +1,87 @@
+// LinearOperator: y = A x for 1-D vectors on one device, the thing every solver, preconditioner
+// and time integrator of this layer works on.
+//
+// The public functions are non-virtual: they validate the operands (defined, 1-D, of length
+// cols() for x and rows() for y, the operator's dtype and device, y not overlapping x) and throw
+// UsageError naming the operator, the operand and the fix; then they call the private virtuals
+// that implementations override. Implementations may therefore assume valid operands.
+//
+// Besides apply(), an operator may offer capabilities that solvers use when present:
+//  - apply_dot(x, y): y = A x and returns x.y. Every operator has it (apply then ops::dot); the
+//    assembled and stencil operators fuse it into one pass (ops_krylov.hpp), with the same bits.
+//  - diagonal(): the diagonal of A as a vector (Jacobi preconditioning); has_diagonal() says
+//    whether the operator can give it.
+//  - with_dtype(dtype): the same operator computing in another dtype (mixed-precision
+//    refinement); supports_dtype_cast() says whether it can.
+//
+// Operators are immutable after construction; the const functions may be called from several
+// threads at once on distinct outputs. Operators are shared as OperatorPtr
+// (std::shared_ptr<const LinearOperator>) by the objects that keep them (solvers, preconditioners,
+// composite operators).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tenax/core/device.hpp"
+#include "tenax/core/dtype.hpp"
+#include "tenax/core/tensor.hpp"
+
+namespace tenax::solvers {
+
+class LinearOperator {
+ public:
+  // rows, cols >= 0; dtype f64 or f32 (UsageError otherwise).
+  LinearOperator(std::int64_t rows, std::int64_t cols, DType dtype, Device device);
+  LinearOperator(const LinearOperator&) = delete;
+  LinearOperator& operator=(const LinearOperator&) = delete;
+  virtual ~LinearOperator() = default;
+
+  [[nodiscard]] std::int64_t rows() const noexcept { return rows_; }
+  [[nodiscard]] std::int64_t cols() const noexcept { return cols_; }
+  [[nodiscard]] DType dtype() const noexcept { return dtype_; }
+  [[nodiscard]] Device device() const noexcept { return device_; }
+
+  // What the operator is, for messages: "csr f64[64, 64] (nnz 288, i64 indices) on cpu".
+  [[nodiscard]] virtual std::string describe() const = 0;
+
+  // y = A x. On a CUDA device the work is enqueued on the device's stream.
+  void apply(const Tensor& x, const Tensor& y) const;
+  // y = A x and returns x.y (accumulated in f64 in the fixed order of ops::dot).
+  [[nodiscard]] double apply_dot(const Tensor& x, const Tensor& y) const;
+
+  // Whether diagonal() is available.
+  [[nodiscard]] virtual bool has_diagonal() const noexcept { return false; }
+  // A new vector holding the diagonal of A (rows() == cols() required). Throws UsageError when
+  // has_diagonal() is false, naming the fix.
+  [[nodiscard]] Tensor diagonal() const;
+
+  // Whether with_dtype() is available.
+  [[nodiscard]] virtual bool supports_dtype_cast() const noexcept { return false; }
+  // The same operator computing in `dtype` (f64 or f32) on the same device; `this` operator's
+  // data is copied, not shared. Throws UsageError when supports_dtype_cast() is false.
+  [[nodiscard]] std::shared_ptr<const LinearOperator> with_dtype(DType dtype) const;
+
+  // Validates one vector operand of this operator as apply() does: defined, 1-D, `length`
+  // elements, the operator's dtype and device. Throws UsageError that starts with `context`
+  // (e.g. "cg: b") and names the operator and the fix. Solvers use it for b and x.
+  void check_vector(std::string_view context, const Tensor& t, std::int64_t length) const;
+
+ private:
+  virtual void apply_impl(const Tensor& x, const Tensor& y) const = 0;
+  // Default: apply_impl, then ops::dot(x, y).
+  virtual double apply_dot_impl(const Tensor& x, const Tensor& y) const;
+  virtual Tensor diagonal_impl() const;
+  virtual std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const;
+
+  std::int64_t rows_;
+  std::int64_t cols_;
+  DType dtype_;
+  Device device_;
+};
+
+using OperatorPtr = std::shared_ptr<const LinearOperator>;
+
+}  // namespace tenax::solvers

@@ -1,0 +1,45 @@
+// ScaledShiftedOperator: alpha * A + beta * I for a square operator A, without assembling it.
+// Implicit time steps solve with (I + dt * alpha * (-Δh)) this way, and shifted test problems
+// (A - sigma I) are built from it.
+//
+// apply computes A x into y, then y = alpha * y + beta * x (one more pass). The diagonal is
+// alpha * diag(A) + beta when A has one; with_dtype casts A. Keeps A alive (shared).
+#pragma once
+
+#include <string>
+
+#include "tenax/solvers/linear_operator.hpp"
+
+namespace tenax::solvers {
+
+class ScaledShiftedOperator final : public LinearOperator {
+ public:
+  // A must be square; alpha and beta finite. Throws UsageError otherwise.
+  ScaledShiftedOperator(const OperatorPtr& a, double alpha, double beta);
+
+  [[nodiscard]] const OperatorPtr& inner() const noexcept { return a_; }
+  [[nodiscard]] double alpha() const noexcept { return alpha_; }
+  [[nodiscard]] double beta() const noexcept { return beta_; }
+
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] bool has_diagonal() const noexcept override { return a_->has_diagonal(); }
+  [[nodiscard]] bool supports_dtype_cast() const noexcept override {
+    return a_->supports_dtype_cast();
+  }
+
+ private:
+  ScaledShiftedOperator(const LinearOperator& checked_a, OperatorPtr a, double alpha, double beta);
+
+  void apply_impl(const Tensor& x, const Tensor& y) const override;
+  Tensor diagonal_impl() const override;
+  std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const override;
+
+  OperatorPtr a_;
+  double alpha_;
+  double beta_;
+};
+
+// alpha * A + beta * I as an OperatorPtr.
+[[nodiscard]] OperatorPtr scale_and_shift(OperatorPtr a, double alpha, double beta);
+
+}  // namespace tenax::solvers

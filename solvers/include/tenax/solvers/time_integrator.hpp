@@ -1,0 +1,105 @@
+// Time integration of linear diffusion u_t = -alpha A u for an SPD operator A. With A the
+// matrix-free -Δh (laplacian_operator.hpp) this is the heat equation u_t = alpha Δu with
+// Dirichlet-zero boundaries on the grid; make_heat_integrator builds that case.
+//
+// Schemes (dt in the time unit of alpha; alpha in length^2 / time):
+//   explicit_euler   u += dt f(u),  f(u) = -alpha A u. First order; stable only for
+//                    dt <= 2 / (alpha lambda_max(A)) (h^2 / (4 alpha) for the 2-D stencil).
+//   rk4              classical Runge-Kutta, fourth order; stable for dt up to about 2.78 /
+//                    (alpha lambda_max).
+//   implicit_euler   (I + dt alpha A) u_new = u. First order, unconditionally stable.
+//   crank_nicolson   (I + dt/2 alpha A) u_new = (I - dt/2 alpha A) u. Second order,
+//                    unconditionally stable.
+// The implicit schemes do one solve per step with the configured Krylov method (CG by default)
+// on a scaled/shifted operator (scaled_shifted_operator.hpp), warm-started from the previous u;
+// the operator is rebuilt only when dt changes.
+//
+// step() advances u in place and returns a SolveResult the caller acts on: for the implicit
+// schemes the result of the step's solve (u holds whatever the solve reached); for the explicit
+// schemes converged with 1 iteration (the update), or non_finite with bad_iteration 1 when u
+// holds a NaN or Inf after the step (one norm pass per step). u, time() and steps() advance
+// whatever the status: a caller that rejects a step restores its copy of u and the saved
+// integrator state. u may have any shape with as many elements as A has rows (a grid [ny, nx]
+// is fine), A's dtype and device.
+//
+// State beyond u (which the caller owns and saves): the time, the number of steps, the scheme.
+// Work vectors are allocated on the first step and reused. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tenax/core/state_dict.hpp"
+#include "tenax/core/tensor.hpp"
+#include "tenax/solvers/krylov_solver.hpp"
+#include "tenax/solvers/linear_operator.hpp"
+#include "tenax/solvers/solve_status.hpp"
+#include "tenax/solvers/solver_options.hpp"
+
+namespace tenax::solvers {
+
+enum class TimeScheme { explicit_euler, rk4, implicit_euler, crank_nicolson };
+
+[[nodiscard]] std::string_view to_string(TimeScheme scheme) noexcept;
+// Inverse of to_string; UsageError listing the names otherwise.
+[[nodiscard]] TimeScheme time_scheme_from_string(std::string_view name);
+
+struct IntegratorOptions {
+  TimeScheme scheme = TimeScheme::crank_nicolson;
+  // The implicit schemes' solver and its options (tolerance relative to the step's right-hand
+  // side; the warm start from u makes few iterations usual).
+  std::string solver = "cg";
+  SolverOptions solver_options = {.tolerance = 1e-10, .max_iterations = 1000};
+};
+
+class DiffusionIntegrator {
+ public:
+  // A square, alpha > 0 and finite. Throws UsageError otherwise (and for an unknown solver).
+  DiffusionIntegrator(OperatorPtr a, double alpha, IntegratorOptions options = {});
+  DiffusionIntegrator(DiffusionIntegrator&&) noexcept;
+  DiffusionIntegrator& operator=(DiffusionIntegrator&&) noexcept;
+  ~DiffusionIntegrator();
+
+  // Advances u by dt > 0 (see the top of this file for the result).
+  SolveResult step(const Tensor& u, double dt);
+
+  [[nodiscard]] double time() const noexcept { return time_; }
+  [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
+  [[nodiscard]] const IntegratorOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const OperatorPtr& spatial_operator() const noexcept { return a_; }
+
+  // "<prefix>/scheme", "<prefix>/time", "<prefix>/steps". load_state throws UsageError when the
+  // scheme differs.
+  void save_state(StateDict& state, std::string_view prefix) const;
+  void load_state(const StateDict& state, std::string_view prefix);
+
+ private:
+  void explicit_euler(const Tensor& u, double dt);
+  void rk4(const Tensor& u, double dt);
+  SolveResult implicit_step(const Tensor& u, double dt);
+  void ensure_work(const Tensor& like);
+
+  OperatorPtr a_;
+  double alpha_;
+  IntegratorOptions options_;
+  std::unique_ptr<KrylovSolver> solver_;
+  OperatorPtr system_;  // the implicit schemes' I + c A, for system_dt_
+  double system_dt_ = 0.0;
+  Tensor rhs_;
+  Tensor stage_;
+  Tensor sum_;
+  double time_ = 0.0;
+  std::int64_t steps_ = 0;
+};
+
+// The heat equation u_t = alpha Δu on a 2-D grid [ny, nx] with spacings hy, hx and
+// Dirichlet-zero boundaries.
+[[nodiscard]] DiffusionIntegrator make_heat_integrator(std::int64_t ny, std::int64_t nx, double hy,
+                                                       double hx, double alpha,
+                                                       IntegratorOptions options = {},
+                                                       DType dtype = DType::f64,
+                                                       Device device = Device::cpu());
+
+}  // namespace tenax::solvers

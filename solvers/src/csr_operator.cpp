@@ -1,0 +1,64 @@
+#include "tenax/solvers/csr_operator.hpp"
+
+#include <utility>
+
+#include "detail/float_dispatch.hpp"
+#include "detail/host_csr.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
+#include "tenax/kernels/ops_linalg.hpp"
+
+namespace tenax::solvers {
+namespace {
+
+const CsrMatrix& checked(const CsrMatrix& matrix) {
+  TENAX_EXPECTS(matrix.defined(), UsageError, "CsrOperator: the matrix has no storage",
+                "build the CsrMatrix from row_ptr, col_idx and values (or CsrMatrix::from_dense, "
+                "or poisson_2d_csr)");
+  return matrix;
+}
+
+}  // namespace
+
+CsrOperator::CsrOperator(CsrMatrix matrix)
+    : LinearOperator(checked(matrix).rows(), matrix.cols(), matrix.dtype(), matrix.device()),
+      matrix_(std::move(matrix)) {}
+
+std::string CsrOperator::describe() const { return matrix_.describe(); }
+
+void CsrOperator::apply_impl(const Tensor& x, const Tensor& y) const { ops::spmv(matrix_, x, y); }
+
+double CsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
+  return ops::spmv_dot(matrix_, x, y);
+}
+
+Tensor CsrOperator::diagonal_impl() const {
+  return detail::with_float_type(dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    const detail::HostCsr<T> host = detail::read_host_csr<T>(matrix_);
+    Tensor diagonal = Tensor::empty({rows()}, dtype());
+    T* d = diagonal.data_as<T>();
+    for (std::int64_t r = 0; r < rows(); ++r) {
+      T sum = T(0);
+      for (std::int64_t j = host.row_ptr[r]; j < host.row_ptr[r + 1]; ++j) {
+        if (host.col_idx[j] == r) sum += host.values[j];
+      }
+      d[r] = sum;
+    }
+    return diagonal.to(device());
+  });
+}
+
+std::shared_ptr<const LinearOperator> CsrOperator::with_dtype_impl(DType dtype) const {
+  Tensor values =
+      dtype == matrix_.dtype() ? matrix_.values().clone() : ops::cast(matrix_.values(), dtype);
+  return make_csr_operator(CsrMatrix(matrix_.rows(), matrix_.cols(), matrix_.row_ptr(),
+                                     matrix_.col_idx(), std::move(values)));
+}
+
+OperatorPtr make_csr_operator(CsrMatrix matrix) {
+  return std::make_shared<const CsrOperator>(std::move(matrix));
+}
+
+}  // namespace tenax::solvers

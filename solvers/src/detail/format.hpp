@@ -1,0 +1,33 @@
+// Numbers, lists of names and state entry names, as messages and saved state spell them.
+// Internal.
+#pragma once
+
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace tenax::solvers::detail {
+
+// 6 significant digits: "1e-08", "0.333333", "inf".
+[[nodiscard]] inline std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+// "<prefix>/<name>", the name of a state entry in a scope.
+[[nodiscard]] inline std::string scoped_name(std::string_view prefix, std::string_view name) {
+  return std::string(prefix) + "/" + std::string(name);
+}
+
+// "a, b, c"
+[[nodiscard]] inline std::string join_names(std::span<const std::string_view> names) {
+  std::string list;
+  for (const std::string_view name : names) {
+    list += (list.empty() ? "" : ", ") + std::string(name);
+  }
+  return list;
+}
+
+}  // namespace tenax::solvers::detail

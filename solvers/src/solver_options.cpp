@@ -1,0 +1,134 @@
+#include "tenax/solvers/solver_options.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <system_error>
+
+#include "detail/format.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/solvers/factory.hpp"
+
+namespace tenax::solvers {
+namespace {
+
+constexpr std::string_view kKeys[] = {"tol", "atol", "max_iters", "restart", "divtol", "pc"};
+
+std::string key_list() { return detail::join_names(kKeys); }
+
+std::string round_trip(double value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+std::string entry_text(std::string_view key, std::string_view value) {
+  return "solver option '" + std::string(key) + "=" + std::string(value) + "'";
+}
+
+double parse_real(std::string_view key, std::string_view value) {
+  const std::string text(value);
+  if (text == "inf" || text == "infinity") return HUGE_VAL;
+  double result = 0.0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), result);
+  TENAX_EXPECTS(error == std::errc() && end == text.data() + text.size() && !text.empty(),
+                UsageError, entry_text(key, value) + " does not hold a number",
+                "write a decimal number such as 1e-8 or 0.001");
+  return result;
+}
+
+std::int64_t parse_integer(std::string_view key, std::string_view value) {
+  std::int64_t result = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), result);
+  TENAX_EXPECTS(error == std::errc() && end == value.data() + value.size() && !value.empty(),
+                UsageError, entry_text(key, value) + " does not hold a whole number",
+                "write an integer such as 500");
+  return result;
+}
+
+void apply_entry(SolverOptions& options, std::string_view key, std::string_view value) {
+  if (key == "tol") {
+    options.tolerance = parse_real(key, value);
+  } else if (key == "atol") {
+    options.absolute_tolerance = parse_real(key, value);
+  } else if (key == "max_iters") {
+    options.max_iterations = parse_integer(key, value);
+  } else if (key == "restart") {
+    options.restart = parse_integer(key, value);
+  } else if (key == "divtol") {
+    options.divergence_factor = parse_real(key, value);
+  } else if (key == "pc") {
+    options.preconditioner = std::string(value);
+  } else {
+    throw UsageError("unknown solver option '" + std::string(key) + "'",
+                     "use one of: " + key_list());
+  }
+}
+
+bool is_separator(char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+}  // namespace
+
+void validate(const SolverOptions& options) {
+  TENAX_EXPECTS(options.tolerance >= 0.0 && std::isfinite(options.tolerance), UsageError,
+                "solver option tol = " + round_trip(options.tolerance) + " is out of range",
+                "use a relative tolerance >= 0 (e.g. tol=1e-8)");
+  TENAX_EXPECTS(
+      options.absolute_tolerance >= 0.0 && std::isfinite(options.absolute_tolerance), UsageError,
+      "solver option atol = " + round_trip(options.absolute_tolerance) + " is out of range",
+      "use an absolute tolerance >= 0 (0 turns the absolute test off)");
+  TENAX_EXPECTS(
+      options.max_iterations >= 0, UsageError,
+      "solver option max_iters = " + std::to_string(options.max_iterations) + " is negative",
+      "use an iteration limit >= 0");
+  TENAX_EXPECTS(options.restart >= 1, UsageError,
+                "solver option restart = " + std::to_string(options.restart) + " is below 1",
+                "use a GMRES restart length >= 1 (30 is common)");
+  TENAX_EXPECTS(options.divergence_factor >= 1.0, UsageError,
+                "solver option divtol = " + round_trip(options.divergence_factor) +
+                    " is below 1, so the initial residual itself would count as divergence",
+                "use a factor >= 1 (default 1e5), or divtol=inf to turn the test off");
+  const auto names = preconditioner_names();
+  TENAX_EXPECTS(std::find(names.begin(), names.end(), options.preconditioner) != names.end(),
+                UsageError, "unknown preconditioner '" + options.preconditioner + "'",
+                "use pc= one of: " + detail::join_names(names));
+}
+
+SolverOptions parse_solver_options(std::string_view text, const SolverOptions& defaults) {
+  SolverOptions options = defaults;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (is_separator(text[i])) {
+      ++i;
+      continue;
+    }
+    if (text[i] == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && !is_separator(text[end]) && text[end] != '#') ++end;
+    const std::string_view entry = text.substr(i, end - i);
+    const std::size_t equals = entry.find('=');
+    TENAX_EXPECTS(equals != std::string_view::npos && equals > 0, UsageError,
+                  "solver option '" + std::string(entry) + "' is not of the form key=value",
+                  "write entries as key=value separated by commas, e.g. "
+                  "\"tol=1e-8,max_iters=500\"; valid keys: " +
+                      key_list());
+    apply_entry(options, entry.substr(0, equals), entry.substr(equals + 1));
+    i = end;
+  }
+  validate(options);
+  return options;
+}
+
+std::string to_string(const SolverOptions& options) {
+  return "tol=" + round_trip(options.tolerance) +
+         ",atol=" + round_trip(options.absolute_tolerance) +
+         ",max_iters=" + std::to_string(options.max_iterations) +
+         ",restart=" + std::to_string(options.restart) +
+         ",divtol=" + round_trip(options.divergence_factor) + ",pc=" + options.preconditioner;
+}
+
+}  // namespace tenax::solvers

@@ -1,0 +1,670 @@
+// The fused Krylov kernels on the CPU backend: bit-for-bit agreement with the separate ops they
+// replace (ops::axpby, ops::mul, ops::spmv, ops::laplacian_* + ops::scale, ops::dot), the
+// documented reduction order, plain references, independence of the thread count, empty
+// operands, and the validation of every operand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/krylov_test_helpers.hpp"
+#include "tenax/core/context.hpp"
+#include "tenax/core/cuda_runtime.hpp"
+#include "tenax/kernels/detail/krylov_kernels.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
+#include "tenax/kernels/ops_linalg.hpp"
+#include "tenax/kernels/reduce_bodies.hpp"
+
+namespace tenax {
+namespace {
+
+using testing::bits;
+using testing::five_point_csr;
+using testing::get_value;
+using testing::make_tensor;
+using testing::random_tensor;
+using testing::same_bytes;
+using testing::values_of;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr DType kDtypes[] = {DType::f64, DType::f32};
+
+// Lengths around the lane row (16) and the reduction block (4096), and some that split over
+// several threads (the CPU hands out at least 8 blocks per thread).
+const std::int64_t kLengths[] = {1,       15,     16, 17, 4095, 4096, 4097, 8191, 3 * 4096 + 1000,
+                                 100'003, 300'001};
+
+Tensor nan_tensor(const Shape& shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  ops::fill(t, kNaN);
+  return t;
+}
+
+// The order of reduce_bodies.hpp written out plainly for sum_i double(a_i) * double(b_i): lanes,
+// halving tree per block, then pairwise levels over the block partials.
+double documented_dot(const std::vector<double>& a, const std::vector<double>& b) {
+  const auto n = static_cast<std::int64_t>(a.size());
+  std::vector<double> partials;
+  for (std::int64_t begin = 0; begin < n; begin += kernels::kReduceBlock) {
+    const std::int64_t end = std::min(n, begin + kernels::kReduceBlock);
+    std::vector<double> lanes(kernels::kReduceLanes, 0.0);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      lanes[static_cast<std::size_t>((i - begin) % kernels::kReduceLanes)] += a[k] * b[k];
+    }
+    for (std::size_t s = lanes.size() / 2; s > 0; s /= 2) {
+      for (std::size_t j = 0; j < s; ++j) lanes[j] += lanes[j + s];
+    }
+    partials.push_back(lanes[0]);
+  }
+  while (partials.size() > 1) {
+    std::vector<double> next;
+    for (std::size_t i = 0; i + 1 < partials.size(); i += 2) {
+      next.push_back(partials[i] + partials[i + 1]);
+    }
+    if (partials.size() % 2 != 0) next.push_back(partials.back());
+    partials = next;
+  }
+  return partials.empty() ? 0.0 : partials[0];
+}
+
+// sum |a_i b_i| in long double, and the sum itself: the scale of a dot's rounding error.
+struct LongDot {
+  long double sum = 0;
+  long double abs = 0;
+};
+LongDot long_dot(const std::vector<double>& a, const std::vector<double>& b) {
+  LongDot d;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const long double t = static_cast<long double>(a[i]) * b[i];
+    d.sum += t;
+    d.abs += std::fabs(t);
+  }
+  return d;
+}
+
+// ---- cg_update ----
+
+TEST(CgUpdate, MatchesTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 1;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      const Tensor p = random_tensor({n}, dtype, seed++);
+      const Tensor q = random_tensor({n}, dtype, seed++);
+      const Tensor x = random_tensor({n}, dtype, seed++);
+      const Tensor r = random_tensor({n}, dtype, seed++);
+      const Tensor x2 = x.clone();
+      const Tensor r2 = r.clone();
+      const double alpha = 0.7391;
+      const double rr = ops::cg_update(alpha, p, q, x, r);
+      ops::axpby(alpha, p, 1.0, x2);
+      ops::axpby(-alpha, q, 1.0, r2);
+      EXPECT_TRUE(same_bytes(x, x2)) << to_string(dtype) << " n=" << n;
+      EXPECT_TRUE(same_bytes(r, r2)) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(rr), bits(ops::dot(r2, r2))) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(rr), bits(ops::dot(r, r))) << to_string(dtype) << " n=" << n;
+    }
+  }
+}
+
+template <class T>
+void expect_cg_update_matches_plain_loops(DType dtype, std::int64_t n, std::uint32_t seed) {
+  const auto p = testing::random_reals(n, dtype, seed);
+  const auto q = testing::random_reals(n, dtype, seed + 1);
+  auto x = testing::random_reals(n, dtype, seed + 2);
+  auto r = testing::random_reals(n, dtype, seed + 3);
+  const Tensor tp = make_tensor(p, dtype), tq = make_tensor(q, dtype);
+  const Tensor tx = make_tensor(x, dtype), tr = make_tensor(r, dtype);
+  const double alpha = -1.3;
+  const double rr = ops::cg_update(alpha, tp, tq, tx, tr);
+  const auto a = static_cast<T>(alpha);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = static_cast<T>(static_cast<T>(x[i]) + static_cast<T>(a * static_cast<T>(p[i])));
+    r[i] = static_cast<T>(static_cast<T>(r[i]) - static_cast<T>(a * static_cast<T>(q[i])));
+  }
+  EXPECT_EQ(values_of(tx), x) << to_string(dtype) << " n=" << n;
+  EXPECT_EQ(values_of(tr), r) << to_string(dtype) << " n=" << n;
+  EXPECT_EQ(bits(rr), bits(documented_dot(r, r))) << to_string(dtype) << " n=" << n;
+  const LongDot exact = long_dot(r, r);
+  EXPECT_NEAR(rr, static_cast<double>(exact.sum), 1e-14 * static_cast<double>(exact.abs));
+}
+
+TEST(CgUpdate, MatchesPlainLoopsAndTheDocumentedOrder) {
+  std::uint32_t seed = 100;
+  for (const std::int64_t n : kLengths) {
+    expect_cg_update_matches_plain_loops<double>(DType::f64, n, seed += 4);
+    expect_cg_update_matches_plain_loops<float>(DType::f32, n, seed += 4);
+  }
+}
+
+TEST(CgUpdate, WorksOnGridShapedVectors) {
+  // A CG on a stencil keeps its vectors in the grid's shape.
+  const Tensor p = random_tensor({37, 129}, DType::f64, 1);
+  const Tensor q = random_tensor({37, 129}, DType::f64, 2);
+  const Tensor x = random_tensor({37, 129}, DType::f64, 3);
+  const Tensor r = random_tensor({37, 129}, DType::f64, 4);
+  const double rr = ops::cg_update(0.5, p, q, x, r);
+  EXPECT_EQ(bits(rr), bits(ops::dot(r, r)));
+}
+
+// ---- pcg_jacobi_update ----
+
+TEST(PcgJacobiUpdate, MatchesTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 200;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      const Tensor p = random_tensor({n}, dtype, seed++);
+      const Tensor q = random_tensor({n}, dtype, seed++);
+      const Tensor x = random_tensor({n}, dtype, seed++);
+      const Tensor r = random_tensor({n}, dtype, seed++);
+      const Tensor d = random_tensor({n}, dtype, seed++);
+      const Tensor z = nan_tensor({n}, dtype);  // only written
+      const Tensor x2 = x.clone();
+      const Tensor r2 = r.clone();
+      const Tensor z2 = Tensor::empty({n}, dtype);
+      const double alpha = 0.41;
+      const ops::PcgDots dots = ops::pcg_jacobi_update(alpha, p, q, x, r, d, z);
+      ops::axpby(alpha, p, 1.0, x2);
+      ops::axpby(-alpha, q, 1.0, r2);
+      ops::binary_into(ops::BinaryOp::mul, d, r2, z2);
+      EXPECT_TRUE(same_bytes(x, x2)) << to_string(dtype) << " n=" << n;
+      EXPECT_TRUE(same_bytes(r, r2)) << to_string(dtype) << " n=" << n;
+      EXPECT_TRUE(same_bytes(z, z2)) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(dots.rz), bits(ops::dot(r2, z2))) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(dots.rr), bits(ops::dot(r2, r2))) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(dots.rz), bits(documented_dot(values_of(r), values_of(z))));
+    }
+  }
+}
+
+TEST(PcgJacobiUpdate, WithAUnitDiagonalIsCgUpdate) {
+  const std::int64_t n = 50'001;
+  const Tensor p = random_tensor({n}, DType::f64, 1);
+  const Tensor q = random_tensor({n}, DType::f64, 2);
+  const Tensor x = random_tensor({n}, DType::f64, 3);
+  const Tensor r = random_tensor({n}, DType::f64, 4);
+  const Tensor x2 = x.clone();
+  const Tensor r2 = r.clone();
+  const Tensor ones = make_tensor(std::vector<double>(n, 1.0), DType::f64);
+  const Tensor z = Tensor::empty({n}, DType::f64);
+  const ops::PcgDots dots = ops::pcg_jacobi_update(2.5, p, q, x, r, ones, z);
+  const double rr = ops::cg_update(2.5, p, q, x2, r2);
+  EXPECT_EQ(bits(dots.rr), bits(rr));
+  EXPECT_EQ(bits(dots.rz), bits(rr));
+  EXPECT_TRUE(same_bytes(z, r2));
+}
+
+// ---- xpay ----
+
+TEST(Xpay, MatchesAxpbyBitForBit) {
+  std::uint32_t seed = 300;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      for (const double beta : {0.83, -2.0, 0.0}) {
+        const Tensor z = random_tensor({n}, dtype, seed++);
+        const Tensor p = random_tensor({n}, dtype, seed++);
+        const Tensor p2 = p.clone();
+        ops::xpay(z, beta, p);
+        ops::axpby(1.0, z, beta, p2);
+        EXPECT_TRUE(same_bytes(p, p2)) << to_string(dtype) << " n=" << n << " beta=" << beta;
+      }
+    }
+  }
+}
+
+TEST(Xpay, PlainValuesAndBetaZeroDoesNotReadP) {
+  const Tensor p = make_tensor({1, 2, 3}, DType::f32);
+  ops::xpay(make_tensor({10, 20, 30}, DType::f32), 0.5, p);
+  EXPECT_EQ(values_of(p), (std::vector<double>{10.5, 21, 31.5}));
+  const Tensor z = random_tensor({5000}, DType::f64, 9);
+  const Tensor nan = nan_tensor({5000}, DType::f64);
+  ops::xpay(z, 0.0, nan);
+  EXPECT_TRUE(same_bytes(nan, z));
+}
+
+// ---- spmv_dot ----
+
+TEST(SpmvDot, MatchesSpmvAndDotBitForBit) {
+  std::uint32_t seed = 400;
+  // Grids from one row to several threads' worth of reduction blocks; nx = 1 and 2 give rows
+  // of one to three entries.
+  const std::int64_t grids[][2] = {{1, 1},   {1, 7},     {9, 1},    {33, 2},
+                                   {64, 64}, {130, 129}, {301, 303}};
+  for (const DType dtype : kDtypes) {
+    for (const DType index : {DType::i32, DType::i64}) {
+      for (const auto& g : grids) {
+        const CsrMatrix a = five_point_csr(g[0], g[1], dtype, index, seed++);
+        const std::int64_t n = a.rows();
+        const Tensor p = random_tensor({n}, dtype, seed++);
+        const Tensor q = nan_tensor({n}, dtype);  // only written
+        const Tensor q2 = Tensor::empty({n}, dtype);
+        const double pq = ops::spmv_dot(a, p, q);
+        ops::spmv(a, p, q2);
+        const std::string what = std::string(to_string(dtype)) + "/" +
+                                 std::string(to_string(index)) + " " + std::to_string(g[0]) + "x" +
+                                 std::to_string(g[1]);
+        EXPECT_TRUE(same_bytes(q, q2)) << what;
+        EXPECT_EQ(bits(pq), bits(ops::dot(p, q2))) << what;
+        EXPECT_EQ(bits(pq), bits(documented_dot(values_of(p), values_of(q)))) << what;
+      }
+    }
+  }
+}
+
+TEST(SpmvDot, MatchesTheDenseProduct) {
+  std::uint32_t seed = 500;
+  const std::int64_t n = 150;
+  for (const DType dtype : kDtypes) {
+    for (const DType index : {DType::i32, DType::i64}) {
+      // Small integers and about a third of the entries nonzero (some rows empty): every sum is
+      // exact, in f32 too.
+      auto dense = testing::random_integers(static_cast<std::size_t>(n * n), 3, seed++);
+      for (std::size_t i = 0; i < dense.size(); ++i) {
+        if ((i * 2654435761u) % 3 != 0 || (i / n) % 17 == 5) dense[i] = 0.0;
+      }
+      const CsrMatrix a = CsrMatrix::from_dense(make_tensor({n, n}, dtype, dense), index);
+      const auto p = testing::random_integers(static_cast<std::size_t>(n), 4, seed++);
+      const Tensor q = Tensor::empty({n}, dtype);
+      const double pq = ops::spmv_dot(a, make_tensor(p, dtype), q);
+      std::vector<double> want(static_cast<std::size_t>(n), 0.0);
+      double want_pq = 0.0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) want[i] += dense[i * n + j] * p[j];
+        want_pq += p[i] * want[i];
+      }
+      EXPECT_EQ(values_of(q), want) << to_string(dtype) << "/" << to_string(index);
+      EXPECT_EQ(pq, want_pq) << to_string(dtype) << "/" << to_string(index);
+    }
+  }
+}
+
+// ---- Laplacian stencils ----
+
+const std::int64_t kGrids2d[][2] = {{1, 1},   {1, 5},     {4, 1},   {2, 2},   {3, 3},
+                                    {2, 20},  {3, 18},    {5, 33},  {17, 33}, {64, 70},
+                                    {64, 64}, {300, 301}, {1, 9000}};
+const std::int64_t kGrids3d[][3] = {{1, 1, 1},   {2, 2, 2},   {3, 4, 5},    {1, 3, 40},  {4, 3, 18},
+                                    {5, 17, 19}, {6, 20, 33}, {40, 41, 43}, {3, 3, 4096}};
+const double kScales[] = {-1.0, 1.0, 0.37};
+
+TEST(Laplacian5ptDot, MatchesLaplacianThenScaleThenDotBitForBit) {
+  std::uint32_t seed = 600;
+  for (const DType dtype : kDtypes) {
+    for (const auto& g : kGrids2d) {
+      for (const double scale : kScales) {
+        for (const auto& [hy, hx] : {std::pair{1.0, 1.0}, std::pair{0.5, 0.3}}) {
+          const Tensor p = random_tensor({g[0], g[1]}, dtype, seed++);
+          const Tensor q = nan_tensor({g[0], g[1]}, dtype);
+          const Tensor q2 = Tensor::empty({g[0], g[1]}, dtype);
+          const double pq = ops::laplacian_5pt_dot(p, q, hy, hx, scale);
+          ops::laplacian_5pt(p, q2, hy, hx);
+          ops::scale(scale, q2);
+          const std::string what = std::string(to_string(dtype)) + " " + std::to_string(g[0]) +
+                                   "x" + std::to_string(g[1]) + " scale " + std::to_string(scale);
+          EXPECT_TRUE(same_bytes(q, q2)) << what;
+          EXPECT_EQ(bits(pq), bits(ops::dot(p, q2))) << what;
+          EXPECT_EQ(bits(pq), bits(documented_dot(values_of(p), values_of(q)))) << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(Laplacian7ptDot, MatchesLaplacianThenScaleThenDotBitForBit) {
+  std::uint32_t seed = 700;
+  for (const DType dtype : kDtypes) {
+    for (const auto& g : kGrids3d) {
+      for (const double scale : kScales) {
+        const Tensor p = random_tensor({g[0], g[1], g[2]}, dtype, seed++);
+        const Tensor q = nan_tensor({g[0], g[1], g[2]}, dtype);
+        const Tensor q2 = Tensor::empty({g[0], g[1], g[2]}, dtype);
+        const double pq = ops::laplacian_7pt_dot(p, q, 0.5, 0.7, 1.1, scale);
+        ops::laplacian_7pt(p, q2, 0.5, 0.7, 1.1);
+        ops::scale(scale, q2);
+        const std::string what = std::string(to_string(dtype)) + " " + std::to_string(g[0]) + "x" +
+                                 std::to_string(g[1]) + "x" + std::to_string(g[2]) + " scale " +
+                                 std::to_string(scale);
+        EXPECT_TRUE(same_bytes(q, q2)) << what;
+        EXPECT_EQ(bits(pq), bits(ops::dot(p, q2))) << what;
+        EXPECT_EQ(bits(pq), bits(documented_dot(values_of(p), values_of(q)))) << what;
+      }
+    }
+  }
+}
+
+TEST(LaplacianDot, HandComputedGrids) {
+  // The 3x4 grid of the stencil tests: L u is known, and -L u . u by hand.
+  const std::vector<double> u = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const std::vector<double> lu = {3, 2, 1, -5, -4, 0, 0, -9, -21, -14, -15, -29};
+  for (const DType dtype : kDtypes) {
+    const Tensor q = Tensor::empty({3, 4}, dtype);
+    const double pq = ops::laplacian_5pt_dot(make_tensor({3, 4}, dtype, u), q, 1.0, 1.0, -1.0);
+    double want = 0.0;
+    std::vector<double> neg(lu.size());
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      neg[i] = -lu[i];
+      want += u[i] * neg[i];
+    }
+    EXPECT_EQ(values_of(q), neg) << to_string(dtype);
+    EXPECT_EQ(pq, want) << to_string(dtype);
+  }
+  const Tensor q = Tensor::empty({2, 2, 2}, DType::f32);
+  const double pq = ops::laplacian_7pt_dot(
+      make_tensor({2, 2, 2}, DType::f32, {1, 2, 3, 4, 5, 6, 7, 8}), q, 1.0, 1.0, 1.0, 2.0);
+  EXPECT_EQ(values_of(q), (std::vector<double>{8, -2, -12, -22, -32, -42, -52, -62}));
+  EXPECT_EQ(pq, 8 - 4 - 36 - 88 - 160 - 252 - 364 - 496);
+}
+
+// ---- every kernel: thread count, empty operands ----
+
+TEST(Krylov, SameBitsForAnyThreadCount) {
+  CpuContext one(1);
+  CpuContext two(2);
+  CpuContext five(5);
+  const std::int64_t n = 2'000'017;
+  for (const DType dtype : kDtypes) {
+    const Tensor p = random_tensor({n}, dtype, 1);
+    const Tensor q = random_tensor({n}, dtype, 2);
+    const Tensor x = random_tensor({n}, dtype, 3);
+    const Tensor r = random_tensor({n}, dtype, 4);
+    const Tensor d = random_tensor({n}, dtype, 5);
+    const Tensor grid2 = random_tensor({701, 733}, dtype, 6);
+    const Tensor grid3 = random_tensor({61, 70, 83}, dtype, 7);
+    const CsrMatrix a = five_point_csr(701, 733, dtype, DType::i32, 8);
+    const Tensor pa = random_tensor({a.cols()}, dtype, 9);
+
+    struct Outcome {
+      double value[6];
+      Tensor out[8];
+    };
+    auto run = [&](CpuContext& context) {
+      Outcome o;
+      const Tensor xc = x.clone(), rc = r.clone(), x2 = x.clone(), r2 = r.clone();
+      const Tensor z = Tensor::empty({n}, dtype), pc = p.clone();
+      const Tensor q2 = Tensor::empty_like(grid2), q3 = Tensor::empty_like(grid3);
+      const Tensor qa = Tensor::empty({a.rows()}, dtype);
+      o.value[0] = kernels::cpu::cg_update(context, {0.3, p, q, xc, rc});
+      const ops::PcgDots dots = kernels::cpu::pcg_jacobi_update(context, {0.3, p, q, x2, r2, d, z});
+      o.value[1] = dots.rz;
+      o.value[2] = dots.rr;
+      o.value[3] = kernels::cpu::laplacian_5pt_dot(
+          context, {{grid2, q2, 1, 701, 733, 1.0, 0.5, 0.25}, -1.0});
+      o.value[4] =
+          kernels::cpu::laplacian_7pt_dot(context, {{grid3, q3, 61, 70, 83, 0.3, 0.5, 0.25}, -1.0});
+      o.value[5] = kernels::cpu::spmv_dot(context, {a, pa, qa});
+      kernels::cpu::xpay(context, {r, 0.7, pc});
+      o.out[0] = xc;
+      o.out[1] = rc;
+      o.out[2] = x2;
+      o.out[3] = z;
+      o.out[4] = q2;
+      o.out[5] = q3;
+      o.out[6] = qa;
+      o.out[7] = pc;
+      return o;
+    };
+    const Outcome want = run(one);
+    for (CpuContext* context : {&two, &five}) {
+      const Outcome got = run(*context);
+      for (int k = 0; k < 6; ++k) {
+        EXPECT_EQ(bits(got.value[k]), bits(want.value[k]))
+            << to_string(dtype) << " result " << k << " with " << context->num_threads();
+      }
+      for (int k = 0; k < 8; ++k) {
+        EXPECT_TRUE(same_bytes(got.out[k], want.out[k]))
+            << to_string(dtype) << " output " << k << " with " << context->num_threads();
+      }
+    }
+    EXPECT_EQ(bits(want.value[5]), bits(ops::dot(pa, want.out[6])));
+  }
+}
+
+TEST(Krylov, EmptyOperandsReturnZero) {
+  for (const DType dtype : kDtypes) {
+    const Tensor e = Tensor::empty({0}, dtype);
+    const Tensor f = Tensor::empty({0}, dtype);
+    const Tensor g = Tensor::empty({0}, dtype);
+    const Tensor h = Tensor::empty({0}, dtype);
+    EXPECT_EQ(ops::cg_update(1.0, e, f, g, h), 0.0);
+    const Tensor d = Tensor::empty({0}, dtype);
+    const Tensor z = Tensor::empty({0}, dtype);
+    const ops::PcgDots dots = ops::pcg_jacobi_update(1.0, e, f, g, h, d, z);
+    EXPECT_EQ(dots.rz, 0.0);
+    EXPECT_EQ(dots.rr, 0.0);
+    ops::xpay(e, 2.0, f);
+    EXPECT_EQ(ops::laplacian_5pt_dot(Tensor::empty({0, 5}, dtype), Tensor::empty({0, 5}, dtype),
+                                     1.0, 1.0, -1.0),
+              0.0);
+    EXPECT_EQ(ops::laplacian_7pt_dot(Tensor::empty({3, 0, 4}, dtype),
+                                     Tensor::empty({3, 0, 4}, dtype), 1.0, 1.0, 1.0, -1.0),
+              0.0);
+    const CsrMatrix a(0, 0, make_tensor({0}, DType::i32), Tensor::empty({0}, DType::i32),
+                      Tensor::empty({0}, dtype));
+    EXPECT_EQ(ops::spmv_dot(a, e, f), 0.0);
+  }
+}
+
+// ---- validation ----
+
+// Runs `call`, which must throw UsageError, and returns its message.
+template <class F>
+std::string usage_error(F&& call) {
+  try {
+    call();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.fault_class(), FaultClass::usage);
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected UsageError, got: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "expected UsageError, nothing was thrown";
+  return {};
+}
+
+void expect_contains(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from: " << text;
+  }
+}
+
+TEST(KrylovChecks, WrongDtypes) {
+  const Tensor h = Tensor::empty({4}, DType::f16);
+  const Tensor i = Tensor::empty({4}, DType::i32);
+  const Tensor d = Tensor::empty({4}, DType::f64);
+  const Tensor d2 = Tensor::empty({4}, DType::f64);
+  const Tensor d3 = Tensor::empty({4}, DType::f64);
+  const Tensor f = Tensor::empty({4}, DType::f32);
+  expect_contains(
+      usage_error([&] { (void)ops::cg_update(1.0, h, h.clone(), h.clone(), h.clone()); }),
+      {"cg_update", "p is f16[4] on cpu", "f64 and f32", "ops::cast"});
+  expect_contains(usage_error([&] { (void)ops::cg_update(1.0, d, d2, d3, f); }),
+                  {"cg_update", "p is f64", "r is f32", "ops::cast"});
+  expect_contains(
+      usage_error([&] { (void)ops::pcg_jacobi_update(1.0, d, d2, d3, d.clone(), f, d.clone()); }),
+      {"pcg_jacobi_update", "inv_diag is f32"});
+  expect_contains(usage_error([&] { ops::xpay(i, 1.0, i.clone()); }), {"xpay", "z is i32[4]"});
+  expect_contains(usage_error([&] { ops::xpay(d, 1.0, f); }), {"xpay", "z is f64", "p is f32"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_5pt_dot(Tensor::empty({2, 2}, DType::bf16),
+                                                 Tensor::empty({2, 2}, DType::bf16), 1, 1, 1);
+                  }),
+                  {"laplacian_5pt_dot", "p is bf16[2, 2]", "f64 and f32"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_7pt_dot(Tensor::empty({2, 2, 2}, DType::f64),
+                                                 Tensor::empty({2, 2, 2}, DType::f32), 1, 1, 1, 1);
+                  }),
+                  {"laplacian_7pt_dot", "p is f64", "q is f32"});
+  const CsrMatrix a = five_point_csr(2, 2, DType::f64, DType::i32, 1);
+  expect_contains(usage_error([&] { (void)ops::spmv_dot(a, f, f.clone()); }),
+                  {"spmv_dot", "a is f64", "p is f32", "q is f32", "ops::cast"});
+}
+
+TEST(KrylovChecks, MismatchedLengthsAndShapes) {
+  const Tensor a4 = Tensor::empty({4}, DType::f64);
+  const Tensor b4 = Tensor::empty({4}, DType::f64);
+  const Tensor c4 = Tensor::empty({4}, DType::f64);
+  const Tensor a5 = Tensor::empty({5}, DType::f64);
+  expect_contains(usage_error([&] { (void)ops::cg_update(1.0, a4, b4, a5, c4); }),
+                  {"cg_update", "p has shape [4]", "x has shape [5]"});
+  expect_contains(usage_error([&] {
+                    (void)ops::pcg_jacobi_update(1.0, a4, b4, c4, a4.clone(), a4.clone(), a5);
+                  }),
+                  {"pcg_jacobi_update", "z has shape [5]"});
+  expect_contains(usage_error([&] { ops::xpay(a4, 1.0, a5); }),
+                  {"xpay", "z has shape [4]", "p has shape [5]"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_5pt_dot(Tensor::empty({2, 3}, DType::f32),
+                                                 Tensor::empty({3, 2}, DType::f32), 1, 1, -1);
+                  }),
+                  {"laplacian_5pt_dot", "p has shape [2, 3]", "q has shape [3, 2]"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_5pt_dot(Tensor::empty({6}, DType::f32),
+                                                 Tensor::empty({6}, DType::f32), 1, 1, -1);
+                  }),
+                  {"laplacian_5pt_dot", "p has shape [6]", "2-D grid"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_7pt_dot(Tensor::empty({2, 3}, DType::f32),
+                                                 Tensor::empty({2, 3}, DType::f32), 1, 1, 1, -1);
+                  }),
+                  {"laplacian_7pt_dot", "3-D grid"});
+  const CsrMatrix a = five_point_csr(2, 2, DType::f64, DType::i64, 1);  // 4 x 4
+  expect_contains(usage_error([&] { (void)ops::spmv_dot(a, a5, a4); }),
+                  {"spmv_dot", "p has shape [5]", "[4]"});
+  expect_contains(usage_error([&] { (void)ops::spmv_dot(a, a4, a5); }),
+                  {"spmv_dot", "q has shape [5]", "[4]"});
+  const CsrMatrix wide = CsrMatrix::from_dense(make_tensor({2, 3}, DType::f64, {1, 0, 2, 0, 3, 0}));
+  expect_contains(usage_error([&] {
+                    (void)ops::spmv_dot(wide, Tensor::empty({3}, DType::f64),
+                                        Tensor::empty({2}, DType::f64));
+                  }),
+                  {"spmv_dot", "[2, 3]", "square"});
+}
+
+TEST(KrylovChecks, DifferentDevices) {
+  const Tensor c = Tensor::empty({4}, DType::f64);
+  const Tensor c2 = Tensor::empty({4}, DType::f64);
+  const Tensor c3 = Tensor::empty({4}, DType::f64);
+  const Tensor g = testing::fake_cuda_tensor({4}, DType::f64);
+  expect_contains(usage_error([&] { (void)ops::cg_update(1.0, c, g, c2, c3); }),
+                  {"cg_update", "p is on cpu", "q is on cuda:0", "to(device)"});
+  expect_contains(
+      usage_error([&] { (void)ops::pcg_jacobi_update(1.0, c, c2, c3, c.clone(), c.clone(), g); }),
+      {"pcg_jacobi_update", "z is on cuda:0"});
+  expect_contains(usage_error([&] { ops::xpay(g, 1.0, c); }),
+                  {"xpay", "z is on cuda:0", "p is on cpu"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_5pt_dot(Tensor::empty({2, 2}, DType::f64),
+                                                 testing::fake_cuda_tensor({2, 2}, DType::f64), 1,
+                                                 1, -1);
+                  }),
+                  {"laplacian_5pt_dot", "q is on cuda:0"});
+  const CsrMatrix a = five_point_csr(2, 2, DType::f64, DType::i32, 1);
+  expect_contains(usage_error([&] { (void)ops::spmv_dot(a, c, g); }),
+                  {"spmv_dot", "a is on cpu", "q is on cuda:0"});
+}
+
+TEST(KrylovChecks, OverlappingOutputs) {
+  const Tensor p = Tensor::empty({8}, DType::f64);
+  const Tensor q = Tensor::empty({8}, DType::f64);
+  const Tensor x = Tensor::empty({8}, DType::f64);
+  const Tensor r = Tensor::empty({8}, DType::f64);
+  const Tensor d = Tensor::empty({8}, DType::f64);
+  const Tensor z = Tensor::empty({8}, DType::f64);
+  expect_contains(usage_error([&] { (void)ops::cg_update(1.0, p, q, x, x); }),
+                  {"cg_update", "x overlaps r", "separate tensors"});
+  expect_contains(usage_error([&] { (void)ops::cg_update(1.0, p, q, p, r); }),
+                  {"cg_update", "x overlaps p"});
+  // Views that share part of their storage overlap too.
+  const Tensor big = Tensor::empty({12}, DType::f64);
+  expect_contains(
+      usage_error([&] { (void)ops::cg_update(1.0, p, big.slice(4, 12), x, big.slice(0, 8)); }),
+      {"cg_update", "r overlaps q"});
+  expect_contains(usage_error([&] { (void)ops::pcg_jacobi_update(1.0, p, q, x, r, d, r); }),
+                  {"pcg_jacobi_update", "r overlaps z"});
+  expect_contains(usage_error([&] { (void)ops::pcg_jacobi_update(1.0, p, q, x, r, d, d); }),
+                  {"pcg_jacobi_update", "z overlaps inv_diag"});
+  expect_contains(usage_error([&] { ops::xpay(p, 0.5, p); }), {"xpay", "p overlaps z"});
+  const Tensor grid = Tensor::empty({3, 3}, DType::f32);
+  expect_contains(usage_error([&] { (void)ops::laplacian_5pt_dot(grid, grid, 1, 1, -1); }),
+                  {"laplacian_5pt_dot", "q overlaps p"});
+  const Tensor cube = Tensor::empty({2, 2, 2}, DType::f32);
+  expect_contains(usage_error([&] { (void)ops::laplacian_7pt_dot(cube, cube, 1, 1, 1, -1); }),
+                  {"laplacian_7pt_dot", "q overlaps p"});
+  const CsrMatrix a = five_point_csr(2, 2, DType::f64, DType::i64, 1);  // 4 x 4, nnz 12
+  expect_contains(usage_error([&] {
+                    (void)ops::spmv_dot(a, Tensor::empty({4}, DType::f64), a.values().slice(0, 4));
+                  }),
+                  {"spmv_dot", "q overlaps a.values"});
+  const Tensor v = Tensor::empty({4}, DType::f64);
+  expect_contains(usage_error([&] { (void)ops::spmv_dot(a, v, v); }), {"spmv_dot", "q overlaps p"});
+}
+
+TEST(KrylovChecks, BadScalarsAndUndefinedOperands) {
+  const Tensor grid = Tensor::empty({3, 3}, DType::f64);
+  const Tensor out = Tensor::empty({3, 3}, DType::f64);
+  expect_contains(usage_error([&] { (void)ops::laplacian_5pt_dot(grid, out, 0.0, 1, -1); }),
+                  {"laplacian_5pt_dot", "hy", "positive"});
+  expect_contains(usage_error([&] { (void)ops::laplacian_5pt_dot(grid, out, 1, 1, kNaN); }),
+                  {"laplacian_5pt_dot", "scale is nan"});
+  const Tensor cube = Tensor::empty({2, 2, 2}, DType::f64);
+  const Tensor cube_out = Tensor::empty({2, 2, 2}, DType::f64);
+  expect_contains(
+      usage_error([&] { (void)ops::laplacian_7pt_dot(cube, cube_out, 1, 1, -2.0, -1); }),
+      {"laplacian_7pt_dot", "hx", "positive"});
+  expect_contains(usage_error([&] {
+                    (void)ops::laplacian_7pt_dot(cube, cube_out, 1, 1, 1,
+                                                 std::numeric_limits<double>::infinity());
+                  }),
+                  {"laplacian_7pt_dot", "scale is inf"});
+  const Tensor v = Tensor::empty({4}, DType::f64);
+  expect_contains(
+      usage_error([&] { (void)ops::cg_update(1.0, v, v.clone(), Tensor(), v.clone()); }),
+      {"cg_update", "x is an undefined tensor"});
+  expect_contains(usage_error([&] { ops::xpay(Tensor(), 1.0, v); }),
+                  {"xpay", "z is an undefined tensor"});
+  expect_contains(usage_error([&] { (void)ops::spmv_dot(CsrMatrix(), v, v.clone()); }),
+                  {"spmv_dot", "empty CsrMatrix"});
+}
+
+TEST(KrylovChecks, CheckedBeforeAnythingIsWritten) {
+  // A failed check leaves every operand as it was.
+  const Tensor p = make_tensor({1, 2, 3, 4}, DType::f64);
+  const Tensor x = make_tensor({1, 1, 1, 1}, DType::f64);
+  const Tensor r = make_tensor({2, 2, 2, 2}, DType::f64);
+  EXPECT_THROW((void)ops::cg_update(1.0, p, Tensor::empty({4}, DType::f32), x, r), UsageError);
+  EXPECT_EQ(values_of(x), (std::vector<double>{1, 1, 1, 1}));
+  EXPECT_EQ(values_of(r), (std::vector<double>{2, 2, 2, 2}));
+}
+
+TEST(KrylovDispatch, CudaTensorsInABuildWithoutCudaThrowNotCompiled) {
+  if (tenax::cuda::compiled()) GTEST_SKIP() << "this build has the CUDA backend";
+  auto g = [] { return testing::fake_cuda_tensor({4}, DType::f64); };
+  const Tensor p = g(), q = g(), x = g(), r = g(), d = g(), z = g();
+  try {
+    (void)ops::cg_update(1.0, p, q, x, r);
+    FAIL() << "cg_update of CUDA tensors must throw in a build without CUDA";
+  } catch (const NotCompiledError& e) {
+    expect_contains(e.what(), {"cg_update", "TENAX_WITH_CUDA"});
+  }
+  EXPECT_THROW((void)ops::pcg_jacobi_update(1.0, p, q, x, r, d, z), NotCompiledError);
+  EXPECT_THROW(ops::xpay(p, 1.0, q), NotCompiledError);
+  const Tensor g2 = testing::fake_cuda_tensor({2, 2}, DType::f64);
+  const Tensor g2b = testing::fake_cuda_tensor({2, 2}, DType::f64);
+  EXPECT_THROW((void)ops::laplacian_5pt_dot(g2, g2b, 1, 1, -1), NotCompiledError);
+  const Tensor g3 = testing::fake_cuda_tensor({2, 2, 2}, DType::f64);
+  const Tensor g3b = testing::fake_cuda_tensor({2, 2, 2}, DType::f64);
+  EXPECT_THROW((void)ops::laplacian_7pt_dot(g3, g3b, 1, 1, 1, -1), NotCompiledError);
+  const CsrMatrix a = five_point_csr(2, 2, DType::f64, DType::i32, 1);
+  EXPECT_THROW((void)kernels::cuda::spmv_dot(
+                   {a, Tensor::empty({4}, DType::f64), Tensor::empty({4}, DType::f64)}),
+               NotCompiledError);
+}
+
+}  // namespace
+}  // namespace tenax

@@ -1,0 +1,153 @@
+// Each Krylov method on SPD (Poisson), non-symmetric (upwind convection-diffusion) and
+// indefinite (shifted Poisson) systems, against a dense direct solve (Eigen LU): the reported
+// status and residual, the true residual and the error all agree with the requested tolerance.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "solvers/test_problems.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/solvers/factory.hpp"
+#include "tenax/solvers/laplacian_operator.hpp"
+
+namespace tenax::solvers {
+namespace {
+
+using testing::random_vector;
+using testing::relative_error;
+using testing::true_relative_residual;
+using testing::zeros;
+
+constexpr std::int64_t kGrid = 10;  // 100 unknowns
+constexpr double kTolerance = 1e-10;
+
+struct Problem {
+  std::string name;
+  CsrMatrix matrix;
+  double condition_bound;  // generous bound on cond(A), scales the error tolerance
+};
+
+Problem spd() { return {"poisson", testing::poisson(kGrid), 100.0}; }
+Problem nonsymmetric() {
+  return {"convection-diffusion", testing::convection_diffusion(kGrid, 40.0, 20.0), 300.0};
+}
+Problem indefinite() { return {"shifted poisson", testing::shifted_poisson(kGrid), 300.0}; }
+
+void expect_solves(const std::string& method, const Problem& problem, const std::string& pc) {
+  SCOPED_TRACE(method + " with pc=" + pc + " on " + problem.name);
+  SolverOptions options;
+  options.tolerance = kTolerance;
+  options.max_iterations = 2000;
+  options.preconditioner = pc;
+  const auto solver = make_solver(method, options);
+  const std::int64_t n = problem.matrix.rows();
+  const Tensor b = random_vector(n, 11);
+  const Tensor x = zeros(n);
+  const SolveResult result = solver->solve(make_csr_operator(problem.matrix), b, x);
+
+  ASSERT_EQ(result.status, SolveStatus::converged) << result.detail;
+  EXPECT_GT(result.iterations, 0);
+  EXPECT_LE(result.relative_residual, kTolerance);
+  EXPECT_DOUBLE_EQ(result.relative_residual, result.residual / ops::nrm2(b));
+  EXPECT_DOUBLE_EQ(result.initial_residual, ops::nrm2(b)) << "x0 = 0, so r0 = b";
+  EXPECT_EQ(result.bad_iteration, -1);
+  // The recurrence residual may drift from the true one by rounding; a factor 10 is ample.
+  EXPECT_LE(true_relative_residual(problem.matrix, b, x), 10 * kTolerance);
+  const auto reference = testing::reference_solution(problem.matrix, b);
+  EXPECT_LE(relative_error(x, reference), 10 * problem.condition_bound * kTolerance);
+}
+
+TEST(KrylovAccuracy, CgSolvesSpd) {
+  for (const char* pc : {"none", "jacobi", "ilu0"}) expect_solves("cg", spd(), pc);
+}
+
+TEST(KrylovAccuracy, BiCgStabSolvesSpdNonSymmetricAndIndefinite) {
+  for (const char* pc : {"none", "jacobi", "ilu0"}) {
+    expect_solves("bicgstab", spd(), pc);
+    expect_solves("bicgstab", nonsymmetric(), pc);
+  }
+  expect_solves("bicgstab", indefinite(), "none");
+}
+
+TEST(KrylovAccuracy, GmresSolvesSpdNonSymmetricAndIndefinite) {
+  for (const char* pc : {"none", "jacobi", "ilu0"}) {
+    expect_solves("gmres", spd(), pc);
+    expect_solves("gmres", nonsymmetric(), pc);
+    expect_solves("gmres", indefinite(), pc);
+  }
+}
+
+TEST(KrylovAccuracy, GmresWithoutRestartsConvergesWithinTheDimension) {
+  // Full GMRES (restart >= n) minimises over the whole Krylov space, so it converges in at most
+  // n steps in exact arithmetic; allow a few more for rounding.
+  SolverOptions options;
+  options.tolerance = 1e-9;
+  options.restart = 100;
+  const auto solver = make_solver("gmres", options);
+  const CsrMatrix a = testing::convection_diffusion(kGrid, 40.0, 20.0);
+  const Tensor b = random_vector(100, 3);
+  const SolveResult result = solver->solve(make_csr_operator(a), b, zeros(100));
+  ASSERT_EQ(result.status, SolveStatus::converged) << result.detail;
+  EXPECT_LE(result.iterations, 100);
+}
+
+TEST(KrylovAccuracy, MatrixFreeStencilGivesTheAssembledSolution) {
+  // -Δh in 3-D, once as a stencil and once assembled: CG agrees to the tolerance.
+  const std::int64_t nz = 5, ny = 6, nx = 7;
+  const double h = 0.125;
+  const OperatorPtr stencil = std::make_shared<const Laplacian3dOperator>(nz, ny, nx, h, h, h);
+  const CsrMatrix assembled = poisson_3d_csr(nz, ny, nx, h, h, h);
+  const Tensor b = random_vector(nz * ny * nx, 5);
+  SolverOptions options;
+  options.tolerance = 1e-12;
+  for (const char* pc : {"none", "jacobi"}) {
+    options.preconditioner = pc;
+    const Tensor x = zeros(b.numel());
+    const SolveResult result = make_solver("cg", options)->solve(stencil, b, x);
+    ASSERT_EQ(result.status, SolveStatus::converged) << result.detail;
+    EXPECT_LE(relative_error(x, testing::reference_solution(assembled, b)), 1e-10) << pc;
+  }
+}
+
+TEST(KrylovAccuracy, AWarmStartAtTheSolutionFinishesWithoutIterating) {
+  const CsrMatrix a = testing::poisson(kGrid);
+  const Tensor b = random_vector(100, 8);
+  const auto reference = testing::reference_solution(a, b);
+  for (const std::string_view method : solver_names()) {
+    const Tensor x = testing::make_tensor(reference, DType::f64);
+    const SolveResult result = make_solver(method)->solve(make_csr_operator(a), b, x);
+    EXPECT_EQ(result.status, SolveStatus::converged) << method;
+    EXPECT_EQ(result.iterations, 0) << method;
+    EXPECT_EQ(testing::values_of(x), reference) << method << " left x alone";
+  }
+}
+
+TEST(KrylovAccuracy, AZeroRightHandSideGivesZero) {
+  const OperatorPtr a = make_csr_operator(testing::poisson(kGrid));
+  for (const std::string_view method : solver_names()) {
+    const Tensor x = random_vector(100, 9);
+    const SolveResult result = make_solver(method)->solve(a, zeros(100), x);
+    ASSERT_EQ(result.status, SolveStatus::converged) << method << ": " << result.detail;
+    EXPECT_LE(ops::nrm2(x), 1e-8) << method;
+    EXPECT_EQ(result.relative_residual, result.residual) << "||b|| = 0: relative = absolute";
+  }
+}
+
+TEST(KrylovAccuracy, F32SolvesReachF32Accuracy) {
+  const CsrMatrix a = poisson_2d_csr(kGrid, kGrid, testing::unit_spacing(kGrid),
+                                     testing::unit_spacing(kGrid), DType::f32);
+  const Tensor b = random_vector(100, 10, DType::f32);
+  SolverOptions options;
+  options.tolerance = 1e-5;
+  for (const std::string_view method : solver_names()) {
+    const Tensor x = zeros(100, DType::f32);
+    const SolveResult result = make_solver(method, options)->solve(make_csr_operator(a), b, x);
+    ASSERT_EQ(result.status, SolveStatus::converged) << method << ": " << result.detail;
+    EXPECT_LE(true_relative_residual(a, b, x), 1e-4) << method;
+  }
+}
+
+}  // namespace
+}  // namespace tenax::solvers
