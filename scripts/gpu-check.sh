@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds what is missing (release preset), runs every test
-# labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth) and the GPU
-# benchmarks, then prints a short table. Finishes in a few minutes on one GPU.
+# labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth), the GPU
+# benchmarks, CG on a 4096^2 Poisson problem (ms per iteration and the fraction of the device's
+# copy bandwidth, from bench_gpu) and the explicit heat step on the device, then prints a short
+# table. Finishes in a few minutes on one GPU.
 # On a machine where the Debian packages are absent, point TENAX_BUILD_DIR at a build copied
 # there (with LD_LIBRARY_PATH set to its bundled libraries); the script then skips building.
 set -uo pipefail
@@ -40,10 +42,23 @@ for bench in "$build_dir"/bin/bench_*; do
     --benchmark_out_format=json | tee "$out/$name.txt" || bench_rc=$?
 done
 
+# CG, 2-D Poisson 4096^2, 200 iterations (assembled and matrix-free), and the FTCS heat step.
+solver_rc=0
+for op in csr stencil; do
+  timeout 120 "$build_dir/bin/poisson" --device cuda --n 4096 --operator "$op" --tol 0 \
+    --max-iters 200 --iterations-per-step 100 --checkpoint-every 0 --progress quiet --json \
+    --run-dir "$out/poisson-$op" | tee "$out/poisson-$op.txt" || solver_rc=$?
+done
+timeout 120 "$build_dir/bin/heat2d" --device cuda --n 4096 --steps 200 --checkpoint-every 0 \
+  --anomaly-check-every 0 --progress quiet --json --run-dir "$out/heat2d" |
+  tee "$out/heat2d.txt" || solver_rc=$?
+
 echo
 echo "=== tenax gpu-check summary ==="
 printf '%-14s %s\n' "doctor" "$(status $doctor_rc)"
 printf '%-14s %s\n' "gpu tests" "$(status $tests_rc)"
 printf '%-14s %s\n' "gpu benches" "$(status $bench_rc)"
+printf '%-14s %s\n' "cg / heat" "$(status $solver_rc)"
+grep -h '^{' "$out"/poisson-*.txt "$out"/heat2d.txt 2>/dev/null
 grep -h '_median' "$out"/bench_*.txt 2>/dev/null | awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
-[ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ]
+[ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $solver_rc -eq 0 ]
