@@ -10,11 +10,12 @@
 // solver's report.
 //
 // Grid: n interior points per side; point (i, j) sits at x = (i+1)/(n+1), y = (j+1)/(n+1) and
-// is stored at u[j][i]. An FTCS step updates the field in place in blocks of rows, through two
-// block buffers from the memory pool (see Heat2d::ftcs); the rows per block are the step's
-// micro-batch, so a smaller block after an out-of-memory backoff gives the same field bit for
-// bit, and the buffers are allocated before the field changes, so a step that fails leaves the
-// state as it was and can be retried.
+// is stored at u[j][i]. An FTCS step writes the new field into a second one from the memory pool
+// in one sweep; when memory runs out it updates the field in place in blocks of rows through two
+// block buffers instead (see Heat2d::ftcs). The rows per block are the step's micro-batch, so a
+// smaller block after an out-of-memory backoff gives the same field bit for bit, and every
+// buffer is allocated before the field changes, so a step that fails leaves the state as it was
+// and can be retried.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -142,7 +143,8 @@ class Heat2d final : public tenax::runtime::Workload {
 
   [[nodiscard]] std::optional<std::string> check() const override { return problem_; }
 
-  // FTCS in place, one block of rows at a time, in one pass over the field. A block's new rows
+  // FTCS. With a micro-batch smaller than the grid: in place, one block of rows at a time, in
+  // one pass over the field. A block's new rows
   // go to a buffer and are copied into u one block later, after the next block (which reads
   // this block's last row as its halo) has been computed from the old values. Both block
   // buffers are taken from the pool before anything changes, so an out-of-memory error leaves
@@ -153,6 +155,17 @@ class Heat2d final : public tenax::runtime::Workload {
   void ftcs(std::int64_t micro_batch) {
     const std::int64_t n = options_.n;
     const double factor = options_.alpha * dt_;
+    if (micro_batch >= n) {
+      // The whole grid in one pass into a second field from the pool (one parallel sweep, no
+      // per-block dispatch): the fast path while memory allows. Under memory pressure the
+      // allocation fails first, before the state changes, and the backoff leads to the blocked
+      // in-place path below, which needs only two blocks beside the field.
+      Tensor next = Tensor::empty_like(u_);
+      tenax::ops::laplacian_5pt_update(u_, next, 0, factor, h_, h_);
+      u_ = std::move(next);
+      time_ += dt_;
+      return;
+    }
     const std::int64_t cache_rows = std::max<std::int64_t>(1, kBlockBytes / (8 * n));
     const std::int64_t rows = std::min({micro_batch, cache_rows, n});
     const Tensor buffers = Tensor::empty({2, rows, n}, DType::f64, device_);  // from the pool

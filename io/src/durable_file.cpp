@@ -113,6 +113,11 @@ FileDigest digest_descriptor(int fd, const std::filesystem::path& path) {
 
 FileDigest digest_file(const std::filesystem::path& path) {
   Fd fd = open_or_throw(path, O_RDONLY);
+  // Ask for the whole file at once: the kernel then streams it from the disk at full speed while
+  // this thread hashes, and a reader of the same file on another thread (the loader) finds the
+  // pages already in the cache. Only advice: a failure changes nothing but speed.
+  (void)::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  (void)::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_WILLNEED);
   return digest_descriptor(fd.get(), path);
 }
 

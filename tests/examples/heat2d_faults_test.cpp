@@ -75,12 +75,12 @@ TEST_F(Heat2dFaults, RepeatedOutOfMemoryBacksOffTheMicroBatchWithTheSameResult) 
 }
 
 TEST_F(Heat2dFaults, RealMemoryLimitBacksOffAndCompletes) {
-  // The 256x256 f64 field takes 512 KiB; a full-grid micro-batch needs two 512 KiB block
-  // buffers beside it, more than the cap leaves, so the step must shrink its blocks.
-  const Outcome outcome =
-      run("memory-limit", {}, "", false, "TENAX_MEMORY_LIMIT=1200KiB", "256", 8);
+  // The 256x256 f64 field takes 512 KiB. The one-sweep step needs a second field, and blocks of
+  // 128 rows two 256 KiB buffers, both more than the cap leaves beside the field, so the step
+  // must back off twice, to blocks of 64 rows.
+  const Outcome outcome = run("memory-limit", {}, "", false, "TENAX_MEMORY_LIMIT=900KiB", "256", 8);
   EXPECT_EQ(outcome.exit_code, 0) << log_of("memory-limit");
-  EXPECT_GE(count(outcome.events, "\"event\":\"backoff\""), 1u) << outcome.events;
+  EXPECT_GE(count(outcome.events, "\"event\":\"backoff\""), 2u) << outcome.events;
   const Outcome unlimited = run("memory-unlimited", {}, "", false, "", "256", 8);
   ASSERT_EQ(unlimited.exit_code, 0);
   const std::vector<double> limited_field = read_field("memory-limit");
