@@ -272,6 +272,9 @@ struct Runner::Impl {
         if (status != RunStatus::anomaly) checkpoint(/*wait_for_it=*/true);
       }
     }
+    // The run directory is settled when run() returns: no removal of old checkpoints is left
+    // running behind the caller (who may inspect, copy or resume it at once).
+    if (store) store->wait_for_background_work();
     const int exit_code = status == RunStatus::completed ? 0
                           : status == RunStatus::interrupted || status == RunStatus::restart
                               ? kRestartExitCode

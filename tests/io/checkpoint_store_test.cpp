@@ -142,6 +142,7 @@ TEST(CheckpointStore, RetentionKeepsTheLastNAndCleansUncommittedDirectories) {
   std::filesystem::create_directories(store.step_dir(0));  // an interrupted older write
   store.write(1, sample_state(1), {});
   store.write(2, sample_state(2), {});
+  store.wait_for_background_work();  // removals run behind the write; other readers wait here
   EXPECT_FALSE(std::filesystem::exists(store.step_dir(0)));
   EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{2, 1}));
   store.write(3, sample_state(3), {});

@@ -107,6 +107,10 @@ class CheckpointStore {
   explicit CheckpointStore(std::filesystem::path run_dir, CheckpointOptions options = {});
   // Waits for a retention removal still running in the background.
   ~CheckpointStore();
+  // Waits for the background removal of old checkpoints, so that other objects and processes
+  // see the directory as this store does (e.g. before a program exits or hands the directory
+  // on). A removal that failed is still reported by the next commit.
+  void wait_for_background_work() const noexcept { wait_for_removal(); }
   CheckpointStore(CheckpointStore&&) noexcept = default;
   CheckpointStore& operator=(CheckpointStore&&) noexcept = default;
 
