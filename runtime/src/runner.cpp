@@ -274,7 +274,9 @@ struct Runner::Impl {
     }
     // The run directory is settled when run() returns: no removal of old checkpoints is left
     // running behind the caller (who may inspect, copy or resume it at once).
-    if (store) store->wait_for_background_work();
+    // (After a device fault an asynchronous write may still be running on the store: it is
+    // left alone, and the Runner's destructor joins it before the store goes.)
+    if (store && !(async && status == RunStatus::restart)) store->wait_for_background_work();
     const int exit_code = status == RunStatus::completed ? 0
                           : status == RunStatus::interrupted || status == RunStatus::restart
                               ? kRestartExitCode
