@@ -274,22 +274,38 @@ System build_system(const Options& o, DType dtype, Device device) {
 }
 
 // Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
-// and vectors read and written once per application, plus the method's vector passes (each a
-// read or a write of N elements):
-//   cg none       1 apply + 9 passes (fused update: x p r q read, x r written; xpay: r p read,
-//                 p written)
-//   cg jacobi     1 apply + 11 passes (fused update also reads the inverse diagonal, writes z)
-// Other methods and preconditioners are not modelled (0: no bandwidth figure).
-double bytes_per_iteration(const Options& o, const System& system, DType dtype, DType index_dtype) {
+// and vectors read and written once per application (apply), plus the method's passes over
+// vectors of N elements (each a read or a write), as the solvers are written:
+//   cg            1 apply + 9 passes (fused update: x p r q read, x r written; xpay: r p read,
+//                 p written); with jacobi 11 (the update also reads the inverse diagonal and
+//                 writes z)
+//   bicgstab      2 applies + 27 passes (3 dots, 2 norms, 7 axpby); with jacobi 33 (two
+//                 diagonal scalings)
+//   gmres(m)      1 apply + 3 passes (norm, scaling into the basis) + 5 (j + 1) for the
+//                 modified Gram-Schmidt step j (a dot and an axpby per basis vector), with j
+//                 averaged over a cycle: (m + 1) / 2 when the run fills cycles; with jacobi 3
+//                 more (one scaling). The restart's residual and solution update are not counted.
+// ILU(0) and mixed precision are not modelled (0: no bandwidth figure).
+double bytes_per_iteration(const Options& o, const solvers::SolverOptions& options,
+                           const System& system, DType dtype, DType index_dtype,
+                           std::int64_t iterations) {
   const double n = static_cast<double>(system.a->rows());
   const double value = static_cast<double>(tenax::size_of(dtype));
   const double index = static_cast<double>(tenax::size_of(index_dtype));
   const double apply = system.nnz > 0 ? static_cast<double>(system.nnz) * (value + index) +
                                             (n + 1) * index + 2 * n * value
                                       : 2 * n * value;
-  if (o.solver != "cg") return 0.0;
-  if (o.precond == "none") return apply + 9 * n * value;
-  if (o.precond == "jacobi") return apply + 11 * n * value;
+  const std::string& pc = options.preconditioner;
+  if (pc != "none" && pc != "jacobi") return 0.0;
+  const bool jacobi = pc == "jacobi";
+  const double pass = n * value;
+  if (o.solver == "cg") return apply + (jacobi ? 11 : 9) * pass;
+  if (o.solver == "bicgstab") return 2 * apply + (jacobi ? 33 : 27) * pass;
+  if (o.solver == "gmres") {
+    const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
+        1, std::min(options.restart, std::max<std::int64_t>(iterations, 1))));
+    return apply + ((jacobi ? 6 : 3) + 5 * (steps_in_cycle + 1) / 2) * pass;
+  }
   return 0.0;
 }
 
@@ -467,7 +483,9 @@ int run(const Options& o) {
   const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
   const double ms_per_iteration = 1e3 * solve_seconds / static_cast<double>(iterations);
   const double bytes =
-      o.precision == "mixed" ? 0.0 : bytes_per_iteration(o, system, dtype, index_dtype);
+      o.precision == "mixed"
+          ? 0.0
+          : bytes_per_iteration(o, solver_options, system, dtype, index_dtype, result.iterations);
   const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
   std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s\n", o.solver.c_str(),
               system.description.c_str(), system.a->describe().c_str(),
