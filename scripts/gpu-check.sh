@@ -60,5 +60,25 @@ printf '%-14s %s\n' "gpu tests" "$(status $tests_rc)"
 printf '%-14s %s\n' "gpu benches" "$(status $bench_rc)"
 printf '%-14s %s\n' "cg / heat" "$(status $solver_rc)"
 grep -h '^{' "$out"/poisson-*.txt "$out"/heat2d.txt 2>/dev/null
+# CG and the heat step as fractions of the device's copy bandwidth (BM_CudaCopy, same run).
+python3 - "$out" <<'PY' || true
+import glob, json, os, sys
+out = sys.argv[1]
+try:
+    bench = json.load(open(os.path.join(out, "bench_gpu.json")))
+    copy = max(b["bytes_per_second"] for b in bench["benchmarks"]
+               if b["name"].startswith("BM_CudaCopy") and "bytes_per_second" in b)
+except (OSError, ValueError, KeyError):
+    sys.exit("no BM_CudaCopy figure: fractions not computed")
+print(f"device copy bandwidth: {copy / 1e9:.1f} GB/s")
+for path in sorted(glob.glob(os.path.join(out, "poisson-*.txt")) + [os.path.join(out, "heat2d.txt")]):
+    for line in open(path):
+        if line.startswith("{"):
+            row = json.loads(line)
+            gbps = row.get("gbps", 0.0)
+            what = os.path.basename(path)[:-4]
+            per = row.get("ms_per_iteration", row.get("ms_per_step"))
+            print(f"  {what:16s} {per:.3f} ms  {gbps:.1f} GB/s  {100 * gbps * 1e9 / copy:.0f} % of copy")
+PY
 grep -h '_median' "$out"/bench_*.txt 2>/dev/null | awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
 [ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $solver_rc -eq 0 ]
