@@ -1,7 +1,10 @@
 // The solvers layer in one include: linear operators, stopping criteria, Krylov solvers,
-// preconditioners, creation by name, mixed-precision refinement and time integrators.
+// preconditioners, creation by name, mixed-precision refinement, time integrators and
+// reverse-mode automatic differentiation (autodiff/).
 #pragma once
 
+#include "tenax/solvers/autodiff/ops.hpp"
+#include "tenax/solvers/autodiff/variable.hpp"
 #include "tenax/solvers/bicgstab.hpp"
 #include "tenax/solvers/callable_operator.hpp"
 #include "tenax/solvers/cg.hpp"

@@ -1,0 +1,145 @@
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tenax/core/error.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/solvers/autodiff/variable.hpp"
+
+namespace tenax::solvers::autodiff {
+namespace {
+
+struct Node {
+  std::shared_ptr<Variable::Impl> output;
+  Tape::Backward backward;
+};
+
+struct ThreadTape {
+  std::vector<Node> nodes;
+  // Starts at 1 so that a default Impl (generation 0) never matches a live tape.
+  std::uint64_t generation = 1;
+  int no_grad_depth = 0;
+
+  void reset() {
+    nodes.clear();
+    ++generation;
+  }
+};
+
+ThreadTape& this_thread_tape() {
+  thread_local ThreadTape tape;
+  return tape;
+}
+
+const Variable::Impl& checked(const std::shared_ptr<Variable::Impl>& impl, const char* what) {
+  TENAX_EXPECTS(impl != nullptr, UsageError,
+                std::string("autodiff::Variable::") + what + ": the Variable is undefined",
+                "create it with Variable::parameter() or Variable::constant(), or from an op");
+  return *impl;
+}
+
+}  // namespace
+
+Variable Variable::parameter(Tensor value) {
+  TENAX_EXPECTS(value.defined(), UsageError,
+                "autodiff::Variable::parameter: the value tensor is undefined",
+                "pass an allocated tensor (e.g. Tensor::empty then ops::random_normal)");
+  TENAX_EXPECTS(is_floating(value.dtype()), UsageError,
+                "autodiff::Variable::parameter: the value " + value.describe() +
+                    " is not of a floating dtype, so it has no gradient",
+                "use an f64, f32, f16 or bf16 tensor, or Variable::constant for integer data");
+  auto impl = std::make_shared<Impl>();
+  impl->grad = Tensor::empty_like(value);
+  ops::fill(impl->grad, 0.0);
+  impl->value = std::move(value);
+  impl->requires_grad = true;
+  return Variable(std::move(impl));
+}
+
+Variable Variable::constant(Tensor value) {
+  TENAX_EXPECTS(value.defined(), UsageError,
+                "autodiff::Variable::constant: the value tensor is undefined",
+                "pass an allocated tensor");
+  auto impl = std::make_shared<Impl>();
+  impl->value = std::move(value);
+  return Variable(std::move(impl));
+}
+
+const Tensor& Variable::value() const { return checked(impl_, "value").value; }
+bool Variable::requires_grad() const { return checked(impl_, "requires_grad").requires_grad; }
+bool Variable::is_leaf() const { return checked(impl_, "is_leaf").leaf; }
+const Tensor& Variable::grad() const { return checked(impl_, "grad").grad; }
+
+void Variable::zero_grad() const {
+  const Impl& impl = checked(impl_, "zero_grad");
+  if (impl.grad.defined()) ops::fill(impl.grad, 0.0);
+}
+
+std::size_t Tape::size() { return this_thread_tape().nodes.size(); }
+
+void Tape::clear() { this_thread_tape().reset(); }
+
+bool Tape::recording() { return this_thread_tape().no_grad_depth == 0; }
+
+Variable Tape::record(Tensor value, Backward backward) {
+  ThreadTape& tape = this_thread_tape();
+  auto impl = std::make_shared<Variable::Impl>();
+  impl->value = std::move(value);
+  impl->requires_grad = true;
+  impl->leaf = false;
+  impl->generation = tape.generation;
+  tape.nodes.push_back(Node{impl, std::move(backward)});
+  return Variable(std::move(impl));
+}
+
+void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
+  Variable::Impl& impl = *v.impl();
+  if (!impl.requires_grad) return;
+  if (!impl.grad.defined()) {
+    // A copy, not the tensor itself: callers pass gradients that may be shared with other
+    // inputs (add passes one gradient to both operands).
+    impl.grad = grad.clone();
+  } else {
+    ops::axpby(1.0, grad, 1.0, impl.grad);
+  }
+}
+
+NoGradScope::NoGradScope() { ++this_thread_tape().no_grad_depth; }
+NoGradScope::~NoGradScope() { --this_thread_tape().no_grad_depth; }
+
+void backward(const Variable& loss) {
+  TENAX_EXPECTS(loss.defined(), UsageError, "autodiff::backward: the loss Variable is undefined",
+                "pass the Variable returned by the loss op");
+  const Variable::Impl& impl = *loss.impl();
+  TENAX_EXPECTS(impl.value.numel() == 1, UsageError,
+                "autodiff::backward: the loss has shape " + to_string(impl.value.shape()) + " (" +
+                    std::to_string(impl.value.numel()) +
+                    " elements), but backward needs a single-element loss",
+                "reduce it first, e.g. with autodiff::sum or autodiff::mean");
+  TENAX_EXPECTS(impl.requires_grad, UsageError,
+                "autodiff::backward: the loss does not require grad (it was computed from "
+                "constants only, or inside a NoGradScope)",
+                "compute it from Variable::parameter leaves, outside any NoGradScope");
+  ThreadTape& tape = this_thread_tape();
+  TENAX_EXPECTS(impl.leaf || impl.generation == tape.generation, UsageError,
+                "autodiff::backward: the loss's graph was already consumed by an earlier "
+                "backward() or dropped by Tape::clear() (or it was built on another thread)",
+                "run the forward pass again, then call backward() once on its loss");
+
+  Tensor seed = Tensor::empty_like(impl.value);
+  ops::fill(seed, 1.0);
+  Tape::accumulate_grad(loss, seed);
+
+  // Move the nodes out first so that the tape is consumed even when a closure throws, and so
+  // that ops run by closures (they run with recording off) cannot touch the list being walked.
+  std::vector<Node> nodes = std::move(tape.nodes);
+  tape.reset();
+  NoGradScope no_grad;
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    // Not reached from the loss (another output of the same forward pass): nothing to do.
+    if (!it->output->grad.defined()) continue;
+    it->backward(it->output->grad);
+  }
+}
+
+}  // namespace tenax::solvers::autodiff
