@@ -82,6 +82,8 @@ const char* to_string(UnaryOp op) noexcept {
       return "sigmoid";
     case UnaryOp::square:
       return "square";
+    case UnaryOp::step:
+      return "step";
   }
   return "unknown UnaryOp";
 }

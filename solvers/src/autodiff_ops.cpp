@@ -1,5 +1,4 @@
 #include <initializer_list>
-#include <limits>
 #include <string>
 #include <utility>
 
@@ -209,24 +208,8 @@ Variable relu(const Variable& x) {
   if (!records({&x})) return Variable::constant(std::move(value));
   const Tensor y = value;  // the output's value, shared (it is not modified afterwards)
   return Tape::record(std::move(value), [x, y](const Tensor& g) {
-    // Step mask from ops alone: y / max(y, tiny) is exactly 1 where y >= tiny and 0 where y == 0
-    // (tiny = the dtype's smallest normal number, so the denominator is never 0). Positive
-    // subnormal inputs, which many devices flush to zero anyway, get a mask below 1.
-    double tiny = std::numeric_limits<double>::min();
-    switch (y.dtype()) {
-      case DType::f32:
-      case DType::bf16:
-        tiny = static_cast<double>(std::numeric_limits<float>::min());
-        break;
-      case DType::f16:
-        tiny = 6.103515625e-05;  // 2^-14
-        break;
-      default:
-        break;
-    }
-    const Tensor lower = Tensor::empty_like(y);
-    ops::fill(lower, tiny);
-    const Tensor mask = ops::div(y, ops::maximum(y, lower));
+    // relu'(x) = step(x), read off the output: y > 0 exactly where x > 0.
+    const Tensor mask = ops::step(y);
     Tape::accumulate_grad(x, ops::mul(g, mask));
   });
 }

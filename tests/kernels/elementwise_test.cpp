@@ -66,6 +66,8 @@ T apply(ops::UnaryOp op, T v) {
       return T(1) / (T(1) + std::exp(-v));
     case ops::UnaryOp::square:
       return v * v;
+    case ops::UnaryOp::step:
+      return v > T(0) ? T(1) : (std::isnan(v) ? v : T(0));
   }
   return v;
 }
@@ -100,9 +102,9 @@ double reference(ops::BinaryOp op, DType dtype, double a, double b) {
 }
 
 constexpr ops::UnaryOp kUnaryOps[] = {
-    ops::UnaryOp::neg,  ops::UnaryOp::abs,     ops::UnaryOp::exp,
-    ops::UnaryOp::log,  ops::UnaryOp::sqrt,    ops::UnaryOp::tanh,
-    ops::UnaryOp::relu, ops::UnaryOp::sigmoid, ops::UnaryOp::square};
+    ops::UnaryOp::neg,    ops::UnaryOp::abs,  ops::UnaryOp::exp,  ops::UnaryOp::log,
+    ops::UnaryOp::sqrt,   ops::UnaryOp::tanh, ops::UnaryOp::relu, ops::UnaryOp::sigmoid,
+    ops::UnaryOp::square, ops::UnaryOp::step};
 constexpr ops::BinaryOp kBinaryOps[] = {ops::BinaryOp::add,     ops::BinaryOp::sub,
                                         ops::BinaryOp::mul,     ops::BinaryOp::div,
                                         ops::BinaryOp::maximum, ops::BinaryOp::minimum};

@@ -103,6 +103,14 @@ struct ReluOp {
     return v < T(0) ? T(0) : v;
   }
 };
+// The derivative of relu: 1 for v > 0, 0 for v <= 0; a NaN stays NaN so that anomaly checks see
+// it in the gradient too.
+struct StepOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    return v > T(0) ? T(1) : (v != v ? v : T(0));
+  }
+};
 struct SigmoidOp {
   TENAX_HD float operator()(float v) const { return 1.0f / (1.0f + expf(-v)); }
   TENAX_HD double operator()(double v) const { return 1.0 / (1.0 + ::exp(-v)); }

@@ -23,7 +23,8 @@
 
 namespace tenax::ops {
 
-enum class UnaryOp : std::uint8_t { neg, abs, exp, log, sqrt, tanh, relu, sigmoid, square };
+// step: 1 where v > 0, 0 where v <= 0, NaN for NaN (the derivative of relu, a NaN kept visible).
+enum class UnaryOp : std::uint8_t { neg, abs, exp, log, sqrt, tanh, relu, sigmoid, square, step };
 enum class BinaryOp : std::uint8_t { add, sub, mul, div, maximum, minimum };
 
 [[nodiscard]] const char* to_string(UnaryOp op) noexcept;
@@ -88,6 +89,7 @@ void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
 [[nodiscard]] inline Tensor sqrt(const Tensor& x) { return unary(UnaryOp::sqrt, x); }
 [[nodiscard]] inline Tensor tanh(const Tensor& x) { return unary(UnaryOp::tanh, x); }
 [[nodiscard]] inline Tensor relu(const Tensor& x) { return unary(UnaryOp::relu, x); }
+[[nodiscard]] inline Tensor step(const Tensor& x) { return unary(UnaryOp::step, x); }
 [[nodiscard]] inline Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
 [[nodiscard]] inline Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
 

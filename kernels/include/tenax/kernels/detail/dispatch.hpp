@@ -86,6 +86,8 @@ decltype(auto) dispatch_unary(ops::UnaryOp op, F&& f) {
       return f(SigmoidOp{});
     case ops::UnaryOp::square:
       return f(SquareOp{});
+    case ops::UnaryOp::step:
+      return f(StepOp{});
   }
   throw UsageError("unary: unknown UnaryOp " + std::to_string(static_cast<int>(op)),
                    "pass one of the ops::UnaryOp enumerators");
