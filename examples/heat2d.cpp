@@ -22,15 +22,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <numbers>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "run_flags.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
-#include "tenax/core/fault_injection.hpp"
 #include "tenax/core/random.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/io/state_file.hpp"
@@ -57,15 +56,8 @@ struct Options {
   std::string initial = "sine";
   std::uint64_t seed = 1;
   std::string device = "auto";
-  std::string run_dir = "runs/heat2d";
-  std::int64_t checkpoint_every = 100;
-  double checkpoint_seconds = 0;
-  int keep_last = 3;
-  bool async = false;
+  tenax::examples::RunFlags run{.run_dir = "runs/heat2d", .checkpoint_every = 100};
   std::string output;
-  std::string inject;
-  std::string progress = "auto";
-  std::int64_t anomaly_check_every = 1;
   bool json = false;
 };
 
@@ -283,25 +275,12 @@ int run(const Options& options) {
       options.initial == "sine" || options.initial == "gauss" || options.initial == "random",
       tenax::UsageError, "--initial " + options.initial + " is not known",
       "use sine, gauss or random");
-  if (!options.inject.empty()) {
-    // --inject is TENAX_FAULTS by another name; the variable also reaches restarted processes.
-    (void)tenax::FaultPlan::parse(options.inject);  // reject a bad spec before anything runs
-    ::setenv("TENAX_FAULTS", options.inject.c_str(), 1);
-  }
+  tenax::examples::apply_inject_flag(options.run);
   const Device device = tenax::select_device(options.device);
   Heat2d heat(options, device);
 
-  tenax::runtime::RunnerOptions runner_options;
-  runner_options.run_dir = options.run_dir;
-  runner_options.total_steps = options.steps;
-  runner_options.checkpoint_every = options.checkpoint_every;
-  runner_options.checkpoint_seconds = options.checkpoint_seconds;
-  runner_options.keep_last = options.keep_last;
-  runner_options.async_checkpoints = options.async;
-  runner_options.config = config_json(options);
-  runner_options.progress = tenax::runtime::parse_progress_mode(options.progress);
-  runner_options.anomaly_check_every = options.anomaly_check_every;
-  tenax::runtime::Runner runner(heat, runner_options);
+  tenax::runtime::Runner runner(
+      heat, tenax::examples::runner_options(options.run, options.steps, config_json(options)));
   const tenax::runtime::RunResult result = runner.run();
   if (result.status != tenax::runtime::RunStatus::completed) {
     std::fprintf(stderr, "heat2d: %s: %s\n", std::string(to_string(result.status)).c_str(),
@@ -367,25 +346,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of --initial random")->capture_default_str();
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--run-dir", o.run_dir,
-                 "checkpoints and events.jsonl go here; a run resumes "
-                 "from the newest valid checkpoint in it")
-      ->capture_default_str();
-  app.add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints (0: off)")
-      ->capture_default_str();
-  app.add_option("--checkpoint-seconds", o.checkpoint_seconds,
-                 "seconds between checkpoints (0: off)")
-      ->capture_default_str();
-  app.add_option("--keep-last", o.keep_last, "checkpoints kept")->capture_default_str();
-  app.add_flag("--async", o.async, "write checkpoints on a background thread");
   app.add_option("--output", o.output, "write the final field to this HDF5 file (dataset /u)");
-  app.add_option("--inject", o.inject,
-                 "faults to inject, e.g. kill@step=75 or oom@alloc=37 (same as TENAX_FAULTS)");
-  app.add_option("--progress", o.progress, "auto, terminal, log or quiet")->capture_default_str();
-  app.add_option("--anomaly-check-every", o.anomaly_check_every,
-                 "steps between NaN/Inf scans of the field (0: only before checkpoints)")
-      ->capture_default_str();
   app.add_flag("--json", o.json, "print a JSON summary as the last line");
+  tenax::examples::add_run_flags(app, o.run);
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

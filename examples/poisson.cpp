@@ -26,15 +26,14 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "run_flags.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
-#include "tenax/core/fault_injection.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/io/matrix_market.hpp"
 #include "tenax/io/state_file.hpp"
@@ -70,16 +69,10 @@ struct Options {
   std::string precision = "f64";
   std::string index = "i32";
   std::string device = "auto";
-  std::string run_dir = "runs/poisson";
+  tenax::examples::RunFlags run{.run_dir = "runs/poisson", .checkpoint_every = 20};
   std::int64_t iterations_per_step = 50;
-  std::int64_t checkpoint_every = 20;
-  double checkpoint_seconds = 0;
-  int keep_last = 3;
-  bool async = false;
   std::string output;
   bool json = false;
-  std::string inject;
-  std::string progress = "auto";
 };
 
 // The system to solve and what is known about its solution.
@@ -409,11 +402,7 @@ std::pair<double, double> error_against(const Tensor& x, const std::vector<doubl
 
 int run(const Options& o) {
   validate(o);
-  if (!o.inject.empty()) {
-    // --inject is TENAX_FAULTS by another name; the variable also reaches restarted processes.
-    (void)tenax::FaultPlan::parse(o.inject);
-    ::setenv("TENAX_FAULTS", o.inject.c_str(), 1);
-  }
+  tenax::examples::apply_inject_flag(o.run);
   const Device device = tenax::select_device(o.device);
   const DType dtype = o.precision == "f32" ? DType::f32 : DType::f64;
   const DType index_dtype = o.index == "i64" ? DType::i64 : DType::i32;
@@ -456,16 +445,11 @@ int run(const Options& o) {
   } else {
     PoissonSolve workload(system, solvers::make_solver(o.solver, solver_options),
                           o.iterations_per_step);
-    tenax::runtime::RunnerOptions runner_options;
-    runner_options.run_dir = o.run_dir;
-    runner_options.total_steps = std::max<std::int64_t>(
-        1, (o.max_iters + o.iterations_per_step - 1) / o.iterations_per_step);
-    runner_options.checkpoint_every = o.checkpoint_every;
-    runner_options.checkpoint_seconds = o.checkpoint_seconds;
-    runner_options.keep_last = o.keep_last;
-    runner_options.async_checkpoints = o.async;
-    runner_options.config = config_json(o);
-    runner_options.progress = tenax::runtime::parse_progress_mode(o.progress);
+    const tenax::runtime::RunnerOptions runner_options = tenax::examples::runner_options(
+        o.run,
+        std::max<std::int64_t>(1,
+                               (o.max_iters + o.iterations_per_step - 1) / o.iterations_per_step),
+        config_json(o));
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
     tenax::runtime::Runner runner(workload, runner_options);
@@ -584,23 +568,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--index", o.index, "CSR index type: i32 or i64")->capture_default_str();
   app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--run-dir", o.run_dir, "run directory (checkpoints, events.jsonl)")
-      ->capture_default_str();
   app.add_option("--iterations-per-step", o.iterations_per_step,
                  "solver iterations in one Runner step")
       ->capture_default_str();
-  app.add_option("--checkpoint-every", o.checkpoint_every, "steps between checkpoints (0: off)")
-      ->capture_default_str();
-  app.add_option("--checkpoint-seconds", o.checkpoint_seconds,
-                 "seconds between checkpoints (0: off)")
-      ->capture_default_str();
-  app.add_option("--keep-last", o.keep_last, "checkpoints kept")->capture_default_str();
-  app.add_flag("--async", o.async, "write checkpoints on a background thread");
   app.add_option("--output", o.output, "write the solution to this HDF5 file (dataset /x)");
   app.add_flag("--json", o.json, "print a JSON summary as the last line");
-  app.add_option("--inject", o.inject,
-                 "faults to inject, as TENAX_FAULTS (e.g. kill@step=3, nan@step=2, oom@alloc=5)");
-  app.add_option("--progress", o.progress, "auto, terminal, log or quiet")->capture_default_str();
+  tenax::examples::add_run_flags(app, o.run);
   CLI11_PARSE(app, argc, argv);
   try {
     return run(o);

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/documented_order.hpp"
 #include "kernels/krylov_test_helpers.hpp"
+#include "kernels/usage_error.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
@@ -24,11 +26,14 @@ namespace tenax {
 namespace {
 
 using testing::bits;
+using testing::documented_dot;
+using testing::expect_contains;
 using testing::five_point_csr;
 using testing::get_value;
 using testing::make_tensor;
 using testing::random_tensor;
 using testing::same_bytes;
+using testing::usage_error;
 using testing::values_of;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -43,34 +48,6 @@ Tensor nan_tensor(const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);
   ops::fill(t, kNaN);
   return t;
-}
-
-// The order of reduce_bodies.hpp written out plainly for sum_i double(a_i) * double(b_i): lanes,
-// halving tree per block, then pairwise levels over the block partials.
-double documented_dot(const std::vector<double>& a, const std::vector<double>& b) {
-  const auto n = static_cast<std::int64_t>(a.size());
-  std::vector<double> partials;
-  for (std::int64_t begin = 0; begin < n; begin += kernels::kReduceBlock) {
-    const std::int64_t end = std::min(n, begin + kernels::kReduceBlock);
-    std::vector<double> lanes(kernels::kReduceLanes, 0.0);
-    for (std::int64_t i = begin; i < end; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      lanes[static_cast<std::size_t>((i - begin) % kernels::kReduceLanes)] += a[k] * b[k];
-    }
-    for (std::size_t s = lanes.size() / 2; s > 0; s /= 2) {
-      for (std::size_t j = 0; j < s; ++j) lanes[j] += lanes[j + s];
-    }
-    partials.push_back(lanes[0]);
-  }
-  while (partials.size() > 1) {
-    std::vector<double> next;
-    for (std::size_t i = 0; i + 1 < partials.size(); i += 2) {
-      next.push_back(partials[i] + partials[i + 1]);
-    }
-    if (partials.size() % 2 != 0) next.push_back(partials.back());
-    partials = next;
-  }
-  return partials.empty() ? 0.0 : partials[0];
 }
 
 // sum |a_i b_i| in long double, and the sum itself: the scale of a dot's rounding error.
@@ -450,28 +427,6 @@ TEST(Krylov, EmptyOperandsReturnZero) {
 }
 
 // ---- validation ----
-
-// Runs `call`, which must throw UsageError, and returns its message.
-template <class F>
-std::string usage_error(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    EXPECT_EQ(e.fault_class(), FaultClass::usage);
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected UsageError, got: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected UsageError, nothing was thrown";
-  return {};
-}
-
-void expect_contains(const std::string& text, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) {
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from: " << text;
-  }
-}
 
 TEST(KrylovChecks, WrongDtypes) {
   const Tensor h = Tensor::empty({4}, DType::f16);

@@ -4,32 +4,14 @@
 #include <string>
 
 #include "kernels/tensor_values.hpp"
+#include "kernels/usage_error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
 
-// Runs `call`, which must throw UsageError, and returns its message.
-template <class F>
-std::string usage_error(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    EXPECT_EQ(e.fault_class(), FaultClass::usage);
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected UsageError, got: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected UsageError, nothing was thrown";
-  return {};
-}
-
-void expect_contains(const std::string& text, std::initializer_list<const char*> parts) {
-  for (const char* part : parts) {
-    EXPECT_NE(text.find(part), std::string::npos) << "'" << part << "' missing from: " << text;
-  }
-}
+using testing::expect_contains;
+using testing::usage_error;
 
 TEST(OpsChecks, DeviceMismatchNamesBothOperandsAndTo) {
   const Tensor x = Tensor::empty({4}, DType::f32);

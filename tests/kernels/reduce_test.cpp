@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/documented_order.hpp"
 #include "kernels/tensor_values.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
@@ -17,6 +18,8 @@
 
 namespace tenax {
 namespace {
+
+using testing::documented_sum;
 
 using testing::get_value;
 using testing::make_tensor;
@@ -37,34 +40,6 @@ std::uint64_t bits(double v) {
   std::uint64_t b = 0;
   std::memcpy(&b, &v, sizeof b);
   return b;
-}
-
-// The order of reduce_bodies.hpp written out plainly for sums: lanes, halving tree per block,
-// then pairwise levels over the block partials.
-double documented_sum(const std::vector<double>& x) {
-  const auto n = static_cast<std::int64_t>(x.size());
-  std::vector<double> partials;
-  for (std::int64_t begin = 0; begin < n; begin += kernels::kReduceBlock) {
-    const std::int64_t end = std::min(n, begin + kernels::kReduceBlock);
-    std::vector<double> lanes(kernels::kReduceLanes, 0.0);
-    for (std::int64_t i = begin; i < end; ++i) {
-      lanes[static_cast<std::size_t>((i - begin) % kernels::kReduceLanes)] +=
-          x[static_cast<std::size_t>(i)];
-    }
-    for (std::size_t s = lanes.size() / 2; s > 0; s /= 2) {
-      for (std::size_t j = 0; j < s; ++j) lanes[j] += lanes[j + s];
-    }
-    partials.push_back(lanes[0]);
-  }
-  while (partials.size() > 1) {
-    std::vector<double> next;
-    for (std::size_t i = 0; i + 1 < partials.size(); i += 2) {
-      next.push_back(partials[i] + partials[i + 1]);
-    }
-    if (partials.size() % 2 != 0) next.push_back(partials.back());
-    partials = next;
-  }
-  return partials.empty() ? 0.0 : partials[0];
 }
 
 TEST(Reduce, ExactSmallCasesInEveryDtype) {
