@@ -10,12 +10,12 @@
 namespace tenax {
 namespace {
 
-constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill, enospc";
+constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill, enospc, overflow";
 constexpr std::string_view kPoints = "alloc, step, checkpoint";
 constexpr std::string_view kSyntax =
     "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), optionally "
     "followed by :phase, e.g. TENAX_FAULTS=oom@alloc=37,nan@step=50x2,kill@checkpoint=2:after_"
-    "rename; kinds: oom, nan, inf, device, comm, io, kill, enospc; points: alloc, step, "
+    "rename; kinds: oom, nan, inf, device, comm, io, kill, enospc, overflow; points: alloc, step, "
     "checkpoint";
 
 std::string_view trim(std::string_view s) {
@@ -31,9 +31,11 @@ std::string_view trim(std::string_view s) {
 
 FaultKind parse_kind(std::string_view item, std::string_view token) {
   static constexpr std::pair<std::string_view, FaultKind> kTable[] = {
-      {"oom", FaultKind::oom},       {"nan", FaultKind::nan},      {"inf", FaultKind::inf},
-      {"device", FaultKind::device}, {"comm", FaultKind::comm},    {"io", FaultKind::io},
-      {"kill", FaultKind::kill},     {"enospc", FaultKind::enospc}};
+      {"oom", FaultKind::oom},          {"nan", FaultKind::nan},
+      {"inf", FaultKind::inf},          {"device", FaultKind::device},
+      {"comm", FaultKind::comm},        {"io", FaultKind::io},
+      {"kill", FaultKind::kill},        {"enospc", FaultKind::enospc},
+      {"overflow", FaultKind::overflow}};
   for (const auto& [name, kind] : kTable) {
     if (token == name) return kind;
   }
@@ -110,6 +112,8 @@ std::string_view to_string(FaultKind kind) noexcept {
       return "kill";
     case FaultKind::enospc:
       return "enospc";
+    case FaultKind::overflow:
+      return "overflow";
   }
   return "unknown";
 }

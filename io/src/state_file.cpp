@@ -6,12 +6,14 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <thread>
 #include <vector>
 
 #include "hdf5_support.hpp"
+#include "state_file_writer.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/io/checksum.hpp"
 
@@ -31,11 +33,13 @@ constexpr std::size_t kMaxNameBytes = 4096;
 
 class Writer {
  public:
-  explicit Writer(const std::filesystem::path& path) : path_(path) {}
+  // `noun` names the file in messages ("state file", "HDF5 file").
+  explicit Writer(const std::filesystem::path& path, const char* noun = "state file")
+      : path_(path), noun_(noun) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     std::string detail = take_hdf5_error();
-    throw IoError("cannot write state file '" + path_.string() + "': " + what +
+    throw IoError(std::string("cannot write ") + noun_ + " '" + path_.string() + "': " + what +
                       (detail.empty() ? "" : " (HDF5: " + detail + ")"),
                   "check that the directory exists and is writable and that the disk has room "
                   "(df -h); the previous checkpoint is unaffected");
@@ -109,17 +113,19 @@ class Writer {
 
  private:
   const std::filesystem::path& path_;
+  const char* noun_;
 };
 
-void validate_names(const StateDict& state) {
+// `noun` names an entry in messages ("state entry", "dataset").
+void validate_names(const StateDict& state, const std::string& noun) {
   std::set<std::string_view> names;
   std::set<std::string_view> scopes;
   for (const auto& [name, value] : state.entries()) {
     const auto fix =
-        "name entries with non-empty components separated by single '/', none of "
+        "use names with non-empty components separated by single '/', none of "
         "them '.' or '..'";
     TENAX_EXPECTS(name.size() <= kMaxNameBytes, UsageError,
-                  "state entry name of " + std::to_string(name.size()) + " bytes is too long",
+                  noun + " name of " + std::to_string(name.size()) + " bytes is too long",
                   "keep names under " + std::to_string(kMaxNameBytes) + " bytes");
     int depth = 0;
     std::size_t begin = 0;
@@ -130,7 +136,7 @@ void validate_names(const StateDict& state) {
       TENAX_EXPECTS(
           !part.empty() && part != "." && part != ".." && part.find('\0') == std::string_view::npos,
           UsageError,
-          "state entry '" + name +
+          noun + " '" + name +
               "' cannot be stored in an HDF5 file: its name has an "
               "empty, '.' or '..' component or a NUL byte",
           fix);
@@ -139,20 +145,19 @@ void validate_names(const StateDict& state) {
       begin = slash + 1;
       ++depth;
     }
-    TENAX_EXPECTS(depth < kMaxDepth, UsageError,
-                  "state entry '" + name + "' is nested more than " + std::to_string(kMaxDepth) +
-                      " levels deep",
-                  "flatten the names");
+    TENAX_EXPECTS(
+        depth < kMaxDepth, UsageError,
+        noun + " '" + name + "' is nested more than " + std::to_string(kMaxDepth) + " levels deep",
+        "flatten the names");
     names.insert(name);
     if (const auto* tensor = std::get_if<Tensor>(&value)) {
-      TENAX_EXPECTS(tensor->defined(), UsageError,
-                    "state entry '" + name + "' is an undefined tensor",
+      TENAX_EXPECTS(tensor->defined(), UsageError, noun + " '" + name + "' is an undefined tensor",
                     "create the tensor before saving the state, or leave the entry out");
     }
   }
   for (const std::string_view scope : scopes) {
     TENAX_EXPECTS(!names.contains(scope), UsageError,
-                  "state entry '" + std::string(scope) + "' is also the scope of other entries ('" +
+                  noun + " '" + std::string(scope) + "' is also the scope of other entries ('" +
                       std::string(scope) +
                       "/...'); an HDF5 path cannot be both a dataset and a group",
                   "rename the entry, e.g. to '" + std::string(scope) + "/value'");
@@ -230,7 +235,9 @@ class BackgroundChecksums {
   std::jthread hasher_;  // declared last: joined (on a stop request) before the rest goes
 };
 
-void write_entries(const Writer& w, hid_t file, const StateDict& state) {
+// Writes the entries as datasets; with `tenax_attributes` each carries the attributes of the state
+// file format (kind, index, checksum, dtype, shape, length), otherwise none (a plain file).
+void write_entries(const Writer& w, hid_t file, const StateDict& state, bool tenax_attributes) {
   std::map<std::string, Handle, std::less<>> groups;
   auto group_of = [&](const std::string& name, std::string& leaf) -> hid_t {
     const std::size_t slash = name.rfind('/');
@@ -260,7 +267,8 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state) {
     return parent;
   };
 
-  BackgroundChecksums checksums(state);
+  std::optional<BackgroundChecksums> checksums;
+  if (tenax_attributes) checksums.emplace(state);
   std::int64_t index = 0;
   for (const auto& [name, value] : state.entries()) {
     std::string leaf;
@@ -283,12 +291,14 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state) {
       }
       Handle type = w.check(file_type_of(host.dtype()), "type of '" + name + "'");
       dset = w.dataset(group, leaf, name, type.get(), space.get(), host.data(), host.nbytes());
-      const auto entry = static_cast<std::size_t>(index);
-      checksum =
-          checksums.on_host(entry) ? checksums.get(entry) : xxh64(host.data(), host.nbytes());
       kind = "tensor";
-      w.attr_string(dset.get(), "dtype", to_string(host.dtype()));
-      w.attr_shape(dset.get(), shape);
+      if (tenax_attributes) {
+        const auto entry = static_cast<std::size_t>(index);
+        checksum =
+            checksums->on_host(entry) ? checksums->get(entry) : xxh64(host.data(), host.nbytes());
+        w.attr_string(dset.get(), "dtype", to_string(host.dtype()));
+        w.attr_shape(dset.get(), shape);
+      }
     } else if (const auto* integer = std::get_if<std::int64_t>(&value)) {
       dset = w.dataset(group, leaf, name, H5T_STD_I64LE, scalar.get(), integer, 8);
       checksum = xxh64(integer, 8);
@@ -305,8 +315,11 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state) {
       dset = w.dataset(group, leaf, name, type.get(), scalar.get(), padded.data(), padded.size());
       checksum = xxh64(text.data(), text.size());
       kind = "string";
-      w.attr_i64(dset.get(), "length", static_cast<std::int64_t>(text.size()));
+      if (tenax_attributes) {
+        w.attr_i64(dset.get(), "length", static_cast<std::int64_t>(text.size()));
+      }
     }
+    if (!tenax_attributes) continue;
     w.attr_string(dset.get(), "kind", kind);
     w.attr_i64(dset.get(), "index", index++);
     w.attr_u64(dset.get(), "checksum", checksum);
@@ -319,14 +332,21 @@ std::string_view tenax_version() noexcept { return TENAX_VERSION_STRING; }
 
 void write_state_file(const std::filesystem::path& path, const StateDict& state,
                       const FileMetadata& metadata) {
-  validate_names(state);
-  TENAX_EXPECTS(
-      metadata.world_size >= 1 && metadata.rank >= 0 && metadata.rank < metadata.world_size,
-      UsageError,
-      "state file metadata has rank " + std::to_string(metadata.rank) + " of world size " +
-          std::to_string(metadata.world_size),
-      "use 0 <= rank < world_size");
-  Writer w(path);
+  detail::write_hdf5_file(path, state, &metadata);
+}
+
+void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict& state,
+                             const FileMetadata* metadata) {
+  validate_names(state, metadata != nullptr ? "state entry" : "dataset");
+  if (metadata != nullptr) {
+    TENAX_EXPECTS(
+        metadata->world_size >= 1 && metadata->rank >= 0 && metadata->rank < metadata->world_size,
+        UsageError,
+        "state file metadata has rank " + std::to_string(metadata->rank) + " of world size " +
+            std::to_string(metadata->world_size),
+        "use 0 <= rank < world_size");
+  }
+  Writer w(path, metadata != nullptr ? "state file" : "HDF5 file");
   bool created = false;
   try {
     Hdf5Lock lock;
@@ -340,15 +360,17 @@ void write_state_file(const std::filesystem::path& path, const StateDict& state,
     file = w.check(std::move(file), "cannot create the file");
     created = true;
     const hid_t root = file.get();
-    w.attr_i64(root, "format_version", kStateFileFormatVersion);
-    w.attr_string(root, "tenax_version", tenax_version());
-    w.attr_i64(root, "step", metadata.step);
-    w.attr_i64(root, "rank", metadata.rank);
-    w.attr_i64(root, "world_size", metadata.world_size);
-    w.attr_i64(root, "entry_count", static_cast<std::int64_t>(state.size()));
-    w.attr_string(root, "created", iso_now());
-    w.attr_string(root, "config", metadata.config);
-    write_entries(w, root, state);
+    if (metadata != nullptr) {
+      w.attr_i64(root, "format_version", kStateFileFormatVersion);
+      w.attr_string(root, "tenax_version", tenax_version());
+      w.attr_i64(root, "step", metadata->step);
+      w.attr_i64(root, "rank", metadata->rank);
+      w.attr_i64(root, "world_size", metadata->world_size);
+      w.attr_i64(root, "entry_count", static_cast<std::int64_t>(state.size()));
+      w.attr_string(root, "created", iso_now());
+      w.attr_string(root, "config", metadata->config);
+    }
+    write_entries(w, root, state, /*tenax_attributes=*/metadata != nullptr);
     // Closing flushes the metadata; on a full disk this is where the write fails.
     if (!file.close()) w.fail("flushing the file");
   } catch (...) {

@@ -84,6 +84,12 @@ const char* to_string(UnaryOp op) noexcept {
       return "square";
     case UnaryOp::step:
       return "step";
+    case UnaryOp::erf:
+      return "erf";
+    case UnaryOp::gelu:
+      return "gelu";
+    case UnaryOp::gelu_grad:
+      return "gelu_grad";
   }
   return "unknown UnaryOp";
 }
@@ -254,6 +260,19 @@ std::int64_t count_nonfinite(const Tensor& t) {
   check_float_operand("count_nonfinite", "t", t);
   if (t.numel() == 0) return 0;
   return TENAX_RUN_KERNEL(t.device(), count_nonfinite, t);
+}
+
+NonfiniteReport find_nonfinite(const Tensor& t) {
+  check_float_operand("find_nonfinite", "t", t);
+  if (t.numel() == 0) return {};
+  return TENAX_RUN_KERNEL(t.device(), find_nonfinite, t);
+}
+
+UnscaleReport unscale_and_measure(const Tensor& t, double scale) {
+  check_float_operand("unscale_and_measure", "t", t);
+  detail::check_positive("unscale_and_measure", "scale", scale);
+  if (t.numel() == 0) return {};
+  return TENAX_RUN_KERNEL(t.device(), unscale_and_measure, t, 1.0 / scale);
 }
 
 #undef TENAX_RUN_KERNEL

@@ -134,6 +134,11 @@ struct Runner::Impl {
 
   std::int64_t step = 0;
   std::int64_t micro_batch = 1;
+  // Steps completed in a row without an out-of-memory error at a micro-batch below
+  // work_units(), since the last such error or regrowth (RunnerOptions::regrow_micro_batch_after).
+  // It travels with the micro-batch: in checkpoints, and through restore().
+  std::int64_t clean_steps = 0;
+  bool step_had_oom = false;  // the step being taken ran out of memory (agreed by all ranks)
   std::int64_t last_checkpoint_step = -1;  // anchor of the checkpoint_every schedule
   std::int64_t saved_step = -1;    // newest step checkpointed (asynchronously: write started)
   std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
@@ -162,6 +167,7 @@ struct Runner::Impl {
     state.merge("workload", workload.save_state());
     state.set("runner/step", step);
     state.set("runner/micro_batch", micro_batch);
+    state.set("runner/regrow_clean_steps", clean_steps);
     state.set("runner/total_steps", options.total_steps);
     return state;
   }
@@ -226,7 +232,8 @@ struct Runner::Impl {
   }
 
   // Loads the newest valid checkpoint into the workload; false when there is none.
-  // On a rollback the micro-batch learned since that checkpoint is kept when it is smaller.
+  // On a rollback the micro-batch learned since that checkpoint is kept when it is not larger,
+  // with its count of clean steps (the two go together: a regrowth since the checkpoint is undone).
   bool restore(const char* event) {
     if (async) {
       try {
@@ -238,6 +245,7 @@ struct Runner::Impl {
       }
     }
     const std::int64_t learned_micro_batch = micro_batch;
+    const std::int64_t learned_clean_steps = clean_steps;
     io::LoadedCheckpoint loaded = store->load_latest(communicator->rank());
     for (const auto& skipped : loaded.skipped) {
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
@@ -248,8 +256,14 @@ struct Runner::Impl {
     workload.load_state(loaded.state.scope("workload"));
     step = loaded.state.integer("runner/step");
     micro_batch = std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
-    if (std::string_view(event) == "rollback")
-      micro_batch = std::min(micro_batch, learned_micro_batch);
+    // Checkpoints written before the regrowth policy existed lack the count.
+    clean_steps = loaded.state.contains("runner/regrow_clean_steps")
+                      ? loaded.state.integer("runner/regrow_clean_steps")
+                      : 0;
+    if (std::string_view(event) == "rollback" && learned_micro_batch <= micro_batch) {
+      micro_batch = learned_micro_batch;
+      clean_steps = learned_clean_steps;
+    }
     last_checkpoint_step = step;
     saved_step = step;
     events->append(event, {{"step", step}, {"micro_batch", micro_batch}});
@@ -306,6 +320,7 @@ struct Runner::Impl {
   // step is done, kStop when the policy is exhausted, kRestart when another rank had a device or
   // communication fault.
   Decision take_step_with_oom_policy(std::string& report) {
+    step_had_oom = false;
     bool cache_emptied = false;
     while (true) {
       Decision proposal = kContinue;
@@ -328,11 +343,15 @@ struct Runner::Impl {
         case kRetry:
           empty_cache(workload.device());
           cache_emptied = true;
+          clean_steps = 0;
+          step_had_oom = true;
           events->append("oom_retry", {{"step", step + 1}, {"micro_batch", micro_batch}});
           break;
         case kBackoff:
           micro_batch = std::max(options.min_micro_batch, micro_batch / 2);
           cache_emptied = false;
+          clean_steps = 0;
+          step_had_oom = true;
           events->append("backoff", {{"step", step + 1}, {"micro_batch", micro_batch}});
           std::fprintf(stderr, "tenax: out of memory at step %lld; micro-batch halved to %lld\n",
                        static_cast<long long>(step + 1), static_cast<long long>(micro_batch));
@@ -343,6 +362,31 @@ struct Runner::Impl {
           return kStop;
       }
     }
+  }
+
+  // Counts a step that passed its health check under the regrowth policy (one that ran out of
+  // memory restarted the count and does not count itself) and doubles the micro-batch once
+  // regrow_micro_batch_after steps in a row went without running out of memory. Every input is
+  // agreed by all ranks (the step's outcome, its health), so all ranks regrow alike.
+  void regrow_after_clean_step() {
+    const std::int64_t full = workload.work_units();
+    if (options.regrow_micro_batch_after <= 0 || micro_batch >= full) {
+      clean_steps = 0;
+      return;
+    }
+    if (step_had_oom) return;
+    ++clean_steps;
+    if (clean_steps < options.regrow_micro_batch_after || step >= options.total_steps) return;
+    const std::int64_t previous = micro_batch;
+    micro_batch = micro_batch > full / 2 ? full : micro_batch * 2;
+    events->append("regrow", {{"step", step + 1},
+                              {"micro_batch", micro_batch},
+                              {"previous_micro_batch", previous},
+                              {"clean_steps", clean_steps}});
+    std::fprintf(stderr,
+                 "tenax: %lld steps without running out of memory; micro-batch doubled to %lld\n",
+                 static_cast<long long>(clean_steps), static_cast<long long>(micro_batch));
+    clean_steps = 0;
   }
 
   // Why the state is not healthy after a step, or nothing. The state's tensors are scanned when
@@ -416,6 +460,7 @@ struct Runner::Impl {
                           " after checkpointing step " + std::to_string(step) +
                           "; run again (or under `tenax run`) to resume");
       }
+      std::optional<std::string> step_anomaly;
       try {
         if (inject(FaultKind::kill, step + 1)) {
           events->append("fault", {{"kind", std::string("kill")}, {"step", step + 1}});
@@ -451,19 +496,26 @@ struct Runner::Impl {
                             "or raise TENAX_MEMORY_LIMIT; the run resumes from its checkpoint");
         }
       } catch (const Error& e) {
-        if (e.fault_class() != FaultClass::device_fault &&
-            e.fault_class() != FaultClass::comm_fault) {
-          throw;
+        if (e.fault_class() == FaultClass::anomaly) {
+          // The step met a NaN/Inf it could not go on with (a non-finite loss, an anomaly-mode
+          // report) and left the state as it was: the anomaly policy below decides, as for an
+          // unhealthy state after a step.
+          step_anomaly = e.what();
+        } else {
+          if (e.fault_class() != FaultClass::device_fault &&
+              e.fault_class() != FaultClass::comm_fault) {
+            throw;
+          }
+          communicator->agree(kRestart);
+          events->append("fault", {{"kind", std::string(tenax::to_string(e.fault_class()))},
+                                   {"step", step + 1},
+                                   {"reason", std::string(e.what())}});
+          // Nothing derived from device memory is written after a device fault.
+          return finish(RunStatus::restart, std::string(e.what()) +
+                                                "; exiting for a restart from the checkpoint of "
+                                                "step " +
+                                                std::to_string(saved_step));
         }
-        communicator->agree(kRestart);
-        events->append("fault", {{"kind", std::string(tenax::to_string(e.fault_class()))},
-                                 {"step", step + 1},
-                                 {"reason", std::string(e.what())}});
-        // Nothing derived from device memory is written after a device fault.
-        return finish(RunStatus::restart, std::string(e.what()) +
-                                              "; exiting for a restart from the checkpoint of "
-                                              "step " +
-                                              std::to_string(saved_step));
       }
       ++step;
 
@@ -473,7 +525,8 @@ struct Runner::Impl {
           options.anomaly_check_every == 1 || due || step == options.total_steps ||
           pending_signal.load() != 0 || workload.finished() ||
           (options.anomaly_check_every > 1 && step % options.anomaly_check_every == 0);
-      const std::optional<std::string> anomaly = find_anomaly(scan);
+      const std::optional<std::string> anomaly =
+          step_anomaly.has_value() ? step_anomaly : find_anomaly(scan);
       const auto decision =
           static_cast<Decision>(communicator->agree(anomaly ? kRollback : kContinue));
       if (decision == kRollback) {
@@ -506,6 +559,7 @@ struct Runner::Impl {
                       {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
                       {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
       progress->update(step, memory.reserved_bytes.current);
+      regrow_after_clean_step();
       if (due) checkpoint(/*wait_for_it=*/false);
     }
     if (saved_step != step) checkpoint(/*wait_for_it=*/true);
@@ -527,6 +581,9 @@ Runner::Runner(Workload& workload, RunnerOptions options,
   TENAX_EXPECTS(options.min_micro_batch >= 1, UsageError,
                 "min_micro_batch is " + std::to_string(options.min_micro_batch),
                 "use a floor of at least 1");
+  TENAX_EXPECTS(options.regrow_micro_batch_after >= 0, UsageError,
+                "regrow_micro_batch_after is " + std::to_string(options.regrow_micro_batch_after),
+                "use 0 (never regrow) or a count of steps >= 1");
   TENAX_EXPECTS(options.anomaly_check_every >= 0, UsageError,
                 "anomaly_check_every is " + std::to_string(options.anomaly_check_every),
                 "use 1 (scan after every step), N > 1 (every N steps) or 0 (only before "

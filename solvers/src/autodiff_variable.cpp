@@ -1,9 +1,12 @@
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "detail/anomaly_scan.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/solvers/autodiff/anomaly.hpp"
 #include "tenax/solvers/autodiff/variable.hpp"
 
 namespace tenax::solvers::autodiff {
@@ -12,6 +15,9 @@ namespace {
 struct Node {
   std::shared_ptr<Variable::Impl> output;
   Tape::Backward backward;
+  const char* op = "";
+  std::string tag;
+  std::vector<Variable> inputs;
 };
 
 struct ThreadTape {
@@ -19,6 +25,8 @@ struct ThreadTape {
   // Starts at 1 so that a default Impl (generation 0) never matches a live tape.
   std::uint64_t generation = 1;
   int no_grad_depth = 0;
+  // The node whose backward closure is running (for anomaly reports), nullptr otherwise.
+  const Node* running = nullptr;
 
   void reset() {
     nodes.clear();
@@ -81,20 +89,33 @@ void Tape::clear() { this_thread_tape().reset(); }
 
 bool Tape::recording() { return this_thread_tape().no_grad_depth == 0; }
 
-Variable Tape::record(Tensor value, Backward backward) {
+Variable Tape::record(const char* op, std::vector<Variable> inputs, Tensor value,
+                      Backward backward) {
   ThreadTape& tape = this_thread_tape();
   auto impl = std::make_shared<Variable::Impl>();
   impl->value = std::move(value);
   impl->requires_grad = true;
   impl->leaf = false;
   impl->generation = tape.generation;
-  tape.nodes.push_back(Node{impl, std::move(backward)});
+  tape.nodes.push_back(Node{impl, std::move(backward), op, current_tag(), std::move(inputs)});
   return Variable(std::move(impl));
 }
 
 void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
   Variable::Impl& impl = *v.impl();
   if (!impl.requires_grad) return;
+  if (anomaly_mode()) {
+    const Node* node = this_thread_tape().running;
+    if (node != nullptr) {
+      int index = 0;
+      while (index < static_cast<int>(node->inputs.size()) && !(node->inputs[index] == v)) {
+        ++index;
+      }
+      detail::scan_gradient(node->op, node->tag, index, grad, node->output->grad);
+    } else {
+      detail::scan_gradient("backward (seed)", current_tag(), 0, grad, Tensor());
+    }
+  }
   if (!impl.grad.defined()) {
     // A copy, not the tensor itself: callers pass gradients that may be shared with other
     // inputs (add passes one gradient to both operands).
@@ -107,7 +128,7 @@ void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
 NoGradScope::NoGradScope() { ++this_thread_tape().no_grad_depth; }
 NoGradScope::~NoGradScope() { --this_thread_tape().no_grad_depth; }
 
-void backward(const Variable& loss) {
+void backward(const Variable& loss, double seed) {
   TENAX_EXPECTS(loss.defined(), UsageError, "autodiff::backward: the loss Variable is undefined",
                 "pass the Variable returned by the loss op");
   const Variable::Impl& impl = *loss.impl();
@@ -120,24 +141,32 @@ void backward(const Variable& loss) {
                 "autodiff::backward: the loss does not require grad (it was computed from "
                 "constants only, or inside a NoGradScope)",
                 "compute it from Variable::parameter leaves, outside any NoGradScope");
+  TENAX_EXPECTS(std::isfinite(seed), UsageError,
+                "autodiff::backward: the seed gradient is " + std::to_string(seed),
+                "pass a finite seed (1, or the current loss scale)");
   ThreadTape& tape = this_thread_tape();
   TENAX_EXPECTS(impl.leaf || impl.generation == tape.generation, UsageError,
                 "autodiff::backward: the loss's graph was already consumed by an earlier "
                 "backward() or dropped by Tape::clear() (or it was built on another thread)",
                 "run the forward pass again, then call backward() once on its loss");
 
-  Tensor seed = Tensor::empty_like(impl.value);
-  ops::fill(seed, 1.0);
-  Tape::accumulate_grad(loss, seed);
+  Tensor seed_grad = Tensor::empty_like(impl.value);
+  ops::fill(seed_grad, seed);
+  Tape::accumulate_grad(loss, seed_grad);
 
   // Move the nodes out first so that the tape is consumed even when a closure throws, and so
   // that ops run by closures (they run with recording off) cannot touch the list being walked.
   std::vector<Node> nodes = std::move(tape.nodes);
   tape.reset();
   NoGradScope no_grad;
+  struct ClearRunning {
+    ThreadTape& tape;
+    ~ClearRunning() { tape.running = nullptr; }
+  } clear_running{tape};
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     // Not reached from the loss (another output of the same forward pass): nothing to do.
     if (!it->output->grad.defined()) continue;
+    tape.running = &*it;
     it->backward(it->output->grad);
   }
 }

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -508,6 +510,164 @@ TEST_F(RunnerTest, RollbackKeepsTheMicroBatchLearnedSinceTheCheckpoint) {
   EXPECT_EQ(toy.values(), toy_expected(kSize, 10));
 }
 
+// The events among `kinds`, as "kind@step:micro_batch".
+std::vector<std::string> policy_events(const std::vector<json>& lines,
+                                       std::initializer_list<std::string_view> kinds) {
+  std::vector<std::string> out;
+  for (const json& line : lines) {
+    const std::string kind = line.at("event").get<std::string>();
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) continue;
+    out.push_back(kind + "@" + std::to_string(line.at("step").get<std::int64_t>()) + ":" +
+                  std::to_string(line.at("micro_batch").get<std::int64_t>()));
+  }
+  return out;
+}
+
+// The toy's values after `steps` steps of a run without any fault (in its own run directory).
+std::vector<double> values_without_faults(const fs::path& run_dir, std::int64_t steps) {
+  ToyWorkload plain(kSize);
+  RunnerOptions o;
+  o.run_dir = run_dir;
+  o.total_steps = steps;
+  o.progress = ProgressMode::quiet;
+  static const FaultPlan no_faults;
+  o.faults = &no_faults;
+  Runner runner(plain, o);
+  EXPECT_EQ(runner.run().status, RunStatus::completed);
+  return plain.values();
+}
+
+TEST_F(RunnerTest, MicroBatchRegrowsAfterKStepsWithoutOutOfMemory) {
+  // Step 3 runs out of memory four times: retry, halve to 4, retry, halve to 2. With K = 3,
+  // steps 4-6 go clean at 2, so step 7 runs at 4; steps 7-9 go clean at 4, so step 10 runs at 8,
+  // the full size, where the policy rests.
+  ToyWorkload toy(kSize);
+  toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 3 && attempt < 4; };
+  RunnerOptions o = options(14);
+  o.regrow_micro_batch_after = 3;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(result.micro_batch, kSize);
+  EXPECT_EQ(toy.micro_batches[3], (std::vector<std::int64_t>{8, 8, 4, 4, 2}));
+  for (std::int64_t s = 4; s <= 14; ++s) {
+    const std::int64_t expected = s <= 6 ? 2 : s <= 9 ? 4 : 8;
+    EXPECT_EQ(toy.micro_batches[s], (std::vector<std::int64_t>{expected})) << "step " << s;
+  }
+  EXPECT_EQ(toy.completions, once_each(1, 14));
+
+  const std::vector<json> lines = events();
+  EXPECT_EQ(policy_events(lines, {"oom_retry", "backoff", "regrow"}),
+            (std::vector<std::string>{"oom_retry@3:8", "backoff@3:4", "oom_retry@3:4",
+                                      "backoff@3:2", "regrow@7:4", "regrow@10:8"}));
+  const std::vector<json> regrows = only(lines, "regrow");
+  ASSERT_EQ(regrows.size(), 2u);
+  EXPECT_EQ(regrows[0].at("previous_micro_batch"), 2);
+  EXPECT_EQ(regrows[0].at("clean_steps"), 3);
+  for (const json& step : only(lines, "step")) {
+    const std::int64_t s = step.at("step").get<std::int64_t>();
+    EXPECT_EQ(step.at("micro_batch"), s < 3 ? 8 : s <= 6 ? 2 : s <= 9 ? 4 : 8) << step;
+  }
+  // Bitwise the result of a run that never ran out of memory.
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 14));
+  const std::vector<double> plain = values_without_faults(dir_ / "plain", 14);
+  ASSERT_EQ(plain.size(), toy.values().size());
+  EXPECT_EQ(std::memcmp(plain.data(), toy.values().data(), plain.size() * sizeof(double)), 0);
+  expect_newest_checkpoint(14, kSize);
+}
+
+TEST_F(RunnerTest, OutOfMemoryAfterARegrowthBacksOffAgainAndAnyOomRestartsTheCount) {
+  // K = 2. Step 3 halves to 4; steps 4-5 regrow to 8 for step 6; step 8 halves to 4 again;
+  // step 9 counts 1, step 10 runs out of memory once (the cache retry absorbs it, but the count
+  // restarts and step 10 does not count), steps 11-12 count 2: step 13 runs at 8.
+  ToyWorkload toy(kSize);
+  toy.oom = [](std::int64_t step, int attempt, std::int64_t) {
+    return ((step == 3 || step == 8) && attempt < 2) || (step == 10 && attempt == 0);
+  };
+  RunnerOptions o = options(16);
+  o.regrow_micro_batch_after = 2;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(toy.micro_batches[3], (std::vector<std::int64_t>{8, 8, 4}));
+  EXPECT_EQ(toy.micro_batches[6], (std::vector<std::int64_t>{8}));
+  EXPECT_EQ(toy.micro_batches[8], (std::vector<std::int64_t>{8, 8, 4}));
+  EXPECT_EQ(toy.micro_batches[10], (std::vector<std::int64_t>{4, 4}));
+  EXPECT_EQ(toy.micro_batches[12], (std::vector<std::int64_t>{4}));
+  EXPECT_EQ(toy.micro_batches[13], (std::vector<std::int64_t>{8}));
+  EXPECT_EQ(policy_events(events(), {"oom_retry", "backoff", "regrow"}),
+            (std::vector<std::string>{"oom_retry@3:8", "backoff@3:4", "regrow@6:8", "oom_retry@8:8",
+                                      "backoff@8:4", "oom_retry@10:4", "regrow@13:8"}));
+  EXPECT_EQ(toy.completions, once_each(1, 16));
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 16));
+}
+
+TEST_F(RunnerTest, ZeroRegrowMicroBatchAfterNeverRegrows) {
+  ToyWorkload toy(kSize);
+  toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 3 && attempt < 2; };
+  RunnerOptions o = options(30);
+  ASSERT_EQ(o.regrow_micro_batch_after, 0);  // the default
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(result.micro_batch, kSize / 2);
+  for (std::int64_t s = 4; s <= 30; ++s) {
+    EXPECT_EQ(toy.micro_batches[s], (std::vector<std::int64_t>{kSize / 2})) << "step " << s;
+  }
+  EXPECT_TRUE(only(events(), "regrow").empty());
+  EXPECT_EQ(newest().state.integer("runner/regrow_clean_steps"), 0);
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 30));
+}
+
+TEST_F(RunnerTest, TheRegrowthCountIsCheckpointedSoAResumedRunRegrowsOnSchedule) {
+  // K = 4: step 3 halves to 4, steps 4-5 count 2 and the run stops at 5. Resumed, steps 6-7
+  // make 4, so step 8 runs at 8, as in an uninterrupted run.
+  {
+    ToyWorkload toy(kSize);
+    toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 3 && attempt < 2; };
+    RunnerOptions o = options(5);
+    o.checkpoint_every = 1;
+    o.regrow_micro_batch_after = 4;
+    Runner runner(toy, o);
+    EXPECT_EQ(runner.run().status, RunStatus::completed);
+  }
+  expect_newest_checkpoint(5, kSize / 2);
+  EXPECT_EQ(newest().state.integer("runner/regrow_clean_steps"), 2);
+
+  ToyWorkload resumed(kSize);
+  RunnerOptions o = options(10);
+  o.regrow_micro_batch_after = 4;
+  Runner runner(resumed, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(result.micro_batch, kSize);
+  EXPECT_EQ(resumed.micro_batches[6], (std::vector<std::int64_t>{kSize / 2}));
+  EXPECT_EQ(resumed.micro_batches[7], (std::vector<std::int64_t>{kSize / 2}));
+  EXPECT_EQ(resumed.micro_batches[8], (std::vector<std::int64_t>{kSize}));
+  EXPECT_EQ(policy_events(events(), {"regrow"}), (std::vector<std::string>{"regrow@8:8"}));
+  EXPECT_EQ(resumed.values(), toy_expected(kSize, 10));
+}
+
+TEST_F(RunnerTest, RollbackUndoesARegrowthSinceTheCheckpoint) {
+  // K = 2. Step 2 halves to 4; the checkpoint of step 3 holds micro-batch 4 and a count of 1;
+  // step 4 regrows to 8; a NaN after step 5 rolls back to 3, where the checkpoint's smaller
+  // micro-batch and its count come back: step 4 is redone at 4 and regrows again.
+  ToyWorkload toy(kSize);
+  toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 2 && attempt < 2; };
+  toy.nan = [](std::int64_t step, int attempt, std::int64_t) { return step == 5 && attempt == 0; };
+  RunnerOptions o = options(7);
+  o.checkpoint_every = 3;
+  o.regrow_micro_batch_after = 2;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(toy.micro_batches[4], (std::vector<std::int64_t>{4, 4}));
+  EXPECT_EQ(toy.micro_batches[5], (std::vector<std::int64_t>{8, 8}));
+  EXPECT_EQ(policy_events(events(), {"backoff", "regrow", "rollback"}),
+            (std::vector<std::string>{"backoff@2:4", "regrow@5:8", "rollback@3:4", "regrow@5:8"}));
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 7));
+}
+
 TEST_F(RunnerTest, SparseAnomalyScansStillNeverCheckpointANan) {
   // Scans only before checkpoints: the NaN made at step 7 is found at step 10 (a checkpoint is
   // due), nothing unhealthy is written, and the run rolls back to step 5 and ends right.
@@ -859,6 +1019,9 @@ TEST_F(RunnerTest, InconsistentOptionsAreUsageErrorsNamingTheOption) {
   o = options(5);
   o.min_micro_batch = 0;
   expect_usage_error_naming(toy, o, "min_micro_batch");
+  o = options(5);
+  o.regrow_micro_batch_after = -1;
+  expect_usage_error_naming(toy, o, "regrow_micro_batch_after");
   o = options(5);
   o.checkpoint_every = -2;
   expect_usage_error_naming(toy, o, "checkpoint_every");

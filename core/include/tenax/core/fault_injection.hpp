@@ -4,7 +4,7 @@
 // Grammar (whitespace around items is ignored; an empty string is an empty plan):
 //   plan  := item ("," item)*
 //   item  := kind "@" point "=" N ["x" M] [":" phase]
-//   kind  := oom | nan | inf | device | comm | io | kill | enospc
+//   kind  := oom | nan | inf | device | comm | io | kill | enospc | overflow
 //   point := alloc | step | checkpoint
 //   phase := [a-z0-9_]+
 // N (from 1) is the occurrence of the point at which the fault fires; "xM" makes it fire on M
@@ -16,6 +16,7 @@
 //   oom@step=12, nan@step=50, device@step=120, kill@step=75
 //   kill@checkpoint=2:after_data_fsync   SIGKILL during the 2nd checkpoint, after the data fsync
 //   enospc@checkpoint=3                  the 3rd checkpoint fails as if the disk were full
+//   overflow@step=7                      step 7's gradients overflow (an Inf, as f16 makes)
 // What a fault means at a point is up to the code that owns the point (the fault-injecting
 // memory resource for alloc, the runner for step and checkpoint).
 #pragma once
@@ -29,7 +30,7 @@
 
 namespace tenax {
 
-enum class FaultKind : unsigned char { oom, nan, inf, device, comm, io, kill, enospc };
+enum class FaultKind : unsigned char { oom, nan, inf, device, comm, io, kill, enospc, overflow };
 enum class FaultPoint : unsigned char { alloc, step, checkpoint };
 
 [[nodiscard]] std::string_view to_string(FaultKind kind) noexcept;

@@ -121,6 +121,45 @@ struct SquareOp {
     return v * v;
   }
 };
+struct ErfOp {
+  TENAX_HD float operator()(float v) const { return erff(v); }
+  TENAX_HD double operator()(double v) const { return ::erf(v); }
+};
+
+// 1/sqrt(2) and 1/sqrt(2 pi), for the standard normal CDF and density.
+inline constexpr double kInvSqrt2 = 0.70710678118654752440;
+inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+// Phi(v), the standard normal CDF, as 0.5 erfc(-v / sqrt 2): 1 + erf(v / sqrt 2) would cancel
+// for negative v and lose the tail.
+TENAX_HD inline float normal_cdf(float v) {
+  return 0.5f * erfcf(-v * static_cast<float>(kInvSqrt2));
+}
+TENAX_HD inline double normal_cdf(double v) { return 0.5 * ::erfc(-v * kInvSqrt2); }
+// phi(v), the standard normal density.
+TENAX_HD inline float normal_pdf(float v) {
+  return expf(-0.5f * v * v) * static_cast<float>(kInvSqrt2Pi);
+}
+TENAX_HD inline double normal_pdf(double v) { return ::exp(-0.5 * v * v) * kInvSqrt2Pi; }
+
+// gelu(v) = v Phi(v) (the exact form, not the tanh approximation). Where Phi(v) underflows to 0
+// (v below about -38 in f64, -14 in f32, and -inf) the result is -0 rather than -inf * 0 = NaN.
+struct GeluOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    const T cdf = normal_cdf(v);
+    return cdf == T(0) ? T(-0.0) : v * cdf;
+  }
+};
+// gelu'(v) = Phi(v) + v phi(v). Where phi(v) underflows to 0 the second term is 0 (so
+// gelu_grad(+inf) = 1 and gelu_grad(-inf) = 0 rather than NaN).
+struct GeluGradOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    const T pdf = normal_pdf(v);
+    return normal_cdf(v) + (pdf == T(0) ? T(0) : v * pdf);
+  }
+};
 
 // ---- binary operations (BinaryOp) ----
 
@@ -229,6 +268,44 @@ struct UnscaleCheckBody {
     store(stored, load(t[i]) * inv_scale);
     t[i] = stored;
     return is_nonfinite(load(stored)) ? 1 : 0;
+  }
+};
+
+// unscale_and_measure: t[i] *= inv_scale (when `write`; otherwise t is only read) and the terms
+// of element i: the square of the stored result widened to double (the term of ops::dot(t, t)
+// and ops::nrm2), and 1 when that result is infinite or NaN, else 0.
+struct MeasureTerms {
+  double square;
+  double nonfinite;
+};
+template <class S>
+struct UnscaleMeasureBody {
+  S* t;
+  compute_t<S> inv_scale;
+  bool write;
+  TENAX_HD MeasureTerms operator()(std::int64_t i) const {
+    return write ? terms<true>(i) : terms<false>(i);
+  }
+  // With `write` as a constant, for loops that must not branch per element.
+  template <bool kWrite>
+  TENAX_HD MeasureTerms terms(std::int64_t i) const {
+    S stored = t[i];
+    if constexpr (kWrite) {
+      store(stored, load(stored) * inv_scale);
+      t[i] = stored;
+    }
+    const double v = static_cast<double>(load(stored));
+    return {v * v, is_nonfinite(v) ? 1.0 : 0.0};
+  }
+};
+
+// find_nonfinite: 0 for a finite element, 1 for a NaN, 2 for an infinity.
+template <class S>
+struct NonfiniteKindMap {
+  const S* x;
+  TENAX_HD int operator()(std::int64_t i) const {
+    const compute_t<S> v = load(x[i]);
+    return v != v ? 1 : (is_nonfinite(v) ? 2 : 0);
   }
 };
 

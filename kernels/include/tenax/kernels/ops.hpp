@@ -3,6 +3,8 @@
 // the kernel of the tensors' device: the CPU backend (the reference) or the CUDA backend.
 #pragma once
 
+#include "tenax/kernels/ops_broadcast.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
+#include "tenax/kernels/ops_nn.hpp"

@@ -6,8 +6,9 @@
 //
 // Style: an op that makes a new tensor returns it (`Tensor add(a, b)`); its `_into` variant
 // writes into a caller-provided `out` of the right shape, dtype and device (out may alias an
-// input). Ops that update a tensor (fill, random_*, axpby, scale, unscale_and_check) work in
-// place. f16 and bf16 are computed in f32 and rounded to nearest even on store.
+// input). Ops that update a tensor (fill, random_*, axpby, scale, unscale_and_check,
+// unscale_and_measure) work in place. f16 and bf16 are computed in f32 and rounded to nearest
+// even on store. Broadcasting binary ops are in ops_broadcast.hpp.
 //
 // Reductions accumulate in f64 over fixed blocks of kReduceBlock elements combined in a fixed
 // tree order: the result does not depend on the thread count, and the CUDA backend returns the
@@ -24,7 +25,30 @@
 namespace tenax::ops {
 
 // step: 1 where v > 0, 0 where v <= 0, NaN for NaN (the derivative of relu, a NaN kept visible).
-enum class UnaryOp : std::uint8_t { neg, abs, exp, log, sqrt, tanh, relu, sigmoid, square, step };
+// erf: the error function.
+// gelu: x * Phi(x) with Phi the standard normal CDF, the exact (erf) form 0.5 x (1 + erf(x/sqrt 2))
+//   of PyTorch's approximate='none', not the tanh approximation. Evaluated as
+//   0.5 x erfc(-x/sqrt 2), the same function without the cancellation of 1 + erf for negative x
+//   (so the tail stays accurate); gelu(-inf) = -0, gelu(+inf) = +inf.
+// gelu_grad: the derivative of gelu, Phi(x) + x phi(x) with phi the standard normal density;
+//   gelu_grad(-inf) = 0, gelu_grad(+inf) = 1.
+// erf, gelu and gelu_grad use each backend's math library (erf, erfc, exp): the CPU and CUDA
+// results agree within a few units in the last place, not bit for bit.
+enum class UnaryOp : std::uint8_t {
+  neg,
+  abs,
+  exp,
+  log,
+  sqrt,
+  tanh,
+  relu,
+  sigmoid,
+  square,
+  step,
+  erf,
+  gelu,
+  gelu_grad
+};
 enum class BinaryOp : std::uint8_t { add, sub, mul, div, maximum, minimum };
 
 [[nodiscard]] const char* to_string(UnaryOp op) noexcept;
@@ -92,6 +116,9 @@ void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
 [[nodiscard]] inline Tensor step(const Tensor& x) { return unary(UnaryOp::step, x); }
 [[nodiscard]] inline Tensor sigmoid(const Tensor& x) { return unary(UnaryOp::sigmoid, x); }
 [[nodiscard]] inline Tensor square(const Tensor& x) { return unary(UnaryOp::square, x); }
+[[nodiscard]] inline Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x); }
+[[nodiscard]] inline Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
+[[nodiscard]] inline Tensor gelu_grad(const Tensor& x) { return unary(UnaryOp::gelu_grad, x); }
 
 [[nodiscard]] inline Tensor add(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::add, a, b);
@@ -121,5 +148,36 @@ void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
 [[nodiscard]] bool unscale_and_check(const Tensor& t, double scale);
 // Number of infinite or NaN elements of t.
 [[nodiscard]] std::int64_t count_nonfinite(const Tensor& t);
+
+// Where the NaNs and infinities of t are: counts of each, and the smallest flat (row-major) index
+// holding either, with its value as stored (NaN, +inf or -inf, widened to double). first_index
+// is -1 and first_value 0 when every element is finite (and for an empty t). One read pass; t is
+// not changed. The result is the same on every backend and for every thread count. Used by
+// anomaly detection to say which element of which tensor went bad first.
+struct NonfiniteReport {
+  std::int64_t nan_count = 0;
+  std::int64_t inf_count = 0;
+  std::int64_t first_index = -1;
+  double first_value = 0;
+};
+[[nodiscard]] NonfiniteReport find_nonfinite(const Tensor& t);
+
+// The fused pass of dynamic loss scaling: unscale, finite check and gradient norm in one read and
+// one write of t. Multiplies t in place by 1/scale exactly as unscale_and_check does (1/scale is
+// rounded to t's compute type: f64, or f32 for f32/f16/bf16; when scale == 1, t is only read),
+// and returns
+//   nonfinite_count: the number of stored results that are infinite or NaN;
+//   sum_of_squares: the sum of the squares of the stored results, each widened to double and
+//     squared in double, accumulated in the fixed blocked order of ops::dot and ops::nrm2: it
+//     equals ops::dot(t, t) on the unscaled t bit for bit, and sqrt(sum_of_squares) equals
+//     ops::nrm2(t). It is inf or NaN when nonfinite_count > 0 (and may overflow to inf for huge
+//     finite f64 values).
+// The bits are the same on every backend and for every thread count. scale must be finite and
+// > 0 (UsageError otherwise). On a CUDA device the call waits for the result.
+struct UnscaleReport {
+  std::int64_t nonfinite_count = 0;
+  double sum_of_squares = 0;
+};
+[[nodiscard]] UnscaleReport unscale_and_measure(const Tensor& t, double scale);
 
 }  // namespace tenax::ops

@@ -11,10 +11,13 @@
 //    alike:
 //      out_of_memory: empty the device cache and retry the step; then halve the micro-batch and
 //        retry (same result, more micro-steps); at min_micro_batch, checkpoint and stop with the
-//        memory summary. The learned micro-batch is saved in every checkpoint.
-//      anomaly (NaN/Inf in any floating tensor of the state, or Workload::check()): roll back to
-//        the last checkpoint and redo the steps; stop after max_anomaly_retries consecutive
-//        failures.
+//        memory summary. The learned micro-batch is saved in every checkpoint. With
+//        regrow_micro_batch_after = K > 0, K steps in a row without an out-of-memory error at a
+//        reduced micro-batch double it again (up to work_units()), so a transient shortage
+//        (a peak, another process) does not slow the rest of the run.
+//      anomaly (NaN/Inf in any floating tensor of the state, Workload::check(), or an
+//        AnomalyError thrown by Workload::step(), e.g. a non-finite loss): roll back to the last
+//        checkpoint and redo the steps; stop after max_anomaly_retries consecutive failures.
 //      device_fault / comm_fault: nothing more is written from device memory; the run returns
 //        the restart code 75 at once, and the supervisor restarts it from the last checkpoint.
 //  - RUN_DIR/events.jsonl: a line per step and per event (see EventLog);
@@ -61,7 +64,16 @@ struct RunnerOptions {
   // further), and Workload::check() runs after every step.
   std::int64_t anomaly_check_every = 1;
   std::int64_t min_micro_batch = 1;  // floor of the out-of-memory backoff
-  std::string config;                // run configuration (JSON text) stored in checkpoints
+  // Regrowth after an out-of-memory backoff: when > 0, after this many consecutive steps
+  // completed (and found healthy) without an out-of-memory error at a micro-batch smaller than
+  // Workload::work_units(), the micro-batch doubles, capped at work_units(), from the next step
+  // on (a "regrow" event in events.jsonl and a line on stderr). The count restarts after each
+  // growth and after each out-of-memory error (even one a cache retry absorbed; the step with the
+  // error does not count). It is saved in checkpoints with the micro-batch, so a resumed run
+  // regrows where an uninterrupted one would; a rollback keeps it with the micro-batch it keeps.
+  // The results do not change (Workload::step's contract), only the speed. 0: never regrow.
+  std::int64_t regrow_micro_batch_after = 0;
+  std::string config;  // run configuration (JSON text) stored in checkpoints
   ProgressMode progress = ProgressMode::automatic;
   const FaultPlan* faults = nullptr;  // nullptr: the process plan (TENAX_FAULTS)
 };

@@ -28,7 +28,9 @@ class Workload {
   //  - the result must not depend on `micro_batch` (bit for bit), so that a backoff after an
   //    out-of-memory error changes nothing but speed;
   //  - if it throws, the state must be as it was before the call (strong guarantee), so that
-  //    the Runner can retry the step without doing any work twice.
+  //    the Runner can retry the step without doing any work twice. OutOfMemoryError drives the
+  //    out-of-memory policy, AnomalyError (a NaN/Inf the step cannot go on with) the anomaly
+  //    policy, device and communication faults the restart; anything else ends the run.
   virtual void step(std::int64_t step, std::int64_t micro_batch) = 0;
 
   // The complete state needed to continue the run (tensors may be views of the live state: the

@@ -88,6 +88,12 @@ decltype(auto) dispatch_unary(ops::UnaryOp op, F&& f) {
       return f(SquareOp{});
     case ops::UnaryOp::step:
       return f(StepOp{});
+    case ops::UnaryOp::erf:
+      return f(ErfOp{});
+    case ops::UnaryOp::gelu:
+      return f(GeluOp{});
+    case ops::UnaryOp::gelu_grad:
+      return f(GeluGradOp{});
   }
   throw UsageError("unary: unknown UnaryOp " + std::to_string(static_cast<int>(op)),
                    "pass one of the ops::UnaryOp enumerators");

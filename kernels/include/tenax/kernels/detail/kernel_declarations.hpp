@@ -34,7 +34,11 @@
   X(double, dot, (const Tensor& x, const Tensor& y), (x, y))                                     \
   X(double, nrm2, (const Tensor& x), (x))                                                        \
   X(double, max, (const Tensor& x), (x))                                                         \
-  X(std::int64_t, count_nonfinite, (const Tensor& x), (x))
+  X(std::int64_t, count_nonfinite, (const Tensor& x), (x))                                       \
+  X(::tenax::ops::NonfiniteReport, find_nonfinite, (const Tensor& x), (x))                       \
+  /* t *= inv_scale in place, unless inv_scale == 1 (then t is only read) */                     \
+  X(::tenax::ops::UnscaleReport, unscale_and_measure, (const Tensor& t, double inv_scale),       \
+    (t, inv_scale))
 // clang-format on
 
 // Parameter list with a leading CpuContext& (used as `name TENAX_WITH_CPU_CONTEXT params`).

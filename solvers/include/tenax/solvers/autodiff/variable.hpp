@@ -99,15 +99,20 @@ class Tape {
   [[nodiscard]] static bool recording();
 
   // For op implementations: a new non-leaf Variable holding `value` that requires grad, whose
-  // backward closure runs when backward() reaches it. Only call when recording() is true and an
-  // input requires grad.
-  [[nodiscard]] static Variable record(Tensor value, Backward backward);
+  // backward closure runs when backward() reaches it. `op` (a string literal: it is not copied)
+  // names the op and `inputs` are its operands in order, for anomaly reports (anomaly.hpp); the
+  // node also records the current TagScope tag. Only call when recording() is true and an input
+  // requires grad.
+  [[nodiscard]] static Variable record(const char* op, std::vector<Variable> inputs, Tensor value,
+                                       Backward backward);
   // For op implementations: adds `grad` to v's gradient when v requires grad (allocating it on
-  // first use); `grad` has v's shape, dtype and device and is not kept (copied when needed).
+  // first use); `grad` has v's shape, dtype and device and is not kept (copied when needed). In
+  // anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being run and the
+  // position of v among its inputs.
   static void accumulate_grad(const Variable& v, const Tensor& grad);
 
  private:
-  friend void backward(const Variable& loss);
+  friend void backward(const Variable& loss, double seed);
 };
 
 // Turns recording off on this thread for its lifetime; nests.
@@ -119,9 +124,11 @@ class NoGradScope {
   ~NoGradScope();
 };
 
-// Runs this thread's tape backward from `loss` as described above. loss must require grad and
-// hold exactly one element (shape [] or [1], [1, 1], ...): UsageError naming its shape
-// otherwise. Throws UsageError when the loss's graph was already consumed or cleared.
-void backward(const Variable& loss);
+// Runs this thread's tape backward from `loss` as described above, seeding d loss / d loss with
+// `seed` (1 by default; the loss scale under dynamic loss scaling, so that every gradient comes
+// out multiplied by it without an extra pass). loss must require grad and hold exactly one
+// element (shape [] or [1], [1, 1], ...): UsageError naming its shape otherwise. Throws
+// UsageError when the loss's graph was already consumed or cleared, or when seed is not finite.
+void backward(const Variable& loss, double seed = 1.0);
 
 }  // namespace tenax::solvers::autodiff

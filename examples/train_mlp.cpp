@@ -1,0 +1,609 @@
+// train_mlp: trains a multilayer perceptron as a resumable job under the Runner, in f32, f16 or
+// bf16 (f32 master weights), with gradient accumulation that an out-of-memory backoff does not
+// change, dynamic loss scaling for f16, and optional anomaly mode.
+//
+// Data: a deterministic synthetic set drawn from the Philox generator (--task regression: a
+// smooth function of two inputs, d_out 1; --task spirals: two interleaved spirals, 2 classes),
+// or the user's own (--data FILE.h5 with /x [N, d_in] float32 and /y: [N, d_out] float32 for
+// regression, [N] int64 labels for classification). Optimizer step k uses the global batch
+// positions k*B .. k*B+B-1 (mod N) of the data, in the order of a Philox permutation drawn per
+// epoch (--shuffle, the default) or in file order (--no-shuffle).
+//
+// Losses are PyTorch's defaults: MSE (mean over the batch and the outputs) and cross-entropy
+// (mean over the batch), both computed in f32. --output writes the final parameters as
+// /params/fc<i>/weight [out, in] and /params/fc<i>/bias [out] (nn.Linear's layout) and the loss
+// of every optimizer step as /loss (float32); --init reads parameters in that layout.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <numbers>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run_flags.hpp"
+#include "tenax/core/context.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/philox.hpp"
+#include "tenax/io/dataset_file.hpp"
+#include "tenax/io/state_file.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/loss_scaler.hpp"
+#include "tenax/runtime/precision.hpp"
+#include "tenax/runtime/runner.hpp"
+#include "tenax/runtime/trainer.hpp"
+#include "tenax/solvers/autodiff/ops.hpp"
+#include "tenax/solvers/nn/linear.hpp"
+#include "tenax/solvers/nn/lr_schedule.hpp"
+#include "tenax/solvers/nn/optimizer.hpp"
+
+namespace {
+
+using tenax::Device;
+using tenax::DType;
+using tenax::Shape;
+using tenax::StateDict;
+using tenax::Tensor;
+using tenax::UsageError;
+namespace autodiff = tenax::solvers::autodiff;
+namespace nn = tenax::solvers::nn;
+namespace ops = tenax::ops;
+namespace runtime = tenax::runtime;
+
+struct Options {
+  std::string task = "spirals";
+  std::string layers = "64,64";
+  std::string activation = "tanh";
+  std::string precision = "f32";
+  std::int64_t batch = 256;
+  std::int64_t micro_batch = 0;
+  std::int64_t grain = 32;
+  std::string optimizer = "adam";
+  double lr = 1e-2;
+  std::string optimizer_options;
+  std::string schedule = "constant";
+  std::int64_t steps = 300;
+  std::string device = "auto";
+  std::int64_t samples = 4096;
+  double noise = 0.05;
+  std::uint64_t seed = 0;
+  std::string data;
+  std::string init;
+  std::string output;
+  bool shuffle = true;
+  double clip_grad_norm = 0;
+  std::string loss_scaler;
+  std::int64_t regrow_after = 0;
+  bool detect_anomaly = false;
+  std::int64_t log_every = 0;
+  bool json = false;
+  tenax::examples::RunFlags run{.run_dir = "runs/train_mlp", .checkpoint_every = 50};
+};
+
+// ---- data ----
+
+struct DataSet {
+  Tensor x;  // [N, d_in] f32, host
+  Tensor y;  // [N, d_out] f32 (regression) or [N] i64 (classification), host
+  bool classification = false;
+  std::int64_t classes = 0;  // classification only
+  std::int64_t d_in() const { return x.shape()[1]; }
+  std::int64_t d_out() const { return classification ? classes : y.shape()[1]; }
+  std::int64_t size() const { return x.shape()[0]; }
+};
+
+// y = sin(pi x0) cos(pi x1) + x0 x1 / 2 on [-1, 1]^2, plus Gaussian noise.
+DataSet regression_set(std::int64_t n, double noise, std::uint64_t seed) {
+  DataSet d;
+  d.x = Tensor::empty(Shape{n, 2}, DType::f32);
+  ops::random_uniform(d.x, seed, 0, -1.0, 1.0);
+  Tensor eps = Tensor::empty(Shape{n}, DType::f32);
+  ops::random_normal(eps, seed, static_cast<std::uint64_t>((2 * n + 3) / 4), 0.0, noise);
+  d.y = Tensor::empty(Shape{n, 1}, DType::f32);
+  const float* x = d.x.data_as<float>();
+  const float* e = eps.data_as<float>();
+  float* y = d.y.data_as<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double a = x[2 * i];
+    const double b = x[2 * i + 1];
+    y[i] = static_cast<float>(std::sin(std::numbers::pi * a) * std::cos(std::numbers::pi * b) +
+                              0.5 * a * b + e[i]);
+  }
+  return d;
+}
+
+// Two interleaved spirals, class c = i % 2: radius t, angle 3 pi t + c pi, t uniform in
+// [0.05, 1), plus Gaussian noise on both coordinates.
+DataSet spirals_set(std::int64_t n, double noise, std::uint64_t seed) {
+  DataSet d;
+  d.classification = true;
+  d.classes = 2;
+  Tensor t = Tensor::empty(Shape{n}, DType::f32);
+  ops::random_uniform(t, seed, 0, 0.05, 1.0);
+  Tensor eps = Tensor::empty(Shape{n, 2}, DType::f32);
+  ops::random_normal(eps, seed, static_cast<std::uint64_t>((n + 3) / 4), 0.0, noise);
+  d.x = Tensor::empty(Shape{n, 2}, DType::f32);
+  d.y = Tensor::empty(Shape{n}, DType::i64);
+  const float* tt = t.data_as<float>();
+  const float* e = eps.data_as<float>();
+  float* x = d.x.data_as<float>();
+  std::int64_t* y = d.y.data_as<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t c = i % 2;
+    const double r = tt[i];
+    const double angle = 3.0 * std::numbers::pi * r + static_cast<double>(c) * std::numbers::pi;
+    x[2 * i] = static_cast<float>(r * std::cos(angle) + e[2 * i]);
+    x[2 * i + 1] = static_cast<float>(r * std::sin(angle) + e[2 * i + 1]);
+    y[i] = c;
+  }
+  return d;
+}
+
+DataSet load_data(const std::string& path) {
+  DataSet d;
+  Tensor x = tenax::io::read_dataset(path, "x");
+  Tensor y = tenax::io::read_dataset(path, "y");
+  TENAX_EXPECTS(x.shape().rank() == 2 && x.shape()[0] >= 1 && x.shape()[1] >= 1, UsageError,
+                "--data " + path + ": /x has shape " + to_string(x.shape()),
+                "store the inputs as /x of shape [N, d_in] (float32)");
+  d.x = x.dtype() == DType::f32 ? x : ops::cast(x, DType::f32);
+  const std::int64_t n = x.shape()[0];
+  if (y.dtype() == DType::i64 || y.dtype() == DType::i32) {
+    TENAX_EXPECTS(
+        y.shape() == Shape{n}, UsageError,
+        "--data " + path + ": /y holds integer labels of shape " + to_string(y.shape()) +
+            " for /x of shape " + to_string(x.shape()),
+        "store one int64 class label per sample: /y of shape [" + std::to_string(n) + "]");
+    d.classification = true;
+    d.y = Tensor::empty(Shape{n}, DType::i64);
+    std::int64_t* labels = d.y.data_as<std::int64_t>();
+    for (std::int64_t i = 0; i < n; ++i) {
+      labels[i] = y.dtype() == DType::i64 ? y.data_as<std::int64_t>()[i]
+                                          : std::int64_t{y.data_as<std::int32_t>()[i]};
+      TENAX_EXPECTS(labels[i] >= 0, UsageError,
+                    "--data " + path + ": label " + std::to_string(labels[i]) + " of sample " +
+                        std::to_string(i) + " is negative",
+                    "number the classes 0, 1, ..., C-1");
+      d.classes = std::max(d.classes, labels[i] + 1);
+    }
+    TENAX_EXPECTS(
+        d.classes >= 2, UsageError,
+        "--data " + path + ": the labels name only " + std::to_string(d.classes) + " class",
+        "classification needs at least two classes");
+  } else {
+    TENAX_EXPECTS(y.shape().rank() == 2 && y.shape()[0] == n, UsageError,
+                  "--data " + path + ": /y has shape " + to_string(y.shape()) +
+                      " for /x of shape " + to_string(x.shape()),
+                  "store regression targets as /y of shape [" + std::to_string(n) +
+                      ", d_out] (float32), or class labels as int64 [" + std::to_string(n) + "]");
+    d.y = y.dtype() == DType::f32 ? y : ops::cast(y, DType::f32);
+  }
+  return d;
+}
+
+// Data positions of optimizer step k: global batch positions p = k*B + r map to epoch p / N and
+// index p % N of that epoch's order: a Philox permutation (Fisher-Yates with the epoch as the
+// Philox counter's high word) or the identity.
+class BatchOrder {
+ public:
+  BatchOrder(std::int64_t n, std::uint64_t seed, bool shuffle)
+      : n_(n), seed_(seed), shuffle_(shuffle) {}
+
+  std::int64_t sample(std::int64_t position) {
+    const std::int64_t epoch = position / n_;
+    const std::int64_t index = position % n_;
+    if (!shuffle_) return index;
+    if (epoch != epoch_) permute(epoch);
+    return order_[static_cast<std::size_t>(index)];
+  }
+
+ private:
+  void permute(std::int64_t epoch) {
+    order_.resize(static_cast<std::size_t>(n_));
+    for (std::int64_t i = 0; i < n_; ++i) order_[static_cast<std::size_t>(i)] = i;
+    const tenax::Uint32x2 key{static_cast<std::uint32_t>(seed_ ^ 0x5eed5eedu),
+                              static_cast<std::uint32_t>(seed_ >> 32)};
+    for (std::int64_t i = n_ - 1; i > 0; --i) {
+      const tenax::Uint32x4 counter{static_cast<std::uint32_t>(i),
+                                    static_cast<std::uint32_t>(i >> 32),
+                                    static_cast<std::uint32_t>(epoch), 0x7a1e7a1eu};
+      const tenax::Uint32x4 r = tenax::philox4x32_10(counter, key);
+      const std::uint64_t bits = (std::uint64_t{r.v[0]} << 32) | r.v[1];
+      const auto j = static_cast<std::int64_t>(bits % static_cast<std::uint64_t>(i + 1));
+      std::swap(order_[static_cast<std::size_t>(i)], order_[static_cast<std::size_t>(j)]);
+    }
+    epoch_ = epoch;
+  }
+
+  std::int64_t n_;
+  std::uint64_t seed_;
+  bool shuffle_;
+  std::int64_t epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+std::vector<std::int64_t> parse_layers(const std::string& text) {
+  std::vector<std::int64_t> widths;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::int64_t w = 0;
+    try {
+      std::size_t used = 0;
+      w = std::stoll(item, &used);
+      if (used != item.size()) w = 0;
+    } catch (const std::exception&) {
+      w = 0;
+    }
+    TENAX_EXPECTS(w >= 1, UsageError,
+                  "--layers " + text + ": '" + item + "' is not a positive width",
+                  "give the hidden widths as a comma-separated list, e.g. --layers 64,64 (empty "
+                  "for a linear model)");
+    widths.push_back(w);
+  }
+  return widths;
+}
+
+// ---- the workload ----
+
+class TrainMlp : public runtime::Workload {
+ public:
+  TrainMlp(const Options& o, DataSet data, Device device)
+      : o_(o),
+        data_(std::move(data)),
+        device_(device),
+        policy_{runtime::parse_precision(o.precision)},
+        order_(data_.size(), o.seed, o.shuffle) {
+    std::vector<std::int64_t> widths{data_.d_in()};
+    for (std::int64_t w : parse_layers(o.layers)) widths.push_back(w);
+    widths.push_back(data_.d_out());
+    mlp_ = std::make_unique<nn::MLP>(widths, nn::parse_activation(o.activation),
+                                     policy_.master_dtype(), device_, o.seed);
+    params_ = mlp_->parameters();
+    std::string optimizer_options = "lr=" + std::to_string(o.lr);
+    if (!o.optimizer_options.empty()) optimizer_options += "," + o.optimizer_options;
+    optimizer_ = nn::make_optimizer(o.optimizer, params_, optimizer_options);
+    schedule_ = std::make_unique<nn::LrSchedule>(nn::parse_lr_schedule(o.schedule, o.lr, o.steps));
+    runtime::LossScalerOptions scaler_options = runtime::parse_loss_scaler_options(o.loss_scaler);
+    scaler_options.enabled = policy_.uses_loss_scaling();
+    scaler_ = std::make_unique<runtime::DynamicLossScaler>(scaler_options);
+    runtime::TrainerOptions trainer;
+    trainer.batch = o.batch;
+    trainer.grain = std::min(o.grain, o.batch);
+    trainer.loss_divisor = static_cast<double>(o.batch) *
+                           (data_.classification ? 1.0 : static_cast<double>(data_.d_out()));
+    trainer.clip_grad_norm = o.clip_grad_norm;
+    trainer.detect_anomaly = o.detect_anomaly;
+    trainer_ =
+        std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
+    faults_ = tenax::FaultPlan::from_environment();
+  }
+
+  void init() override {
+    if (!o_.init.empty()) {
+      StateDict loaded;
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        const std::string name = parameter_name(i);
+        Tensor t = tenax::io::read_dataset(o_.init, "params/" + name);
+        loaded.set(name,
+                   t.dtype() == policy_.master_dtype() ? t : ops::cast(t, policy_.master_dtype()));
+      }
+      mlp_->load_state_dict(loaded);
+    }
+    losses_.clear();
+    skipped_ = 0;
+  }
+
+  std::int64_t work_units() const override { return o_.batch; }
+
+  void step(std::int64_t step, std::int64_t micro_batch) override {
+    // Allocation numbers of the second step taken in this process (for fault-injection tests:
+    // oom@alloc=N with N in that range fails inside a training step).
+    const std::uint64_t allocations_before = allocations_served();
+    const std::int64_t rows = std::min(micro_batch, o_.micro_batch > 0 ? o_.micro_batch : o_.batch);
+    const Batch batch = gather(step);
+    const DType compute = policy_.compute_dtype();
+    const double divisor = trainer_divisor();
+    const runtime::TrainStepResult result = trainer_->step(
+        step, rows,
+        [&](std::int64_t begin, std::int64_t end) {
+          const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
+          const autodiff::Variable out = mlp_->forward(x);
+          const autodiff::LossOptions loss{.divisor = divisor};
+          if (data_.classification) {
+            return autodiff::cross_entropy(out, batch.labels.slice(begin, end), loss);
+          }
+          return autodiff::mse_loss(out, autodiff::Variable::constant(batch.y.slice(begin, end)),
+                                    loss);
+        },
+        &faults_);
+    (void)compute;
+    // Nothing above changed the state when it threw; from here on nothing can throw.
+    losses_.push_back(static_cast<float>(result.loss));
+    if (result.scaler.skip_step) ++skipped_;
+    last_ = result;
+    if (++steps_in_process_ == 2) {
+      step_allocations_ = {allocations_before + 1, allocations_served()};
+    }
+    if (o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
+      std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
+                   static_cast<long long>(step + 1), result.loss, result.grad_norm, result.lr,
+                   result.scaler.scale_after, result.scaler.skip_step ? " (skipped)" : "");
+    }
+  }
+
+  StateDict save_state() const override {
+    StateDict state;
+    state.merge("params", mlp_->state_dict());
+    state.merge("optimizer", optimizer_->state_dict());
+    state.merge("scaler", scaler_->state_dict());
+    Tensor loss = Tensor::empty(Shape{static_cast<std::int64_t>(losses_.size())}, DType::f32);
+    std::copy(losses_.begin(), losses_.end(), loss.data_as<float>());
+    state.set("loss", loss);
+    state.set("skipped_steps", skipped_);
+    return state;
+  }
+
+  void load_state(const StateDict& state) override {
+    mlp_->load_state_dict(state.scope("params"));
+    optimizer_->load_state_dict(state.scope("optimizer"));
+    scaler_->load_state_dict(state.scope("scaler"));
+    const Tensor loss = state.tensor("loss");
+    losses_.assign(loss.data_as<float>(), loss.data_as<float>() + loss.numel());
+    skipped_ = state.integer("skipped_steps");
+  }
+
+  Device device() const override { return device_; }
+
+  void write_output(const std::string& path) const {
+    StateDict out;
+    const StateDict params = mlp_->state_dict();
+    for (const auto& [name, value] : params.entries()) {
+      out.set("params/" + name, std::get<Tensor>(value).to(Device::cpu()));
+    }
+    Tensor loss = Tensor::empty(Shape{static_cast<std::int64_t>(losses_.size())}, DType::f32);
+    std::copy(losses_.begin(), losses_.end(), loss.data_as<float>());
+    out.set("loss", loss);
+    tenax::io::write_state_file(path, out, {});
+  }
+
+  const std::vector<float>& losses() const { return losses_; }
+  std::int64_t skipped() const { return skipped_; }
+  const runtime::TrainStepResult& last() const { return last_; }
+  // [first, last] allocation numbers of the second step of this process ({0, 0} if none).
+  std::pair<std::uint64_t, std::uint64_t> step_allocations() const { return step_allocations_; }
+  std::int64_t parameter_count() const {
+    std::int64_t n = 0;
+    for (const auto& p : params_) n += p.value().numel();
+    return n;
+  }
+
+ private:
+  struct Batch {
+    Tensor x;       // [B, d_in] compute dtype, on the device
+    Tensor y;       // [B, d_out] f32 (regression)
+    Tensor labels;  // [B] i64 (classification)
+  };
+
+  static std::string parameter_name(std::size_t i) {
+    return "fc" + std::to_string(i / 2) + (i % 2 == 0 ? "/weight" : "/bias");
+  }
+
+  double trainer_divisor() const {
+    return static_cast<double>(o_.batch) *
+           (data_.classification ? 1.0 : static_cast<double>(data_.d_out()));
+  }
+
+  // The global batch of optimizer step `step`, on the device, inputs in the compute dtype.
+  Batch gather(std::int64_t step) {
+    const std::int64_t b = o_.batch;
+    const std::int64_t d_in = data_.d_in();
+    Tensor x = Tensor::empty(Shape{b, d_in}, DType::f32);
+    const float* xs = data_.x.data_as<float>();
+    float* xb = x.data_as<float>();
+    std::vector<std::int64_t> rows(static_cast<std::size_t>(b));
+    for (std::int64_t r = 0; r < b; ++r)
+      rows[static_cast<std::size_t>(r)] = order_.sample(step * b + r);
+    for (std::int64_t r = 0; r < b; ++r) {
+      std::copy_n(xs + rows[static_cast<std::size_t>(r)] * d_in, d_in, xb + r * d_in);
+    }
+    Batch batch;
+    const DType compute = policy_.compute_dtype();
+    batch.x = (compute == DType::f32 ? x : ops::cast(x, compute)).to(device_);
+    if (data_.classification) {
+      Tensor labels = Tensor::empty(Shape{b}, DType::i64);
+      const std::int64_t* ys = data_.y.data_as<std::int64_t>();
+      for (std::int64_t r = 0; r < b; ++r)
+        labels.data_as<std::int64_t>()[r] = ys[rows[static_cast<std::size_t>(r)]];
+      batch.labels = labels.to(device_);
+    } else {
+      const std::int64_t d_out = data_.d_out();
+      Tensor y = Tensor::empty(Shape{b, d_out}, DType::f32);
+      const float* ys = data_.y.data_as<float>();
+      for (std::int64_t r = 0; r < b; ++r) {
+        std::copy_n(ys + rows[static_cast<std::size_t>(r)] * d_out, d_out,
+                    y.data_as<float>() + r * d_out);
+      }
+      batch.y = y.to(device_);
+    }
+    return batch;
+  }
+
+  const Options& o_;
+  DataSet data_;
+  Device device_;
+  runtime::PrecisionPolicy policy_;
+  BatchOrder order_;
+  std::unique_ptr<nn::MLP> mlp_;
+  std::vector<autodiff::Variable> params_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  std::unique_ptr<nn::LrSchedule> schedule_;
+  std::unique_ptr<runtime::DynamicLossScaler> scaler_;
+  std::unique_ptr<runtime::Trainer> trainer_;
+  tenax::FaultPlan faults_;
+  std::vector<float> losses_;
+  std::int64_t skipped_ = 0;
+  runtime::TrainStepResult last_;
+  std::int64_t steps_in_process_ = 0;
+  std::pair<std::uint64_t, std::uint64_t> step_allocations_{0, 0};
+
+  std::uint64_t allocations_served() const {
+    return static_cast<std::uint64_t>(tenax::memory_stats(device_).active_blocks.total);
+  }
+};
+
+void validate(const Options& o) {
+  TENAX_EXPECTS(o.task == "regression" || o.task == "spirals", UsageError,
+                "--task " + o.task + " is not a task", "use regression or spirals");
+  TENAX_EXPECTS(o.batch >= 1, UsageError, "--batch " + std::to_string(o.batch),
+                "use a batch of at least one sample");
+  TENAX_EXPECTS(o.micro_batch >= 0, UsageError, "--micro-batch " + std::to_string(o.micro_batch),
+                "use 0 (the whole batch) or a positive size");
+  TENAX_EXPECTS(o.grain >= 1, UsageError, "--grain " + std::to_string(o.grain),
+                "use a grain of at least one sample");
+  TENAX_EXPECTS(o.steps >= 0, UsageError, "--steps " + std::to_string(o.steps),
+                "use a step count >= 0");
+  TENAX_EXPECTS(o.samples >= 1, UsageError, "--samples " + std::to_string(o.samples),
+                "use at least one sample");
+  TENAX_EXPECTS(o.lr > 0 && std::isfinite(o.lr), UsageError, "--lr " + std::to_string(o.lr),
+                "use a positive learning rate");
+}
+
+std::string config_json(const Options& o) {
+  std::ostringstream c;
+  c << "{\"example\":\"train_mlp\",\"task\":\"" << o.task << "\",\"layers\":\"" << o.layers
+    << "\",\"activation\":\"" << o.activation << "\",\"precision\":\"" << o.precision
+    << "\",\"batch\":" << o.batch << ",\"grain\":" << o.grain << ",\"optimizer\":\"" << o.optimizer
+    << "\",\"lr\":" << o.lr << ",\"steps\":" << o.steps << ",\"seed\":" << o.seed << ",\"data\":\""
+    << o.data << "\"}";
+  return c.str();
+}
+
+int run(Options& o) {
+  validate(o);
+  tenax::examples::apply_inject_flag(o.run);
+  const Device device = tenax::select_device(o.device);
+  DataSet data = o.data.empty()
+                     ? (o.task == "regression" ? regression_set(o.samples, o.noise, o.seed)
+                                               : spirals_set(o.samples, o.noise, o.seed))
+                     : load_data(o.data);
+  TrainMlp workload(o, std::move(data), device);
+  runtime::RunnerOptions options = tenax::examples::runner_options(o.run, o.steps, config_json(o));
+  options.min_micro_batch = std::min(o.grain, o.batch);
+  options.regrow_micro_batch_after = o.regrow_after;
+  runtime::Runner runner(workload, options);
+  const auto start = std::chrono::steady_clock::now();
+  const runtime::RunResult result = runner.run();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (result.status != runtime::RunStatus::completed) {
+    std::fprintf(stderr, "train_mlp: %s: %s\n", std::string(to_string(result.status)).c_str(),
+                 result.message.c_str());
+    return result.exit_code;
+  }
+  if (!o.output.empty()) workload.write_output(o.output);
+  const std::vector<float>& losses = workload.losses();
+  const double final_loss = losses.empty() ? 0.0 : losses.back();
+  std::printf(
+      "train_mlp: %s, %lld parameters, %s on %s: %lld steps, final loss %.6g, %lld skipped, "
+      "micro-batch %lld\n",
+      o.data.empty() ? o.task.c_str() : o.data.c_str(),
+      static_cast<long long>(workload.parameter_count()), o.precision.c_str(),
+      tenax::to_string(device).c_str(), static_cast<long long>(losses.size()), final_loss,
+      static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch));
+  if (o.json) {
+    std::printf(
+        "{\"steps\":%lld,\"final_loss\":%.9g,\"skipped_steps\":%lld,\"micro_batch\":%lld,"
+        "\"seconds\":%.6f,\"loss_scale\":%g,\"step_allocations\":{\"first\":%llu,"
+        "\"last\":%llu}}\n",
+        static_cast<long long>(losses.size()), final_loss,
+        static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch),
+        seconds, workload.last().scaler.scale_after,
+        static_cast<unsigned long long>(workload.step_allocations().first),
+        static_cast<unsigned long long>(workload.step_allocations().second));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "train_mlp: trains an MLP as a resumable job (f32, f16 or bf16 with f32 master weights), "
+      "with gradient accumulation that survives out-of-memory backoff unchanged"};
+  app.add_option("--task", o.task,
+                 "regression (smooth function of 2 inputs) or spirals (2 classes)")
+      ->capture_default_str();
+  app.add_option("--layers", o.layers, "hidden widths, comma-separated (\"\" for none)")
+      ->capture_default_str();
+  app.add_option("--activation", o.activation, "relu, gelu, tanh or sigmoid")
+      ->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "f32, f16 (dynamic loss scaling) or bf16; master weights stay f32")
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "global batch (samples per optimizer step)")
+      ->capture_default_str();
+  app.add_option("--micro-batch", o.micro_batch,
+                 "samples per forward/backward pass (0: the batch); rounded down to whole grains; "
+                 "halved by itself when memory runs out")
+      ->capture_default_str();
+  app.add_option("--grain", o.grain,
+                 "samples per gradient grain: gradients are summed grain by grain in a fixed "
+                 "order, so any micro-batch that is a multiple of it gives the same bits; also "
+                 "the smallest micro-batch of the backoff")
+      ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "sgd, adam or adamw")->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate (the schedule's base)")->capture_default_str();
+  app.add_option("--optimizer-options", o.optimizer_options,
+                 "key=value list, e.g. momentum=0.9,nesterov=1,wd=1e-4 or beta1=0.9,beta2=0.99");
+  app.add_option("--schedule", o.schedule,
+                 "learning-rate schedule: constant, cosine:warmup=W,min_lr=M or "
+                 "step:every=N,gamma=G[,warmup=W]")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "optimizer steps")->capture_default_str();
+  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--samples", o.samples, "size of the synthetic data set")->capture_default_str();
+  app.add_option("--noise", o.noise, "standard deviation of the synthetic data's noise")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "seed of data, initialisation and shuffling")
+      ->capture_default_str();
+  app.add_option("--data", o.data,
+                 "train on this HDF5 file: /x [N, d_in] float32, /y [N, d_out] float32 "
+                 "(regression) or [N] int64 (classification)");
+  app.add_option("--init", o.init, "start from the parameters of this HDF5 file (--output layout)");
+  app.add_option("--output", o.output,
+                 "write /params/fc<i>/weight, /params/fc<i>/bias and /loss to this HDF5 file");
+  app.add_flag("--shuffle,!--no-shuffle", o.shuffle,
+               "visit the data in a Philox permutation per epoch (default) or in file order");
+  app.add_option("--clip-grad-norm", o.clip_grad_norm, "maximum gradient 2-norm (0: no clipping)")
+      ->capture_default_str();
+  app.add_option("--loss-scaler", o.loss_scaler,
+                 "f16 loss scaler: init=65536,growth=2,backoff=0.5,interval=2000,hysteresis=1,"
+                 "min=1,max=16777216,on_min=error|skip|clamp");
+  app.add_option("--regrow-after", o.regrow_after,
+                 "double a backed-off micro-batch again after this many clean steps (0: never)")
+      ->capture_default_str();
+  app.add_flag("--detect-anomaly", o.detect_anomaly,
+               "check every op's output and gradients for NaN/Inf and name the op that made one");
+  app.add_option("--log-every", o.log_every, "print the loss every N steps (0: never)")
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "print a JSON summary as the last line");
+  tenax::examples::add_run_flags(app, o.run);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const tenax::Error& e) {
+    std::fprintf(stderr, "train_mlp: %s\n", e.what());
+    return tenax::exit_code_for(e.fault_class());
+  }
+}

@@ -1,0 +1,94 @@
+// Trainer: one optimizer step of mixed-precision training with gradient accumulation, done so
+// that no step is ever half-taken.
+//
+// A step over a global batch of `batch` rows (per rank) runs:
+//  1. every parameter gradient set to zero;
+//  2. the batch in micro-batches of `micro_batch` rows (rounded down to whole grains), in order,
+//     inside a GrainScope of `grain` rows (autodiff/grain.hpp): for each, the user's function
+//     returns the loss of rows [begin, end) (its share of the global mean: divide by the global
+//     count, see LossOptions::divisor), and backward() runs seeded with the loss scale. The scale
+//     is read once before the first micro-batch, so it is constant within the window;
+//  3. one fused pass per parameter (ops::unscale_and_measure) that divides the gradient by the
+//     scale, counts non-finite values and sums squares for the gradient norm: the gradients are
+//     read once;
+//  4. the loss scaler's decision: on overflow the step is skipped (parameters, optimizer moments,
+//     optimizer step count and therefore the learning-rate schedule stay bitwise as they were);
+//  5. otherwise the learning rate of the schedule at the optimizer's step count, and the
+//     optimizer step with the clipping coefficient folded in (no extra pass).
+// Because grains are summed in a fixed order, the result does not depend on `micro_batch`: an
+// out-of-memory backoff (micro-batch halved, accumulation doubled) changes nothing bit for bit.
+//
+// Failure semantics (the Workload contract): steps 1-3 touch only gradients, the scaler and the
+// optimizer do not allocate, so an error thrown by step() (out of memory in a micro-batch, an
+// anomaly) leaves parameters, optimizer and scaler state as they were; the tape is cleared. A
+// non-finite loss, or a non-finite gradient without loss scaling (bf16, f32), throws
+// AnomalyError naming the step and micro-batch (the Runner's anomaly policy rolls back); in
+// anomaly mode (detect_anomaly) the first op that produced a NaN/Inf throws
+// autodiff::AnomalyDetected with its full report instead.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/runtime/loss_scaler.hpp"
+#include "tenax/solvers/autodiff/variable.hpp"
+#include "tenax/solvers/nn/lr_schedule.hpp"
+#include "tenax/solvers/nn/optimizer.hpp"
+
+namespace tenax::runtime {
+
+struct TrainerOptions {
+  std::int64_t batch = 0;  // global batch per rank, rows
+  std::int64_t grain = 0;  // rows per grain; 0: the whole batch (no backoff invariance)
+  // The loss's divisor (the count the user's loss function divides by): the trainer reports the
+  // step's loss as the sum over grains divided by it. 0: `batch`.
+  double loss_divisor = 0;
+  double clip_grad_norm = 0;    // maximum gradient 2-norm; 0: no clipping
+  bool detect_anomaly = false;  // autodiff anomaly mode during the step
+  int rank = 0;                 // for anomaly reports
+};
+
+struct TrainStepResult {
+  double loss = 0;       // mean loss of the global batch (f64 of the grain sums)
+  double grad_norm = 0;  // 2-norm of the unscaled gradients before clipping (inf on overflow)
+  double lr = 0;         // learning rate used (0 when skipped)
+  std::int64_t micro_batches = 0;
+  ScalerUpdate scaler;  // the loss scaler's decision (skip_step: nothing was updated)
+};
+
+class Trainer {
+ public:
+  // The loss of rows [begin, end) of the step's global batch, computed with autodiff ops from the
+  // parameters (a Variable that requires grad, one element).
+  using MicroBatchLoss =
+      std::function<solvers::autodiff::Variable(std::int64_t begin, std::int64_t end)>;
+
+  // params: the optimizer's parameters (their gradients are what the fused pass reads). The
+  // optimizer, scaler and schedule are referenced, not copied: their state is the caller's to
+  // save and load. UsageError for inconsistent options (naming the option and the fix).
+  Trainer(std::vector<solvers::autodiff::Variable> params, solvers::nn::Optimizer& optimizer,
+          DynamicLossScaler& scaler, const solvers::nn::LrSchedule& schedule,
+          TrainerOptions options);
+
+  // One optimizer step (`step` is the state's step count before it, from 0; reports and
+  // injected faults name the step being taken, step + 1, as the Runner does) in micro-batches of at
+  // most `micro_batch` rows. `faults` (may be null): overflow@step=S (S = step + 1) writes +Inf
+  // into the first gradient before the fused pass, as an f16 overflow would.
+  TrainStepResult step(std::int64_t step, std::int64_t micro_batch, const MicroBatchLoss& loss,
+                       const FaultPlan* faults = nullptr);
+
+  // Rows actually used per micro-batch for a requested micro-batch: rounded down to a whole
+  // number of grains, at least one grain, at most the batch.
+  [[nodiscard]] std::int64_t effective_micro_batch(std::int64_t micro_batch) const;
+
+ private:
+  std::vector<solvers::autodiff::Variable> params_;
+  solvers::nn::Optimizer& optimizer_;
+  DynamicLossScaler& scaler_;
+  const solvers::nn::LrSchedule& schedule_;
+  TrainerOptions options_;
+};
+
+}  // namespace tenax::runtime

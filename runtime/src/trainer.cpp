@@ -1,0 +1,144 @@
+#include "tenax/runtime/trainer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "tenax/core/error.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/solvers/autodiff/anomaly.hpp"
+#include "tenax/solvers/autodiff/grain.hpp"
+
+namespace tenax::runtime {
+
+namespace autodiff = solvers::autodiff;
+
+Trainer::Trainer(std::vector<autodiff::Variable> params, solvers::nn::Optimizer& optimizer,
+                 DynamicLossScaler& scaler, const solvers::nn::LrSchedule& schedule,
+                 TrainerOptions options)
+    : params_(std::move(params)),
+      optimizer_(optimizer),
+      scaler_(scaler),
+      schedule_(schedule),
+      options_(options) {
+  TENAX_EXPECTS(options_.batch >= 1, UsageError,
+                "Trainer: batch is " + std::to_string(options_.batch),
+                "use a global batch of at least one row");
+  TENAX_EXPECTS(options_.grain >= 0 && options_.grain <= options_.batch, UsageError,
+                "Trainer: grain is " + std::to_string(options_.grain) + " rows for a batch of " +
+                    std::to_string(options_.batch),
+                "use a grain between 1 and the batch (0: the whole batch)");
+  TENAX_EXPECTS(options_.clip_grad_norm >= 0 && options_.loss_divisor >= 0, UsageError,
+                "Trainer: clip_grad_norm " + std::to_string(options_.clip_grad_norm) +
+                    " and loss_divisor " + std::to_string(options_.loss_divisor) +
+                    " must not be negative",
+                "use 0 to turn clipping off and for the default divisor (the batch)");
+  TENAX_EXPECTS(!params_.empty(), UsageError, "Trainer: no parameters",
+                "pass the model's parameters (e.g. MLP::parameters())");
+  for (const autodiff::Variable& p : params_) {
+    TENAX_EXPECTS(p.defined() && p.requires_grad() && p.grad().defined(), UsageError,
+                  "Trainer: a parameter is undefined or has no gradient",
+                  "pass Variables made by Variable::parameter");
+  }
+  if (options_.grain == 0) options_.grain = options_.batch;
+}
+
+std::int64_t Trainer::effective_micro_batch(std::int64_t micro_batch) const {
+  const std::int64_t grains = std::max<std::int64_t>(1, micro_batch / options_.grain);
+  return std::min(options_.batch, grains * options_.grain);
+}
+
+namespace {
+
+// Clears the thread's tape when a micro-batch throws, so that the next attempt starts clean.
+struct TapeGuard {
+  bool armed = true;
+  ~TapeGuard() {
+    if (armed) autodiff::Tape::clear();
+  }
+};
+
+}  // namespace
+
+TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
+                              const MicroBatchLoss& loss, const FaultPlan* faults) {
+  TENAX_EXPECTS(micro_batch >= 1, UsageError,
+                "Trainer::step: micro-batch of " + std::to_string(micro_batch) + " rows",
+                "use a micro-batch of at least one row");
+  TrainStepResult result;
+  for (const autodiff::Variable& p : params_) p.zero_grad();
+
+  // Constant over the accumulation window: it changes only in scaler_.update() below.
+  const double scale = scaler_.scale();
+  const std::int64_t rows = effective_micro_batch(micro_batch);
+  std::optional<autodiff::DetectAnomalyScope> anomaly_scope;
+  if (options_.detect_anomaly) anomaly_scope.emplace();
+  {
+    TapeGuard guard;
+    autodiff::GrainScope grains(options_.grain);
+    for (std::int64_t begin = 0; begin < options_.batch; begin += rows) {
+      const std::int64_t end = std::min(options_.batch, begin + rows);
+      autodiff::set_anomaly_context({step + 1, result.micro_batches, options_.rank});
+      const autodiff::Variable micro_loss = loss(begin, end);
+      TENAX_EXPECTS(micro_loss.defined() && micro_loss.requires_grad(), UsageError,
+                    "Trainer::step: the loss function returned a Variable without a gradient",
+                    "compute the loss from the model's parameters with autodiff ops, outside "
+                    "any NoGradScope");
+      const double value = ops::sum(micro_loss.value());
+      if (!std::isfinite(value)) {
+        throw AnomalyError("non-finite loss (" + std::to_string(value) + ") at step " +
+                               std::to_string(step + 1) + ", micro-batch " +
+                               std::to_string(result.micro_batches) + " (rows " +
+                               std::to_string(begin) + ".." + std::to_string(end - 1) + ")",
+                           "rerun with --detect-anomaly to name the op that made it; lower the "
+                           "learning rate or check the input data");
+      }
+      autodiff::backward(micro_loss, scale);
+      ++result.micro_batches;
+    }
+    guard.armed = false;
+    const double divisor =
+        options_.loss_divisor > 0 ? options_.loss_divisor : static_cast<double>(options_.batch);
+    result.loss = autodiff::GrainScope::loss_sum() / divisor;
+  }
+
+  if (faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
+                                               static_cast<std::uint64_t>(step + 1))) {
+    const Tensor& g = params_.front().grad();
+    ops::fill(g.reshape(Shape{g.numel()}).slice(0, 1), std::numeric_limits<double>::infinity());
+  }
+
+  // The fused pass: unscale, count non-finite values, sum squares; parameters in a fixed order.
+  std::int64_t nonfinite = 0;
+  double sum_of_squares = 0;
+  for (const autodiff::Variable& p : params_) {
+    const ops::UnscaleReport report = ops::unscale_and_measure(p.grad(), scale);
+    nonfinite += report.nonfinite_count;
+    sum_of_squares += report.sum_of_squares;
+  }
+  result.grad_norm =
+      nonfinite > 0 ? std::numeric_limits<double>::infinity() : std::sqrt(sum_of_squares);
+  if (nonfinite > 0 && !scaler_.enabled()) {
+    throw AnomalyError(std::to_string(nonfinite) + " non-finite gradient values at step " +
+                           std::to_string(step + 1) + " without loss scaling",
+                       "rerun with --detect-anomaly to name the op that made them; lower the "
+                       "learning rate, clip gradients (--clip-grad-norm) or check the data");
+  }
+  result.scaler = scaler_.update(nonfinite > 0, step + 1);
+  if (result.scaler.skip_step) return result;
+
+  double clip = 1.0;
+  if (options_.clip_grad_norm > 0 && result.grad_norm > options_.clip_grad_norm) {
+    // torch.nn.utils.clip_grad_norm_: max_norm / (total_norm + 1e-6), only ever shrinking.
+    clip = options_.clip_grad_norm / (result.grad_norm + 1e-6);
+  }
+  result.lr = schedule_.lr_at(optimizer_.steps_taken());
+  optimizer_.set_lr(result.lr);
+  optimizer_.step(clip);
+  return result;
+}
+
+}  // namespace tenax::runtime

@@ -1,0 +1,103 @@
+// The CUDA backend of broadcast_binary and sum_to against the CPU backend, the reference: both
+// compute every output element with the same expression in the same order (broadcast_bodies.hpp),
+// so the results must match bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor_values.hpp"
+#include "tenax/core/cuda_runtime.hpp"
+#include "tenax/kernels/ops_broadcast.hpp"
+
+namespace tenax {
+namespace {
+
+using testing::set_value;
+
+class BroadcastGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
+    if (!cuda.usable) {
+      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
+    }
+  }
+  static Device gpu() { return Device::cuda(0); }
+};
+
+Tensor random_tensor(const Shape& shape, DType dtype, unsigned seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> dist(-4.0, 4.0);
+  Tensor t = Tensor::empty(shape, dtype);
+  for (std::int64_t i = 0; i < t.numel(); ++i) set_value(t, i, dist(engine));
+  return t;
+}
+
+void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
+  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  const Tensor back = gpu.to(Device::cpu());
+  ASSERT_EQ(cpu.nbytes(), back.nbytes());
+  EXPECT_EQ(std::memcmp(cpu.data(), back.data(), cpu.nbytes()), 0) << what << " differs";
+}
+
+constexpr ops::BinaryOp kBinaryOps[] = {ops::BinaryOp::add,     ops::BinaryOp::sub,
+                                        ops::BinaryOp::mul,     ops::BinaryOp::div,
+                                        ops::BinaryOp::maximum, ops::BinaryOp::minimum};
+
+TEST_F(BroadcastGpu, BroadcastBinaryMatchesBitForBit) {
+  struct Case {
+    Shape a;
+    Shape b;
+  };
+  const std::vector<Case> cases = {
+      {{1024, 999}, {999}},           {{1024, 999}, {1024, 1}}, {{1}, {1024, 999}},
+      {{999}, {1024, 999}},           {{64, 1, 130}, {70, 1}},  {{8, 70, 130}, {8, 1, 130}},
+      {{2, 1, 3, 1, 5}, {4, 1, 6, 1}}};
+  unsigned seed = 1;
+  for (const Case& c : cases) {
+    for (DType dtype : kFloatDTypes) {
+      Tensor a = random_tensor(c.a, dtype, seed++);
+      const Tensor b = random_tensor(c.b, dtype, seed++);
+      set_value(a, 0, NAN);
+      const Tensor ga = a.to(gpu());
+      const Tensor gb = b.to(gpu());
+      for (ops::BinaryOp op : kBinaryOps) {
+        expect_identical(ops::broadcast_binary(op, a, b), ops::broadcast_binary(op, ga, gb),
+                         std::string(ops::to_string(op)) + " " + std::string(to_string(dtype)) +
+                             " " + to_string(c.a) + " with " + to_string(c.b));
+      }
+    }
+  }
+}
+
+TEST_F(BroadcastGpu, SumToMatchesBitForBit) {
+  struct Case {
+    Shape x;
+    Shape target;
+  };
+  const std::vector<Case> cases = {{{4096, 1000}, {1000}},          {{4096, 1000}, {1, 1000}},
+                                   {{1000, 4096}, {1000, 1}},       {{64, 70, 130}, {70, 1}},
+                                   {{64, 70, 130}, {64, 1, 130}},   {{64, 70, 130}, Shape{}},
+                                   {{2, 3, 4, 5, 6}, {3, 1, 5, 1}}, {{33, 17}, {33, 17}}};
+  unsigned seed = 100;
+  for (const Case& c : cases) {
+    for (DType dtype : kFloatDTypes) {
+      const Tensor x = random_tensor(c.x, dtype, seed++);
+      expect_identical(ops::sum_to(x, c.target), ops::sum_to(x.to(gpu()), c.target),
+                       std::string("sum_to ") + std::string(to_string(dtype)) + " " +
+                           to_string(c.x) + " -> " + to_string(c.target));
+    }
+  }
+  // Inputs that need the round-once store of f16/bf16 (see broadcast_test.cpp).
+  const Tensor h =
+      testing::make_tensor({3}, DType::f16, {1.0, std::ldexp(1.0, -11), std::ldexp(1.0, -24)});
+  expect_identical(ops::sum_to(h, {1}), ops::sum_to(h.to(gpu()), {1}), "sum_to round once");
+}
+
+}  // namespace
+}  // namespace tenax

@@ -1,0 +1,228 @@
+// The Trainer's step: a skipped (overflowed) step changes nothing bitwise; the scale backs off
+// and grows back as GradScaler does; an error inside a micro-batch leaves parameters, optimizer
+// and scaler as they were; micro-batches of whole grains give identical results; a non-finite
+// loss or an unscaled non-finite gradient is an AnomalyError; clipping and the reported norm;
+// the schedule follows the optimizer's step count, not the attempted steps.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tenax/core/error.hpp"
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/loss_scaler.hpp"
+#include "tenax/runtime/trainer.hpp"
+#include "tenax/solvers/autodiff/ops.hpp"
+#include "tenax/solvers/nn/linear.hpp"
+#include "tenax/solvers/nn/lr_schedule.hpp"
+#include "tenax/solvers/nn/optimizer.hpp"
+
+namespace tenax::runtime {
+namespace {
+
+namespace autodiff = solvers::autodiff;
+namespace nn = solvers::nn;
+
+constexpr std::int64_t kBatch = 32;
+
+// A small regression model and its data, trained with Adam under an f16 or f32 policy.
+struct Training {
+  explicit Training(DType compute, LossScalerOptions scaler_options = {}, double clip = 0)
+      : compute(compute),
+        mlp({3, 8, 2}, nn::Activation::tanh, DType::f32, Device::cpu(), 7),
+        params(mlp.parameters()),
+        optimizer(params, nn::AdamOptions{.lr = 1e-2}),
+        scaler([&] {
+          scaler_options.enabled = compute == DType::f16;
+          return scaler_options;
+        }()),
+        schedule(nn::LrSchedule::constant(1e-2)),
+        trainer(params, optimizer, scaler, schedule,
+                TrainerOptions{.batch = kBatch, .grain = 4, .clip_grad_norm = clip}) {
+    Tensor x64 = Tensor::empty(Shape{kBatch, 3}, DType::f32);
+    ops::random_uniform(x64, 11, 0, -1.0, 1.0);
+    x = ops::cast(x64, compute);
+    y = Tensor::empty(Shape{kBatch, 2}, DType::f32);
+    ops::random_uniform(y, 12, 0, -1.0, 1.0);
+  }
+
+  Trainer::MicroBatchLoss loss() {
+    return [this](std::int64_t begin, std::int64_t end) {
+      const autodiff::Variable out = mlp.forward(autodiff::Variable::constant(x.slice(begin, end)));
+      return autodiff::mse_loss(out, autodiff::Variable::constant(y.slice(begin, end)),
+                                {.divisor = static_cast<double>(kBatch * 2)});
+    };
+  }
+
+  // Everything a step may change, as bytes.
+  std::string snapshot() const {
+    std::string bytes;
+    auto append = [&](const StateDict& state) {
+      for (const auto& [name, value] : state.entries()) {
+        bytes += name;
+        if (const Tensor* t = std::get_if<Tensor>(&value)) {
+          bytes.append(static_cast<const char*>(t->data()), t->nbytes());
+        } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
+          bytes += std::to_string(*i);
+        } else if (const auto* d = std::get_if<double>(&value)) {
+          bytes.append(reinterpret_cast<const char*>(d), sizeof(double));
+        }
+      }
+    };
+    append(mlp.state_dict());
+    append(optimizer.state_dict());
+    return bytes;
+  }
+
+  DType compute;
+  nn::MLP mlp;
+  std::vector<autodiff::Variable> params;
+  nn::Adam optimizer;
+  DynamicLossScaler scaler;
+  nn::LrSchedule schedule;
+  Trainer trainer;
+  Tensor x;
+  Tensor y;
+};
+
+TEST(Trainer, OverflowedStepsAreSkippedWithoutChangingAnything) {
+  Training s(DType::f16, LossScalerOptions{.init_scale = 1024, .growth_interval = 3});
+  const FaultPlan faults = FaultPlan::parse("overflow@step=4,overflow@step=5");
+  std::vector<double> scales;
+  for (std::int64_t step = 0; step < 9; ++step) {
+    const std::string before = s.snapshot();
+    const std::int64_t taken = s.optimizer.steps_taken();
+    const TrainStepResult r = s.trainer.step(step, kBatch, s.loss(), &faults);
+    scales.push_back(s.scaler.scale());
+    if (step == 3 || step == 4) {
+      EXPECT_TRUE(r.scaler.skip_step) << "step " << step + 1;
+      EXPECT_TRUE(r.scaler.backed_off);
+      EXPECT_TRUE(std::isinf(r.grad_norm));
+      EXPECT_EQ(s.snapshot(), before) << "a skipped step changed the model or the optimizer";
+      EXPECT_EQ(s.optimizer.steps_taken(), taken);
+    } else {
+      EXPECT_FALSE(r.scaler.skip_step) << "step " << step + 1;
+      EXPECT_NE(s.snapshot(), before);
+      EXPECT_EQ(s.optimizer.steps_taken(), taken + 1);
+    }
+  }
+  // 3 clean steps: x2; two overflows: x0.5 twice; 3 clean steps: x2; one more clean step.
+  EXPECT_EQ(scales, (std::vector<double>{1024, 1024, 2048, 1024, 512, 512, 512, 1024, 1024}));
+}
+
+TEST(Trainer, AnErrorInsideAMicroBatchLeavesTheStateAsItWas) {
+  Training s(DType::f16);
+  (void)s.trainer.step(0, 8, s.loss());
+  const std::string before = s.snapshot();
+  const double scale = s.scaler.scale();
+  int calls = 0;
+  const Trainer::MicroBatchLoss failing = [&](std::int64_t begin, std::int64_t end) {
+    if (++calls == 3) {
+      throw OutOfMemoryError("injected in micro-batch 3", "none: a test");
+    }
+    return s.loss()(begin, end);
+  };
+  EXPECT_THROW((void)s.trainer.step(1, 8, failing), OutOfMemoryError);
+  EXPECT_EQ(s.snapshot(), before);
+  EXPECT_EQ(s.scaler.scale(), scale);
+  EXPECT_EQ(autodiff::Tape::size(), 0u) << "the tape was cleared";
+  // The retry (as the Runner makes it) takes the step normally.
+  EXPECT_FALSE(s.trainer.step(1, 8, s.loss()).scaler.skip_step);
+}
+
+TEST(Trainer, MicroBatchesOfWholeGrainsGiveTheSameBits) {
+  for (DType compute : {DType::f32, DType::f16, DType::bf16}) {
+    Training whole(compute);
+    Training split(compute);
+    Training odd(compute);
+    for (std::int64_t step = 0; step < 3; ++step) {
+      const TrainStepResult a = whole.trainer.step(step, kBatch, whole.loss());
+      const TrainStepResult b = split.trainer.step(step, 8, split.loss());
+      const TrainStepResult c = odd.trainer.step(step, 13, odd.loss());  // rounded to 12
+      EXPECT_EQ(a.micro_batches, 1);
+      EXPECT_EQ(b.micro_batches, 4);
+      EXPECT_EQ(c.micro_batches, 3);
+      EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(double)), 0);
+      EXPECT_EQ(std::memcmp(&a.loss, &c.loss, sizeof(double)), 0);
+      EXPECT_EQ(std::memcmp(&a.grad_norm, &b.grad_norm, sizeof(double)), 0);
+    }
+    EXPECT_EQ(whole.snapshot(), split.snapshot()) << to_string(compute);
+    EXPECT_EQ(whole.snapshot(), odd.snapshot()) << to_string(compute);
+  }
+}
+
+TEST(Trainer, NonFiniteLossOrUnscaledGradientIsAnAnomaly) {
+  Training s(DType::f32);
+  const std::string before = s.snapshot();
+  const Trainer::MicroBatchLoss nan_loss = [&](std::int64_t begin, std::int64_t end) {
+    return autodiff::scale(s.loss()(begin, end), std::nan(""));
+  };
+  try {
+    (void)s.trainer.step(4, 8, nan_loss);
+    FAIL() << "no AnomalyError";
+  } catch (const AnomalyError& e) {
+    EXPECT_NE(std::string(e.what()).find("non-finite loss"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("step 5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--detect-anomaly"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.snapshot(), before);
+  // Without loss scaling an overflowing gradient is not skipped but reported.
+  const FaultPlan faults = FaultPlan::parse("overflow@step=1");
+  EXPECT_THROW((void)s.trainer.step(0, 8, s.loss(), &faults), AnomalyError);
+  EXPECT_EQ(s.snapshot(), before);
+}
+
+TEST(Trainer, ClippingScalesTheUpdateAndTheNormIsReportedUnclipped) {
+  Training plain(DType::f32);
+  Training clipped(DType::f32, {}, 1e-3);
+  const TrainStepResult a = plain.trainer.step(0, kBatch, plain.loss());
+  const TrainStepResult b = clipped.trainer.step(0, kBatch, clipped.loss());
+  EXPECT_EQ(a.grad_norm, b.grad_norm);
+  EXPECT_GT(a.grad_norm, 1e-3) << "the clip is active";
+  // The norm is the 2-norm of all gradients (after the step, grads are still the unscaled ones).
+  double sum = 0;
+  for (const auto& p : plain.params) sum += ops::dot(p.grad(), p.grad());
+  EXPECT_NEAR(a.grad_norm, std::sqrt(sum), 1e-12 * a.grad_norm);
+  // Adam normalises the gradient, so the first update hardly depends on its scale; the second
+  // moment estimate does: exp_avg_sq shrinks by the clip factor squared.
+  const StateDict sa = plain.optimizer.state_dict();
+  const StateDict sb = clipped.optimizer.state_dict();
+  const Tensor& va = sa.tensor("exp_avg_sq/0");
+  const Tensor& vb = sb.tensor("exp_avg_sq/0");
+  const double factor = 1e-3 / (a.grad_norm + 1e-6);
+  EXPECT_NEAR(ops::sum(vb) / ops::sum(va), factor * factor, 1e-4 * factor * factor);
+}
+
+TEST(Trainer, TheScheduleFollowsTakenStepsNotAttemptedOnes) {
+  Training s(DType::f16, LossScalerOptions{.init_scale = 1024});
+  const nn::LrSchedule warmup = nn::LrSchedule::constant(1e-2, nn::Warmup{.steps = 10});
+  Trainer trainer(s.params, s.optimizer, s.scaler, warmup,
+                  TrainerOptions{.batch = kBatch, .grain = 4});
+  const FaultPlan faults = FaultPlan::parse("overflow@step=2");
+  std::vector<double> lrs;
+  for (std::int64_t step = 0; step < 4; ++step) {
+    lrs.push_back(trainer.step(step, kBatch, s.loss(), &faults).lr);
+  }
+  EXPECT_EQ(lrs[0], warmup.lr_at(0));
+  EXPECT_EQ(lrs[1], 0.0) << "skipped";
+  EXPECT_EQ(lrs[2], warmup.lr_at(1));
+  EXPECT_EQ(lrs[3], warmup.lr_at(2));
+}
+
+TEST(Trainer, RejectsInconsistentOptions) {
+  Training s(DType::f32);
+  EXPECT_THROW(Trainer(s.params, s.optimizer, s.scaler, s.schedule, TrainerOptions{.batch = 0}),
+               UsageError);
+  EXPECT_THROW(
+      Trainer(s.params, s.optimizer, s.scaler, s.schedule, TrainerOptions{.batch = 8, .grain = 9}),
+      UsageError);
+  EXPECT_THROW(Trainer({}, s.optimizer, s.scaler, s.schedule, TrainerOptions{.batch = 8}),
+               UsageError);
+}
+
+}  // namespace
+}  // namespace tenax::runtime
