@@ -53,13 +53,25 @@ timeout 120 "$build_dir/bin/heat2d" --device cuda --n 4096 --steps 200 --checkpo
   --anomaly-check-every 0 --progress quiet --json --run-dir "$out/heat2d" |
   tee "$out/heat2d.txt" || solver_rc=$?
 
+# Training on the device: each precision, and f16 with an injected overflow (skipped, scale halved).
+train_rc=0
+for precision in f32 f16 bf16; do
+  timeout 60 "$build_dir/bin/train_mlp" --device cuda --precision "$precision" --layers 256,256 \
+    --batch 1024 --steps 200 --lr 0.01 --checkpoint-every 0 --progress quiet --json \
+    --run-dir "$out/train-$precision" | tee "$out/train-$precision.txt" || train_rc=$?
+done
+timeout 60 "$build_dir/bin/train_mlp" --device cuda --precision f16 --steps 20 \
+  --checkpoint-every 0 --progress quiet --json --inject overflow@step=5 \
+  --run-dir "$out/train-overflow" | tee "$out/train-overflow.txt" || train_rc=$?
+
 echo
 echo "=== tenax gpu-check summary ==="
 printf '%-14s %s\n' "doctor" "$(status $doctor_rc)"
 printf '%-14s %s\n' "gpu tests" "$(status $tests_rc)"
 printf '%-14s %s\n' "gpu benches" "$(status $bench_rc)"
 printf '%-14s %s\n' "cg / heat" "$(status $solver_rc)"
-grep -h '^{' "$out"/poisson-*.txt "$out"/heat2d.txt 2>/dev/null
+printf '%-14s %s\n' "train_mlp" "$(status $train_rc)"
+grep -h '^{' "$out"/poisson-*.txt "$out"/heat2d.txt "$out"/train-*.txt 2>/dev/null
 # CG and the heat step as fractions of the device's copy bandwidth (BM_CudaCopy, same run).
 python3 - "$out" <<'PY' || true
 import glob, json, os, sys

@@ -7,6 +7,7 @@
 // counts and the first index are integers, exact in any order.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "tenax/core/context.hpp"
@@ -47,10 +48,21 @@ NonfiniteBlock scan_block(const NonfiniteKindMap<S>& map, std::int64_t begin, st
   // The predicates of NonfiniteKindMap, counted separately so that the loop vectorises.
   int nans = 0;  // a block has at most kReduceBlock elements
   int nonfinite = 0;
-  for (std::int64_t i = begin; i < end; ++i) {
-    const compute_t<S> v = load(map.x[i]);
-    nans += v != v ? 1 : 0;
-    nonfinite += is_nonfinite(v) ? 1 : 0;
+  if constexpr (sizeof(S) == 2) {
+    // On the raw 16-bit patterns (stored_is_nan/stored_is_nonfinite on the bits), so that the
+    // loop vectorises as 16-bit integer compares.
+    constexpr std::uint16_t exponent = std::is_same_v<S, Half> ? 0x7C00u : 0x7F80u;
+    const auto* bits = reinterpret_cast<const std::uint16_t*>(map.x);
+    for (std::int64_t i = begin; i < end; ++i) {
+      const std::uint16_t magnitude = bits[i] & 0x7FFFu;
+      nans += magnitude > exponent ? 1 : 0;
+      nonfinite += magnitude >= exponent ? 1 : 0;
+    }
+  } else {
+    for (std::int64_t i = begin; i < end; ++i) {
+      nans += stored_is_nan(map.x[i]) ? 1 : 0;
+      nonfinite += stored_is_nonfinite(map.x[i]) ? 1 : 0;
+    }
   }
   result.nan_count = nans;
   result.inf_count = nonfinite - nans;

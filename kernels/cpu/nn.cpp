@@ -29,9 +29,14 @@ void check_labels(const char* op, const Tensor& labels, std::int64_t classes) {
   }
 }
 
-// Rows per parallel_for chunk: about detail::kMinChunk logits.
-std::int64_t min_rows(std::int64_t classes) {
-  return std::max<std::int64_t>(1, detail::kMinChunk / classes);
+// body(i) for every row i in [0, rows), the rows spread over the context's threads in chunks of
+// about detail::kMinChunk logits.
+template <class Body>
+void for_each_row(CpuContext& context, std::int64_t rows, std::int64_t classes, const Body& body) {
+  context.parallel_for(0, rows, std::max<std::int64_t>(1, detail::kMinChunk / classes),
+                       [&body](std::int64_t first, std::int64_t last) {
+                         for (std::int64_t i = first; i < last; ++i) body(i);
+                       });
 }
 
 }  // namespace
@@ -44,10 +49,7 @@ void softmax_cross_entropy(CpuContext& context, const SoftmaxCrossEntropyArgs& a
     const SoftmaxXentLossBody<S> body{static_cast<const S*>(args.logits.data()),
                                       static_cast<const std::int64_t*>(args.labels.data()),
                                       static_cast<C*>(args.losses.data()), args.classes};
-    context.parallel_for(0, args.rows, min_rows(args.classes),
-                         [&body](std::int64_t first, std::int64_t last) {
-                           for (std::int64_t i = first; i < last; ++i) body(i);
-                         });
+    for_each_row(context, args.rows, args.classes, body);
   });
 }
 
@@ -60,10 +62,7 @@ void softmax_cross_entropy_grad(CpuContext& context, const SoftmaxCrossEntropyGr
                                       static_cast<const std::int64_t*>(args.labels.data()),
                                       static_cast<S*>(args.grad.data()), args.classes,
                                       static_cast<C>(args.scale)};
-    context.parallel_for(0, args.rows, min_rows(args.classes),
-                         [&body](std::int64_t first, std::int64_t last) {
-                           for (std::int64_t i = first; i < last; ++i) body(i);
-                         });
+    for_each_row(context, args.rows, args.classes, body);
   });
 }
 

@@ -1,14 +1,15 @@
 // CUDA backend of the fused Krylov kernels: the *Body functors of krylov_bodies.hpp (the
-// arithmetic the CPU backend runs) folded in the fixed order of reduce_bodies.hpp, as reduce.cu
-// folds its maps. A reduction block is a group of kReduceLanes threads, thread j of the group
-// being lane j: it updates the elements j, j + L, ... of the block (adjacent threads touch
-// adjacent elements, so the accesses coalesce) and folds their dot terms; a shuffle halving tree
-// ends the block, and one thread block per dot product combines the partials level by level.
-// Every addition happens in the CPU's order, so the results are the CPU backend's bits.
-#include <algorithm>
+// arithmetic the CPU backend runs) folded in the fixed order of reduce_bodies.hpp by
+// reduce_launch.cuh, as reduce.cu folds its maps. A reduction block is a group of kReduceLanes
+// threads, thread j of the group being lane j: it updates the elements j, j + L, ... of the block
+// (adjacent threads touch adjacent elements, so the accesses coalesce) and folds their dot terms;
+// a shuffle halving tree ends the block, and one thread block per dot product combines the
+// partials level by level. Every addition happens in the CPU's order, so the results are the CPU
+// backend's bits.
 #include <cstdint>
 
 #include "launch.cuh"
+#include "reduce_launch.cuh"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
 #include "tenax/kernels/krylov_bodies.hpp"
 #include "tenax/kernels/reduce_bodies.hpp"
@@ -17,86 +18,11 @@
 namespace tenax::kernels::cuda {
 namespace {
 
-constexpr int kReduceThreads = 256;
-constexpr int kGroupsPerBlock = kReduceThreads / kReduceLanes;
-static_assert(32 % kReduceLanes == 0, "a lane group lies within one warp");
-constexpr std::int64_t kMaxReduceGrid = 1 << 20;
-constexpr int kCombineThreads = 1024;
-
-// Steps 2-3 for every reduction block b: partials[k * blocks + b] is the block's partial of dot
-// product k.
-template <int K, class Body>
-__global__ void __launch_bounds__(kReduceThreads)
-    fused_blocks_kernel(Body body, std::int64_t n, std::int64_t blocks, double* partials) {
-  const int lane = static_cast<int>(threadIdx.x) % kReduceLanes;
-  const int group = static_cast<int>(threadIdx.x) / kReduceLanes;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kGroupsPerBlock;
-  // The loop bound is uniform over the thread block, so every thread of a warp reaches the
-  // shuffles; groups past the last reduction block update nothing and write nothing.
-  for (std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kGroupsPerBlock; first < blocks;
-       first += stride) {
-    const std::int64_t b = first + group;
-    const std::int64_t begin = b * kReduceBlock;
-    const std::int64_t end = begin + kReduceBlock < n ? begin + kReduceBlock : n;
-    double acc[K];
-    for (int k = 0; k < K; ++k) acc[k] = 0.0;
-    for (std::int64_t i = begin + lane; i < end; i += kReduceLanes) {
-      const KrylovTerms<K> t = body(i);
-      for (int k = 0; k < K; ++k) acc[k] += t.v[k];
-    }
-    for (int s = kReduceLanes / 2; s > 0; s /= 2) {
-      for (int k = 0; k < K; ++k) acc[k] += __shfl_down_sync(0xffffffffu, acc[k], s, kReduceLanes);
-    }
-    if (lane == 0 && b < blocks) {
-      for (int k = 0; k < K; ++k) partials[k * blocks + b] = acc[k];
-    }
-  }
-}
-
-// Step 4: thread block k combines partials[k * m .. (k + 1) * m), ping-ponging with the same
-// range of `spare`, and writes the sum to result[k].
-__global__ void combine_partials_kernel(double* partials, double* spare, std::int64_t m,
-                                        double* result) {
-  double* src = partials + blockIdx.x * m;
-  double* dst = spare + blockIdx.x * m;
-  while (m > 1) {
-    const std::int64_t pairs = m / 2;
-    for (std::int64_t i = threadIdx.x; i < pairs; i += blockDim.x) {
-      dst[i] = src[2 * i] + src[2 * i + 1];
-    }
-    if (threadIdx.x == 0 && m % 2 != 0) dst[pairs] = src[m - 1];
-    __syncthreads();  // makes this level's global writes visible to the whole block
-    double* swap = src;
-    src = dst;
-    dst = swap;
-    m = pairs + m % 2;
-  }
-  if (threadIdx.x == 0) result[blockIdx.x] = m == 0 ? 0.0 : src[0];
-}
-
 // Runs body(i) for i in [0, n) and returns its K dot products (waits for the stream).
 template <int K, class Body>
-KrylovTerms<K> fused_reduce(Device device, std::int64_t n, const Body& body, const char* what) {
-  KrylovTerms<K> host{};
-  if (n == 0) return host;
-  const detail::Launch launch(device);
-  const std::int64_t blocks = reduce_block_count(n);
-  // [partials (K * blocks) | ping-pong space (K * blocks) | results (K)]
-  const Tensor scratch = Tensor::empty({2 * K * blocks + K}, DType::f64, device);
-  double* partials = static_cast<double*>(scratch.data());
-  double* result = partials + 2 * K * blocks;
-  const auto grid = static_cast<unsigned>(
-      std::min((blocks + kGroupsPerBlock - 1) / kGroupsPerBlock, kMaxReduceGrid));
-  fused_blocks_kernel<K><<<grid, kReduceThreads, 0, launch.stream>>>(body, n, blocks, partials);
-  launch.check(what);
-  combine_partials_kernel<<<K, kCombineThreads, 0, launch.stream>>>(partials, partials + K * blocks,
-                                                                    blocks, result);
-  launch.check(what);
-  launch.check(
-      cudaMemcpyAsync(host.v, result, K * sizeof(double), cudaMemcpyDeviceToHost, launch.stream),
-      "cudaMemcpyAsync");
-  launch.check(cudaStreamSynchronize(launch.stream), "cudaStreamSynchronize");
-  return host;
+detail::ReduceTerms<K> fused_reduce(Device device, std::int64_t n, const Body& body,
+                                    const char* what) {
+  return detail::reduce_terms<K>(device, n, body, PlusCombine{}, what);
 }
 
 template <class T, class I>
@@ -148,7 +74,7 @@ ops::PcgDots pcg_jacobi_typed(const PcgJacobiArgs& s) {
       s.p.data_as<const T>(), s.q.data_as<const T>(), s.inv_diag.data_as<const T>(),
       s.x.data_as<T>(),       s.r.data_as<T>(),       s.z.data_as<T>(),
       static_cast<T>(s.alpha)};
-  const KrylovTerms<2> dots =
+  const detail::ReduceTerms<2> dots =
       fused_reduce<2>(s.r.device(), s.r.numel(), body, "pcg_jacobi_update kernel");
   return {dots.v[0], dots.v[1]};
 }

@@ -5,14 +5,15 @@
 // index by shuffles, then adds them with one atomicAdd per count and an atomicMin for the index.
 // Counts and the minimum are exact in any order, so they equal the CPU backend's.
 //
-// unscale_and_measure: the fixed order of reduce_bodies.hpp, as reduce.cu folds its maps: a group
-// of kReduceLanes threads per reduction block (thread j is lane j), a shuffle halving tree per
-// block, then one thread block per result combines the block partials level by level. The sum of
-// squares is therefore the CPU backend's bits (and ops::dot(t, t)'s).
-#include <algorithm>
+// unscale_and_measure: the fixed order of reduce_bodies.hpp, folded by reduce_launch.cuh as
+// reduce.cu folds its maps: a group of kReduceLanes threads per reduction block (thread j is lane
+// j), a shuffle halving tree per block, then one thread block per result combines the block
+// partials level by level. The sum of squares is therefore the CPU backend's bits (and
+// ops::dot(t, t)'s).
 #include <cstdint>
 
 #include "launch.cuh"
+#include "reduce_launch.cuh"
 #include "tenax/kernels/detail/dispatch.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
 #include "tenax/kernels/elementwise_bodies.hpp"
@@ -21,11 +22,6 @@
 namespace tenax::kernels::cuda {
 namespace {
 
-constexpr int kReduceThreads = 256;
-constexpr int kGroupsPerBlock = kReduceThreads / kReduceLanes;
-static_assert(32 % kReduceLanes == 0, "a lane group lies within one warp");
-constexpr std::int64_t kMaxReduceGrid = 1 << 20;
-constexpr int kCombineThreads = 1024;
 constexpr long long kNoIndex = 0x7fffffffffffffffLL;
 
 // ---- find_nonfinite ----
@@ -68,59 +64,15 @@ __global__ void nonfinite_init_kernel(unsigned long long* counts, long long* fir
 
 // ---- unscale_and_measure ----
 
-// Steps 2-3: partials[b] (squares) and partials[blocks + b] (non-finite counts) for every
-// reduction block b.
-template <class Body>
-__global__ void __launch_bounds__(kReduceThreads)
-    measure_blocks_kernel(Body body, std::int64_t n, std::int64_t blocks, double* partials) {
-  const int lane = static_cast<int>(threadIdx.x) % kReduceLanes;
-  const int group = static_cast<int>(threadIdx.x) / kReduceLanes;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * kGroupsPerBlock;
-  // The loop bound is uniform over the thread block, so every thread of a warp reaches the
-  // shuffles; groups past the last reduction block update nothing and write nothing.
-  for (std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * kGroupsPerBlock; first < blocks;
-       first += stride) {
-    const std::int64_t b = first + group;
-    const std::int64_t begin = b * kReduceBlock;
-    const std::int64_t end = begin + kReduceBlock < n ? begin + kReduceBlock : n;
-    double squares = 0.0;
-    double nonfinite = 0.0;
-    for (std::int64_t i = begin + lane; i < end; i += kReduceLanes) {
-      const MeasureTerms terms = body(i);
-      squares += terms.square;
-      nonfinite += terms.nonfinite;
-    }
-    for (int s = kReduceLanes / 2; s > 0; s /= 2) {
-      squares += __shfl_down_sync(0xffffffffu, squares, s, kReduceLanes);
-      nonfinite += __shfl_down_sync(0xffffffffu, nonfinite, s, kReduceLanes);
-    }
-    if (lane == 0 && b < blocks) {
-      partials[b] = squares;
-      partials[blocks + b] = nonfinite;
-    }
+// The sum-of-squares and non-finite terms of an element as the terms of two reductions.
+template <class S>
+struct MeasureTermsOf {
+  UnscaleMeasureBody<S> body;
+  TENAX_HD detail::ReduceTerms<2> operator()(std::int64_t i) const {
+    const MeasureTerms t = body(i);
+    return {{t.square, t.nonfinite}};
   }
-}
-
-// Step 4: thread block k combines partials[k * m .. (k + 1) * m), ping-ponging with the same
-// range of `spare`, and writes the sum to result[k].
-__global__ void combine_partials_kernel(double* partials, double* spare, std::int64_t m,
-                                        double* result) {
-  double* src = partials + blockIdx.x * m;
-  double* dst = spare + blockIdx.x * m;
-  while (m > 1) {
-    const std::int64_t pairs = m / 2;
-    for (std::int64_t i = threadIdx.x; i < pairs; i += blockDim.x) {
-      dst[i] = src[2 * i] + src[2 * i + 1];
-    }
-    if (threadIdx.x == 0 && m % 2 != 0) dst[pairs] = src[m - 1];
-    __syncthreads();  // makes this level's global writes visible to the whole block
-    double* swap = src;
-    src = dst;
-    dst = swap;
-    m = pairs + m % 2;
-  }
-  if (threadIdx.x == 0) result[blockIdx.x] = m == 0 ? 0.0 : src[0];
-}
+};
 
 }  // namespace
 
@@ -163,28 +115,13 @@ ops::UnscaleReport unscale_and_measure(const Tensor& t, double inv_scale) {
   return kernels::detail::dispatch_float(t.dtype(), "unscale_and_measure", [&](auto tag) {
     using S = typename decltype(tag)::type;
     const std::int64_t n = t.numel();
-    const detail::Launch launch(t.device());
-    const std::int64_t blocks = reduce_block_count(n);
-    // [partials (2 * blocks) | ping-pong space (2 * blocks) | results (2)]
-    const Tensor scratch = Tensor::empty({4 * blocks + 2}, DType::f64, t.device());
-    double* partials = static_cast<double*>(scratch.data());
-    double* result = partials + 4 * blocks;
     const UnscaleMeasureBody<S> body{static_cast<S*>(t.data()),
                                      static_cast<compute_t<S>>(inv_scale), inv_scale != 1.0};
-    const auto grid = static_cast<unsigned>(
-        std::min((blocks + kGroupsPerBlock - 1) / kGroupsPerBlock, kMaxReduceGrid));
-    measure_blocks_kernel<<<grid, kReduceThreads, 0, launch.stream>>>(body, n, blocks, partials);
-    launch.check("unscale_and_measure kernel");
-    combine_partials_kernel<<<2, kCombineThreads, 0, launch.stream>>>(
-        partials, partials + 2 * blocks, blocks, result);
-    launch.check("unscale_and_measure kernel");
-    double host[2] = {0.0, 0.0};
-    launch.check(cudaMemcpyAsync(host, result, sizeof(host), cudaMemcpyDeviceToHost, launch.stream),
-                 "cudaMemcpyAsync");
-    launch.check(cudaStreamSynchronize(launch.stream), "cudaStreamSynchronize");
+    const detail::ReduceTerms<2> sums = detail::reduce_terms<2>(
+        t.device(), n, MeasureTermsOf<S>{body}, PlusCombine{}, "unscale_and_measure kernel");
     ops::UnscaleReport report;
-    report.sum_of_squares = host[0];
-    report.nonfinite_count = static_cast<std::int64_t>(host[1]);
+    report.sum_of_squares = sums.v[0];
+    report.nonfinite_count = static_cast<std::int64_t>(sums.v[1]);
     return report;
   });
 }

@@ -54,6 +54,34 @@ void check_compatible(std::string_view op, std::string_view a_name, const Tensor
   check_same_shape(op, a_name, a, b_name, b);
 }
 
+void check_all_compatible(std::string_view op, std::initializer_list<NamedTensor> operands) {
+  const NamedTensor& first = *operands.begin();
+  check_defined(op, first.first, *first.second);
+  for (const NamedTensor& other : operands) {
+    if (other.second == first.second) continue;
+    check_compatible(op, first.first, *first.second, other.first, *other.second);
+  }
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  if (a.nbytes() == 0 || b.nbytes() == 0 || a.device() != b.device()) return false;
+  const auto* a0 = static_cast<const unsigned char*>(a.data());
+  const auto* b0 = static_cast<const unsigned char*>(b.data());
+  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+void check_no_overlap(std::string_view op, const NamedTensor& out,
+                      std::initializer_list<NamedTensor> others) {
+  for (const NamedTensor& other : others) {
+    TENAX_EXPECTS(!overlaps(*out.second, *other.second), UsageError,
+                  std::string(op) + ": " + std::string(out.first) + " overlaps " +
+                      std::string(other.first) + " in memory, but " + std::string(out.first) +
+                      " is written",
+                  "pass separate tensors (e.g. Tensor::empty_like(" + std::string(other.first) +
+                      ")) for " + std::string(out.first) + " and " + std::string(other.first));
+  }
+}
+
 namespace {
 
 std::string format(double value) {

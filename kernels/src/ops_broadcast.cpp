@@ -58,20 +58,12 @@ constexpr std::string_view kBroadcastFix =
     "make each pair of extents, aligned from the right, equal or 1 (reshape an operand, e.g. "
     "[C] -> [1, C] or [B] -> [B, 1])";
 
-// Whether the storage of two tensors on the same device intersects.
-bool overlaps(const Tensor& a, const Tensor& b) {
-  if (a.nbytes() == 0 || b.nbytes() == 0 || a.device() != b.device()) return false;
-  const auto* a0 = static_cast<const unsigned char*>(a.data());
-  const auto* b0 = static_cast<const unsigned char*>(b.data());
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
 // out is `in` itself (same storage and shape: each element is read before it is written, by the
 // same thread) or shares no memory with it.
 void check_alias(std::string_view op, const Tensor& out, std::string_view in_name,
                  const Tensor& in) {
   const bool same = out.data() == in.data() && out.shape() == in.shape();
-  TENAX_EXPECTS(same || !overlaps(out, in), UsageError,
+  TENAX_EXPECTS(same || !detail::overlaps(out, in), UsageError,
                 std::string(op) + ": out, " + out.describe() + ", overlaps " +
                     std::string(in_name) + ", " + in.describe() + ", in memory",
                 "pass an out that is " + std::string(in_name) +
@@ -191,6 +183,22 @@ void check_sums_to(std::string_view op, const Tensor& x, std::string_view target
                 "[B, C] -> [C], [1, C] or [B, 1])");
 }
 
+// broadcast_binary's name in messages, e.g. "broadcast_binary(add)".
+std::string broadcast_binary_name(BinaryOp op) {
+  return std::string("broadcast_binary(") + to_string(op) + ")";
+}
+
+// The shape that a and b broadcast to; throws UsageError naming `op` where they do not.
+Shape broadcast_operands(std::string_view op, const Tensor& a, const Tensor& b) {
+  Shape shape;
+  int bad = 0;
+  TENAX_EXPECTS(try_broadcast(a.shape(), b.shape(), shape, bad), UsageError,
+                std::string(op) + ": a, " + a.describe() + ", and b, " + b.describe() +
+                    ", do not broadcast: " + mismatch(a.shape(), b.shape(), bad),
+                std::string(kBroadcastFix));
+  return shape;
+}
+
 }  // namespace
 
 Shape broadcast_shape(const Shape& a, const Shape& b) {
@@ -204,29 +212,19 @@ Shape broadcast_shape(const Shape& a, const Shape& b) {
 }
 
 Tensor broadcast_binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  const std::string name = std::string("broadcast_binary(") + to_string(op) + ")";
+  const std::string name = broadcast_binary_name(op);
   check_floating_operands(name, "a", a, "b", b);
-  Shape shape;
-  int bad = 0;
-  TENAX_EXPECTS(try_broadcast(a.shape(), b.shape(), shape, bad), UsageError,
-                name + ": a, " + a.describe() + ", and b, " + b.describe() +
-                    ", do not broadcast: " + mismatch(a.shape(), b.shape(), bad),
-                std::string(kBroadcastFix));
+  const Shape shape = broadcast_operands(name, a, b);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   broadcast_binary_into(op, a, b, out);
   return out;
 }
 
 void broadcast_binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
-  const std::string name = std::string("broadcast_binary(") + to_string(op) + ")";
+  const std::string name = broadcast_binary_name(op);
   check_floating_operands(name, "a", a, "b", b);
   check_floating_operands(name, "a", a, "out", out);
-  Shape shape;
-  int bad = 0;
-  TENAX_EXPECTS(try_broadcast(a.shape(), b.shape(), shape, bad), UsageError,
-                name + ": a, " + a.describe() + ", and b, " + b.describe() +
-                    ", do not broadcast: " + mismatch(a.shape(), b.shape(), bad),
-                std::string(kBroadcastFix));
+  const Shape shape = broadcast_operands(name, a, b);
   TENAX_EXPECTS(
       out.shape() == shape, UsageError,
       name + ": out is " + out.describe() + " but a, " + a.describe() + ", and b, " + b.describe() +

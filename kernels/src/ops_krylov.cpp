@@ -14,7 +14,8 @@
 namespace tenax::ops {
 namespace {
 
-using Named = std::pair<std::string_view, const Tensor*>;
+using detail::check_no_overlap;
+using detail::NamedTensor;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 std::string str(DType d) { return std::string(to_string(d)); }
@@ -27,35 +28,10 @@ void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& 
 }
 
 // Every operand is defined and has the device, dtype (f64 or f32) and shape of the first.
-void check_vectors(std::string_view op, std::initializer_list<Named> operands) {
-  const Named& first = *operands.begin();
-  detail::check_defined(op, first.first, *first.second);
-  for (const Named& other : operands) {
-    if (other.second == first.second) continue;
-    detail::check_compatible(op, first.first, *first.second, other.first, *other.second);
-  }
+void check_vectors(std::string_view op, std::initializer_list<NamedTensor> operands) {
+  detail::check_all_compatible(op, operands);
+  const NamedTensor& first = *operands.begin();
   check_f64_or_f32(op, first.first, *first.second);
-}
-
-// Whether the storage of two tensors on the same device intersects.
-bool overlaps(const Tensor& a, const Tensor& b) {
-  if (a.nbytes() == 0 || b.nbytes() == 0 || a.device() != b.device()) return false;
-  const auto* a0 = static_cast<const unsigned char*>(a.data());
-  const auto* b0 = static_cast<const unsigned char*>(b.data());
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
-// The output `out` shares no memory with any of `others` (the kernels stream every operand once
-// and assume that a write cannot change a value still to be read).
-void check_no_overlap(std::string_view op, const Named& out, std::initializer_list<Named> others) {
-  for (const Named& other : others) {
-    TENAX_EXPECTS(!overlaps(*out.second, *other.second), UsageError,
-                  std::string(op) + ": " + std::string(out.first) + " overlaps " +
-                      std::string(other.first) + " in memory, but " + std::string(out.first) +
-                      " is written",
-                  "pass separate tensors (e.g. Tensor::empty_like(" + std::string(other.first) +
-                      ")) for " + std::string(out.first) + " and " + std::string(other.first));
-  }
 }
 
 void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,

@@ -18,17 +18,9 @@ using detail::check_same_device;
 std::string str(std::int64_t v) { return std::to_string(v); }
 std::string str(DType d) { return std::string(to_string(d)); }
 
-// Whether the storage of two tensors on the same device intersects.
-bool overlaps(const Tensor& x, const Tensor& y) {
-  if (x.nbytes() == 0 || y.nbytes() == 0 || x.device() != y.device()) return false;
-  const auto* x0 = static_cast<const unsigned char*>(x.data());
-  const auto* y0 = static_cast<const unsigned char*>(y.data());
-  return x0 < y0 + y.nbytes() && y0 < x0 + x.nbytes();
-}
-
 void check_no_overlap(std::string_view op, std::string_view out_name, const Tensor& out,
                       std::string_view in_name, const Tensor& in) {
-  TENAX_EXPECTS(!overlaps(out, in), UsageError,
+  TENAX_EXPECTS(!detail::overlaps(out, in), UsageError,
                 std::string(op) + ": " + std::string(out_name) + " overlaps " +
                     std::string(in_name) + " in memory",
                 "write the result to a separate tensor (e.g. Tensor::empty_like(" +

@@ -14,18 +14,10 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-// Whether the storage of two tensors on the same device intersects.
-bool overlaps(const Tensor& a, const Tensor& b) {
-  if (a.nbytes() == 0 || b.nbytes() == 0 || a.device() != b.device()) return false;
-  const auto* a0 = static_cast<const unsigned char*>(a.data());
-  const auto* b0 = static_cast<const unsigned char*>(b.data());
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
 void check_no_overlap(std::string_view op, std::string_view out_name, const Tensor& out,
                       std::string_view in_name, const Tensor& in) {
   TENAX_EXPECTS(
-      !overlaps(out, in), UsageError,
+      !detail::overlaps(out, in), UsageError,
       std::string(op) + ": " + std::string(out_name) + ", " + out.describe() + ", overlaps " +
           std::string(in_name) + ", " + in.describe() + ", in memory, but " +
           std::string(out_name) + " is written",

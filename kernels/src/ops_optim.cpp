@@ -15,7 +15,8 @@
 namespace tenax::ops {
 namespace {
 
-using Named = std::pair<std::string_view, const Tensor*>;
+using detail::check_no_overlap;
+using detail::NamedTensor;
 
 std::string format(double value) {
   char text[32];
@@ -24,40 +25,15 @@ std::string format(double value) {
 }
 
 // Every operand is defined and has the device, dtype (f64 or f32) and shape of the first.
-void check_operands(std::string_view op, std::initializer_list<Named> operands) {
-  const Named& first = *operands.begin();
-  detail::check_defined(op, first.first, *first.second);
-  for (const Named& other : operands) {
-    if (other.second == first.second) continue;
-    detail::check_compatible(op, first.first, *first.second, other.first, *other.second);
-  }
+void check_operands(std::string_view op, std::initializer_list<NamedTensor> operands) {
+  detail::check_all_compatible(op, operands);
+  const NamedTensor& first = *operands.begin();
   const Tensor& t = *first.second;
   TENAX_EXPECTS(t.dtype() == DType::f64 || t.dtype() == DType::f32, UsageError,
                 std::string(op) + ": " + std::string(first.first) + " is " + t.describe() +
                     " but the op supports f32 and f64",
                 "keep master parameters and optimizer state in f32 or f64 (ops::cast), and "
                 "cast the gradient to the same dtype");
-}
-
-// Whether the storage of two tensors on the same device intersects.
-bool overlaps(const Tensor& a, const Tensor& b) {
-  if (a.nbytes() == 0 || b.nbytes() == 0 || a.device() != b.device()) return false;
-  const auto* a0 = static_cast<const unsigned char*>(a.data());
-  const auto* b0 = static_cast<const unsigned char*>(b.data());
-  return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
-}
-
-// The written tensor `out` shares no memory with any of `others` (each element is read once
-// and written once: a write must not change a value still to be read elsewhere).
-void check_no_overlap(std::string_view op, const Named& out, std::initializer_list<Named> others) {
-  for (const Named& other : others) {
-    TENAX_EXPECTS(!overlaps(*out.second, *other.second), UsageError,
-                  std::string(op) + ": " + std::string(out.first) + " overlaps " +
-                      std::string(other.first) + " in memory, but " + std::string(out.first) +
-                      " is written",
-                  "give " + std::string(out.first) + " its own storage (e.g. Tensor::empty_like(" +
-                      std::string(other.first) + "))");
-  }
 }
 
 // A scalar option: finite, and >= 0 when `non_negative`.

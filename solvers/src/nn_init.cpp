@@ -51,6 +51,25 @@ std::int64_t fan(const Tensor& w, FanMode mode) {
   return mode == FanMode::fan_in ? fan_in(w) : fan_out(w);
 }
 
+// kaiming_*'s standard deviation gain / sqrt(fan) for w, after checking w and a for `who` (0 for
+// an empty w, which draws nothing).
+double kaiming_stddev(std::string_view who, const Tensor& w, double a, FanMode mode) {
+  check_tensor(who, w, 2);
+  check_finite(who, "a", a);
+  if (w.numel() == 0) return 0.0;
+  return leaky_relu_gain(a) / std::sqrt(static_cast<double>(fan(w, mode)));
+}
+
+// xavier_*'s scale sqrt(numerator / (fan_in + fan_out)) for w, after checking w and gain for
+// `who` (0 for an empty w, which draws nothing).
+double xavier_scale(std::string_view who, const Tensor& w, double gain, double numerator) {
+  check_tensor(who, w, 2);
+  check_gain(who, gain);
+  if (w.numel() == 0) return 0.0;
+  const auto fans = static_cast<double>(fan_in(w) + fan_out(w));
+  return gain * std::sqrt(numerator / fans);
+}
+
 std::uint64_t draw_uniform(const Tensor& t, std::uint64_t seed, std::uint64_t offset,
                            double bound) {
   if (t.numel() == 0) return offset;
@@ -85,38 +104,23 @@ double leaky_relu_gain(double a) { return std::sqrt(2.0 / (1.0 + a * a)); }
 
 std::uint64_t kaiming_uniform(const Tensor& w, std::uint64_t seed, std::uint64_t offset, double a,
                               FanMode mode) {
-  check_tensor("kaiming_uniform", w, 2);
-  check_finite("kaiming_uniform", "a", a);
-  if (w.numel() == 0) return offset;
-  const double stddev = leaky_relu_gain(a) / std::sqrt(static_cast<double>(fan(w, mode)));
+  const double stddev = kaiming_stddev("kaiming_uniform", w, a, mode);
   return draw_uniform(w, seed, offset, std::sqrt(3.0) * stddev);
 }
 
 std::uint64_t kaiming_normal(const Tensor& w, std::uint64_t seed, std::uint64_t offset, double a,
                              FanMode mode) {
-  check_tensor("kaiming_normal", w, 2);
-  check_finite("kaiming_normal", "a", a);
-  if (w.numel() == 0) return offset;
-  return draw_normal(w, seed, offset,
-                     leaky_relu_gain(a) / std::sqrt(static_cast<double>(fan(w, mode))));
+  return draw_normal(w, seed, offset, kaiming_stddev("kaiming_normal", w, a, mode));
 }
 
 std::uint64_t xavier_uniform(const Tensor& w, std::uint64_t seed, std::uint64_t offset,
                              double gain) {
-  check_tensor("xavier_uniform", w, 2);
-  check_gain("xavier_uniform", gain);
-  if (w.numel() == 0) return offset;
-  const auto fans = static_cast<double>(fan_in(w) + fan_out(w));
-  return draw_uniform(w, seed, offset, gain * std::sqrt(6.0 / fans));
+  return draw_uniform(w, seed, offset, xavier_scale("xavier_uniform", w, gain, 6.0));
 }
 
 std::uint64_t xavier_normal(const Tensor& w, std::uint64_t seed, std::uint64_t offset,
                             double gain) {
-  check_tensor("xavier_normal", w, 2);
-  check_gain("xavier_normal", gain);
-  if (w.numel() == 0) return offset;
-  const auto fans = static_cast<double>(fan_in(w) + fan_out(w));
-  return draw_normal(w, seed, offset, gain * std::sqrt(2.0 / fans));
+  return draw_normal(w, seed, offset, xavier_scale("xavier_normal", w, gain, 2.0));
 }
 
 std::uint64_t uniform(const Tensor& t, std::uint64_t seed, std::uint64_t offset, double low,

@@ -197,6 +197,13 @@ TEST_F(TrainMlp, RealMemoryLimitBacksOffAndEndsBitwiseEqual) {
   ASSERT_EQ(limited.exit_code, 0) << limited.output;
   EXPECT_LT(limited.summary.value("micro_batch", 0), 1024) << "it backed off";
   expect_bitwise_equal("limit-ref", "limit-3m", "3 MiB limit");
+  // Growing the micro-batch back after every clean step runs out of memory again and backs off
+  // again: more work, the same bits.
+  const Training regrown =
+      run("limit-regrow", args + " --regrow-after 1", false, "", "TENAX_MEMORY_LIMIT=3MiB");
+  ASSERT_EQ(regrown.exit_code, 0) << regrown.output;
+  EXPECT_NE(regrown.output.find("micro-batch doubled"), std::string::npos) << regrown.output;
+  expect_bitwise_equal("limit-ref", "limit-regrow", "3 MiB limit with regrowth");
 }
 
 TEST_F(TrainMlp, KilledAtRandomStepsAndResumedEndsBitwiseEqualInEveryPrecision) {

@@ -10,7 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,22 +20,9 @@ namespace tenax::io {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_io_error;
 using testing::patterned;
 using testing::ScratchDir;
-
-template <class F>
-void expect_io_error(F&& f, std::initializer_list<std::string> words) {
-  try {
-    f();
-    ADD_FAILURE() << "no IoError";
-  } catch (const IoError& e) {
-    const std::string message = e.what();
-    for (const auto& word : words) {
-      EXPECT_NE(message.find(word), std::string::npos) << "'" << word << "' not in: " << message;
-    }
-    EXPECT_FALSE(e.fix().empty());
-  }
-}
 
 ::testing::AssertionResult same_tensor(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) {

@@ -1,5 +1,5 @@
-// Shared by the io tests: a scratch directory per test and a StateDict holding every kind of
-// entry, with a bitwise comparison.
+// Shared by the io tests: a scratch directory per test, a StateDict holding every kind of entry,
+// with a bitwise comparison, and an assertion on the IoErrors thrown.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,8 +7,10 @@
 
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 
+#include "tenax/core/error.hpp"
 #include "tenax/core/state_dict.hpp"
 
 namespace tenax::io::testing {
@@ -93,6 +95,22 @@ inline ::testing::AssertionResult bitwise_equal(const StateDict& a, const StateD
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// Runs `f`, which must throw an IoError whose message holds every one of `words` and which
+// names a fix.
+template <class F>
+void expect_io_error(F&& f, std::initializer_list<std::string> words) {
+  try {
+    f();
+    ADD_FAILURE() << "no IoError";
+  } catch (const IoError& e) {
+    const std::string message = e.what();
+    for (const auto& word : words) {
+      EXPECT_NE(message.find(word), std::string::npos) << "'" << word << "' not in: " << message;
+    }
+    EXPECT_FALSE(e.fix().empty());
+  }
 }
 
 }  // namespace tenax::io::testing

@@ -14,6 +14,7 @@ namespace tenax::io {
 namespace {
 
 using testing::bitwise_equal;
+using testing::expect_io_error;
 using testing::sample_state;
 using testing::ScratchDir;
 
@@ -26,20 +27,6 @@ std::pair<int, std::string> run(const std::string& command) {
   while (std::size_t n = std::fread(chunk, 1, sizeof chunk, pipe)) output.append(chunk, n);
   const int status = ::pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
-template <class F>
-void expect_io_error(F&& f, std::initializer_list<std::string> words) {
-  try {
-    f();
-    ADD_FAILURE() << "no IoError";
-  } catch (const IoError& e) {
-    const std::string message = e.what();
-    for (const auto& word : words) {
-      EXPECT_NE(message.find(word), std::string::npos) << "'" << word << "' not in: " << message;
-    }
-    EXPECT_FALSE(e.fix().empty());
-  }
 }
 
 TEST(StateFile, RoundTripsEveryKindBitwiseInOrder) {

@@ -7,44 +7,28 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
 
 using testing::make_tensor;
+using testing::significand_digits;
+using testing::uniform_values;
 using testing::values_of;
 
 // Not a multiple of the CUDA grid, and large enough for a grid-stride loop.
 constexpr std::int64_t kSize = 1'000'003;
 
-class ActivationGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
-};
-
-std::vector<double> random_values(std::int64_t n, unsigned seed, double lo, double hi) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (double& x : v) x = dist(engine);
-  return v;
-}
+using ActivationGpu = testing::GpuTest;
 
 TEST_F(ActivationGpu, AgreeWithTheCpuWithinAFewUlps) {
-  std::vector<double> values = random_values(kSize, 4, -8.0, 8.0);
+  std::vector<double> values = uniform_values(kSize, 4, -8.0, 8.0);
   values[0] = INFINITY;
   values[1] = -INFINITY;
   values[2] = NAN;
@@ -59,10 +43,7 @@ TEST_F(ActivationGpu, AgreeWithTheCpuWithinAFewUlps) {
       const std::vector<double> a = values_of(ops::unary(op, x));
       const std::vector<double> b = values_of(ops::unary(op, gx));
       const std::vector<double> in = values_of(x);
-      int digits = 53;
-      if (dtype == DType::f32) digits = 24;
-      if (dtype == DType::f16) digits = 11;
-      if (dtype == DType::bf16) digits = 8;
+      const int digits = significand_digits(dtype);
       const bool narrow = dtype == DType::f16 || dtype == DType::bf16;
       // Results in the subnormal range are held to a few steps of the smallest subnormal.
       double smallest_subnormal = 4.9406564584124654e-324;

@@ -5,45 +5,21 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_broadcast.hpp"
 
 namespace tenax {
 namespace {
 
+using testing::expect_identical;
 using testing::set_value;
+using testing::uniform_tensor;
 
-class BroadcastGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
-};
-
-Tensor random_tensor(const Shape& shape, DType dtype, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-4.0, 4.0);
-  Tensor t = Tensor::empty(shape, dtype);
-  for (std::int64_t i = 0; i < t.numel(); ++i) set_value(t, i, dist(engine));
-  return t;
-}
-
-void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
-  ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
-  const Tensor back = gpu.to(Device::cpu());
-  ASSERT_EQ(cpu.nbytes(), back.nbytes());
-  EXPECT_EQ(std::memcmp(cpu.data(), back.data(), cpu.nbytes()), 0) << what << " differs";
-}
+using BroadcastGpu = testing::GpuTest;
 
 constexpr ops::BinaryOp kBinaryOps[] = {ops::BinaryOp::add,     ops::BinaryOp::sub,
                                         ops::BinaryOp::mul,     ops::BinaryOp::div,
@@ -61,8 +37,8 @@ TEST_F(BroadcastGpu, BroadcastBinaryMatchesBitForBit) {
   unsigned seed = 1;
   for (const Case& c : cases) {
     for (DType dtype : kFloatDTypes) {
-      Tensor a = random_tensor(c.a, dtype, seed++);
-      const Tensor b = random_tensor(c.b, dtype, seed++);
+      Tensor a = uniform_tensor(c.a, dtype, seed++, -4.0, 4.0);
+      const Tensor b = uniform_tensor(c.b, dtype, seed++, -4.0, 4.0);
       set_value(a, 0, NAN);
       const Tensor ga = a.to(gpu());
       const Tensor gb = b.to(gpu());
@@ -87,7 +63,7 @@ TEST_F(BroadcastGpu, SumToMatchesBitForBit) {
   unsigned seed = 100;
   for (const Case& c : cases) {
     for (DType dtype : kFloatDTypes) {
-      const Tensor x = random_tensor(c.x, dtype, seed++);
+      const Tensor x = uniform_tensor(c.x, dtype, seed++, -4.0, 4.0);
       expect_identical(ops::sum_to(x, c.target), ops::sum_to(x.to(gpu()), c.target),
                        std::string("sum_to ") + std::string(to_string(dtype)) + " " +
                            to_string(c.x) + " -> " + to_string(c.target));

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@ using testing::expect_contains;
 using testing::get_value;
 using testing::make_tensor;
 using testing::set_value;
+using testing::uniform_tensor;
 using testing::usage_error;
 using testing::values_of;
 
@@ -35,14 +35,6 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr ops::BinaryOp kBinaryOps[] = {ops::BinaryOp::add,     ops::BinaryOp::sub,
                                         ops::BinaryOp::mul,     ops::BinaryOp::div,
                                         ops::BinaryOp::maximum, ops::BinaryOp::minimum};
-
-Tensor random_tensor(const Shape& shape, DType dtype, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-4.0, 4.0);
-  Tensor t = Tensor::empty(shape, dtype);
-  for (std::int64_t i = 0; i < t.numel(); ++i) set_value(t, i, dist(engine));
-  return t;
-}
 
 std::vector<std::int64_t> extents_of(const Shape& s) {
   return {s.extents().begin(), s.extents().end()};
@@ -190,8 +182,8 @@ TEST(BroadcastBinary, EveryOpDtypeAndShapeEqualsBinaryOnExpandedOperands) {
   for (const Case& c : cases()) {
     const Shape shape = ops::broadcast_shape(c.a, c.b);
     for (DType dtype : kFloatDTypes) {
-      const Tensor a = random_tensor(c.a, dtype, seed++);
-      const Tensor b = random_tensor(c.b, dtype, seed++);
+      const Tensor a = uniform_tensor(c.a, dtype, seed++, -4.0, 4.0);
+      const Tensor b = uniform_tensor(c.b, dtype, seed++, -4.0, 4.0);
       const Tensor ea = expand(a, shape);
       const Tensor eb = expand(b, shape);
       for (ops::BinaryOp op : kBinaryOps) {
@@ -207,8 +199,8 @@ TEST(BroadcastBinary, EveryOpDtypeAndShapeEqualsBinaryOnExpandedOperands) {
 // Large enough to split the rows over threads; NaNs propagate as in ops::binary.
 TEST(BroadcastBinary, LargeBiasAddAndNaN) {
   for (DType dtype : kFloatDTypes) {
-    Tensor x = random_tensor({1000, 301}, dtype, 7);
-    Tensor bias = random_tensor({301}, dtype, 8);
+    Tensor x = uniform_tensor({1000, 301}, dtype, 7, -4.0, 4.0);
+    Tensor bias = uniform_tensor({301}, dtype, 8, -4.0, 4.0);
     set_value(bias, 17, kNaN);
     set_value(x, 5 * 301 + 3, kNaN);
     const Tensor eb = expand(bias, x.shape());
@@ -218,7 +210,7 @@ TEST(BroadcastBinary, LargeBiasAddAndNaN) {
       EXPECT_TRUE(same_bits(ops::broadcast_binary(op, bias, x), ops::binary(op, eb, x)))
           << to_string(dtype);
     }
-    const Tensor col = random_tensor({1000, 1}, dtype, 9);
+    const Tensor col = uniform_tensor({1000, 1}, dtype, 9, -4.0, 4.0);
     EXPECT_TRUE(same_bits(ops::broadcast_binary(ops::BinaryOp::div, x, col),
                           ops::binary(ops::BinaryOp::div, x, expand(col, x.shape()))));
   }
@@ -226,8 +218,8 @@ TEST(BroadcastBinary, LargeBiasAddAndNaN) {
 
 TEST(BroadcastBinary, EqualShapesGiveTheBitsOfBinary) {
   for (DType dtype : kFloatDTypes) {
-    Tensor a = random_tensor({4, 33}, dtype, 3);
-    Tensor b = random_tensor({4, 33}, dtype, 4);
+    Tensor a = uniform_tensor({4, 33}, dtype, 3, -4.0, 4.0);
+    Tensor b = uniform_tensor({4, 33}, dtype, 4, -4.0, 4.0);
     set_value(a, 5, kNaN);
     set_value(b, 0, 0.0);
     for (ops::BinaryOp op : kBinaryOps) {
@@ -237,8 +229,8 @@ TEST(BroadcastBinary, EqualShapesGiveTheBitsOfBinary) {
 }
 
 TEST(BroadcastBinary, IntoAnOutputThatIsAnInput) {
-  Tensor x = random_tensor({6, 5}, DType::f32, 11);
-  const Tensor bias = random_tensor({5}, DType::f32, 12);
+  Tensor x = uniform_tensor({6, 5}, DType::f32, 11, -4.0, 4.0);
+  const Tensor bias = uniform_tensor({5}, DType::f32, 12, -4.0, 4.0);
   const Tensor expected = ops::binary(ops::BinaryOp::add, x, expand(bias, x.shape()));
   ops::broadcast_binary_into(ops::BinaryOp::add, x, bias, x);  // x += bias, in place
   EXPECT_TRUE(same_bits(x, expected));
@@ -312,7 +304,7 @@ TEST(SumTo, EqualsANaiveF64LoopRoundedOnceInEveryDtype) {
   unsigned seed = 100;
   for (const SumCase& c : sum_cases()) {
     for (DType dtype : kFloatDTypes) {
-      const Tensor x = random_tensor(c.x, dtype, seed++);
+      const Tensor x = uniform_tensor(c.x, dtype, seed++, -4.0, 4.0);
       const Tensor out = ops::sum_to(x, c.target);
       ASSERT_EQ(out.shape(), c.target);
       ASSERT_EQ(out.dtype(), dtype);
@@ -329,7 +321,7 @@ TEST(SumTo, EqualsANaiveF64LoopRoundedOnceInEveryDtype) {
 // Large: the bias gradient of a batch (tiled on the CPU) and row sums, split over threads.
 TEST(SumTo, LargeBiasGradientAndRowSums) {
   for (DType dtype : {DType::f32, DType::bf16}) {
-    const Tensor x = random_tensor({2000, 129}, dtype, 5);
+    const Tensor x = uniform_tensor({2000, 129}, dtype, 5, -4.0, 4.0);
     const std::vector<double> bias = values_of(ops::sum_to(x, {129}));
     EXPECT_EQ(bias, naive_sum_to(x, {129})) << to_string(dtype);
     const std::vector<double> rows = values_of(ops::sum_to(x, {2000, 1}));
@@ -373,7 +365,7 @@ TEST(SumTo, SameBitsForAnyThreadCount) {
   CpuContext three(3);
   for (const SumCase& c :
        std::vector<SumCase>{{{3000, 67}, {67}}, {{67, 3000}, {67, 1}}, {{30, 40, 50}, {40, 1}}}) {
-    const Tensor x = random_tensor(c.x, DType::f32, 42);
+    const Tensor x = uniform_tensor(c.x, DType::f32, 42, -4.0, 4.0);
     Tensor a = Tensor::empty(c.target, DType::f32);
     Tensor b = Tensor::empty(c.target, DType::f32);
     const kernels::SumToLayout layout = kernels::make_sum_to_layout(c.x, c.target);

@@ -6,60 +6,33 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
 
+using testing::expect_identical;
 using testing::make_tensor;
+using testing::significand_digits;
+using testing::uniform_values;
 using testing::values_of;
 
 // Not a multiple of the reduction block or of the CUDA grid, and large enough for many blocks.
 constexpr std::int64_t kSize = 1'000'003;
 
-class ElementwiseGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
-};
-
-std::vector<double> random_values(std::int64_t n, unsigned seed, double lo = -4.0,
-                                  double hi = 4.0) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (double& x : v) x = dist(engine);
-  return v;
-}
-
-// The same bytes (NaNs included) on both backends.
-void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
-  ASSERT_EQ(cpu.device(), Device::cpu());
-  const Tensor back = gpu.to(Device::cpu());
-  ASSERT_EQ(cpu.nbytes(), back.nbytes());
-  EXPECT_EQ(std::memcmp(cpu.data(), back.data(), cpu.nbytes()), 0) << what << " differs";
-}
+using ElementwiseGpu = testing::GpuTest;
 
 // Within `ulps` units in the last place of the dtype (NaNs must match NaNs).
 void expect_close(const Tensor& cpu, const Tensor& gpu, double ulps, const std::string& what) {
   const std::vector<double> a = values_of(cpu);
   const std::vector<double> b = values_of(gpu);
   ASSERT_EQ(a.size(), b.size());
-  int digits = 53;
-  if (cpu.dtype() == DType::f32) digits = 24;
-  if (cpu.dtype() == DType::f16) digits = 11;
-  if (cpu.dtype() == DType::bf16) digits = 8;
+  const int digits = significand_digits(cpu.dtype());
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) || std::isnan(b[i])) {
       ASSERT_TRUE(std::isnan(a[i]) && std::isnan(b[i])) << what << " at " << i;
@@ -92,7 +65,7 @@ TEST_F(ElementwiseGpu, FillRandomAndCastMatchBitForBit) {
 }
 
 TEST_F(ElementwiseGpu, CopyAndCastAcrossDevices) {
-  const Tensor src = make_tensor(random_values(kSize, 1), DType::f32);
+  const Tensor src = make_tensor(uniform_values(kSize, 1, -4.0, 4.0), DType::f32);
   for (DType to : kFloatDTypes) {
     const Tensor reference = ops::cast(src, to);
     Tensor on_gpu = Tensor::empty({kSize}, to, gpu());
@@ -112,8 +85,8 @@ TEST_F(ElementwiseGpu, CopyAndCastAcrossDevices) {
 TEST_F(ElementwiseGpu, Blas1AndCorrectlyRoundedOpsMatchBitForBit) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
-    const Tensor x = make_tensor(random_values(kSize, 2), dtype);
-    const Tensor y = make_tensor(random_values(kSize, 3), dtype);
+    const Tensor x = make_tensor(uniform_values(kSize, 2, -4.0, 4.0), dtype);
+    const Tensor y = make_tensor(uniform_values(kSize, 3, -4.0, 4.0), dtype);
     const Tensor gx = x.to(gpu());
     const Tensor gy = y.to(gpu());
     Tensor cy = y.clone();
@@ -139,7 +112,7 @@ TEST_F(ElementwiseGpu, Blas1AndCorrectlyRoundedOpsMatchBitForBit) {
 
 TEST_F(ElementwiseGpu, TranscendentalOpsAgreeWithinAFewUlps) {
   for (DType dtype : kFloatDTypes) {
-    const Tensor x = make_tensor(random_values(kSize, 4, 0.01, 8.0), dtype);
+    const Tensor x = make_tensor(uniform_values(kSize, 4, 0.01, 8.0), dtype);
     const Tensor gx = x.to(gpu());
     for (ops::UnaryOp op :
          {ops::UnaryOp::exp, ops::UnaryOp::log, ops::UnaryOp::tanh, ops::UnaryOp::sigmoid}) {
@@ -154,9 +127,9 @@ TEST_F(ElementwiseGpu, TranscendentalOpsAgreeWithinAFewUlps) {
 TEST_F(ElementwiseGpu, ReductionsReturnTheCpuBits) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
-    std::vector<double> v = random_values(kSize, 5);
+    std::vector<double> v = uniform_values(kSize, 5, -4.0, 4.0);
     const Tensor x = make_tensor(v, dtype);
-    const Tensor y = make_tensor(random_values(kSize, 6), dtype);
+    const Tensor y = make_tensor(uniform_values(kSize, 6, -4.0, 4.0), dtype);
     const Tensor gx = x.to(gpu());
     const Tensor gy = y.to(gpu());
     EXPECT_EQ(ops::sum(x), ops::sum(gx)) << name;
@@ -176,7 +149,7 @@ TEST_F(ElementwiseGpu, ReductionsReturnTheCpuBits) {
 TEST_F(ElementwiseGpu, UnscaleAndCheckMatchesAndFindsOneNaN) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
-    Tensor c = make_tensor(random_values(kSize, 7), dtype);
+    Tensor c = make_tensor(uniform_values(kSize, 7, -4.0, 4.0), dtype);
     Tensor g = c.to(gpu());
     EXPECT_FALSE(ops::unscale_and_check(c, 3.0)) << name;
     EXPECT_FALSE(ops::unscale_and_check(g, 3.0)) << name;

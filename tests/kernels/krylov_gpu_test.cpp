@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/krylov_test_helpers.hpp"
 #include "tenax/core/context.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
@@ -25,17 +25,8 @@ using testing::same_bytes;
 constexpr DType kDtypes[] = {DType::f64, DType::f32};
 const std::int64_t kLengths[] = {1, 17, 4095, 4096, 4097, 3 * 4096 + 1000, 1'000'003};
 
-class KrylovGpu : public ::testing::Test {
+class KrylovGpu : public testing::GpuTest {
  protected:
-  void SetUp() override {
-    const auto& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "no usable CUDA device, so the CUDA Krylov kernels cannot be compared with "
-                      "the CPU backend: "
-                   << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
   // t (on the GPU) copied back to the CPU once the device's queued work is done.
   static Tensor fetch(const Tensor& t) {
     tenax::cuda::context(t.device()).synchronize();

@@ -1,5 +1,5 @@
 // Helpers shared by the fused Krylov kernel tests (CPU and GPU): random operands, the 5-point
-// matrix of a grid in CSR form, and bitwise comparisons.
+// matrix of a grid in CSR form, and the bits of a double (same_bytes is in tensor_values.hpp).
 #pragma once
 
 #include <cstdint>
@@ -15,11 +15,6 @@ inline std::uint64_t bits(double v) {
   std::uint64_t b = 0;
   std::memcpy(&b, &v, sizeof b);
   return b;
-}
-
-// Whether two CPU tensors hold the same bytes.
-inline bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
 // A CPU tensor of `shape` with values uniform in [-1, 1) rounded to `dtype`.

@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/linalg_test_helpers.hpp"
 #include "tenax/core/context.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
 
@@ -25,17 +25,8 @@ using testing::random_integers;
 using testing::random_reals;
 using testing::values_of;
 
-class LinalgGpu : public ::testing::Test {
+class LinalgGpu : public testing::GpuTest {
  protected:
-  void SetUp() override {
-    const auto& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "no usable CUDA device, so the CUDA kernels cannot be compared with the "
-                      "CPU backend: "
-                   << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
   static std::vector<double> fetch(const Tensor& t) {
     tenax::cuda::context(t.device()).synchronize();
     return values_of(t);

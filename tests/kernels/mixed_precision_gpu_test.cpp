@@ -5,48 +5,25 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
 
+using testing::expect_identical;
 using testing::make_tensor;
 using testing::set_value;
+using testing::uniform_values;
 
 // Not a multiple of the reduction block or of the CUDA grid, and large enough for many blocks.
 constexpr std::int64_t kSize = 1'000'003;
 
-class MixedPrecisionGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
-};
-
-std::vector<double> random_values(std::int64_t n, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-300.0, 300.0);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (double& x : v) x = dist(engine);
-  return v;
-}
-
-void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
-  const Tensor back = gpu.to(Device::cpu());
-  ASSERT_EQ(cpu.nbytes(), back.nbytes());
-  EXPECT_EQ(std::memcmp(cpu.data(), back.data(), cpu.nbytes()), 0) << what << " differs";
-}
+using MixedPrecisionGpu = testing::GpuTest;
 
 void expect_same(const ops::NonfiniteReport& a, const ops::NonfiniteReport& b,
                  const std::string& what) {
@@ -63,7 +40,7 @@ void expect_same(const ops::NonfiniteReport& a, const ops::NonfiniteReport& b,
 TEST_F(MixedPrecisionGpu, FindNonfiniteMatchesTheCpu) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
-    Tensor t = make_tensor(random_values(kSize, 1), dtype);
+    Tensor t = make_tensor(uniform_values(kSize, 1, -300.0, 300.0), dtype);
     expect_same(ops::find_nonfinite(t), ops::find_nonfinite(t.to(gpu())), name + " finite");
     set_value(t, kSize - 1, NAN);
     set_value(t, 700'001, -INFINITY);
@@ -80,7 +57,7 @@ TEST_F(MixedPrecisionGpu, UnscaleAndMeasureMatchesTheCpuBitForBit) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
     for (double scale : {1.0, 1024.0, 0.125}) {
-      Tensor c = make_tensor(random_values(kSize, 2), dtype);
+      Tensor c = make_tensor(uniform_values(kSize, 2, -300.0, 300.0), dtype);
       Tensor g = c.to(gpu());
       const ops::UnscaleReport rc = ops::unscale_and_measure(c, scale);
       const ops::UnscaleReport rg = ops::unscale_and_measure(g, scale);
@@ -90,7 +67,7 @@ TEST_F(MixedPrecisionGpu, UnscaleAndMeasureMatchesTheCpuBitForBit) {
       EXPECT_EQ(rg.sum_of_squares, ops::dot(g, g)) << name;
       EXPECT_EQ(std::sqrt(rg.sum_of_squares), ops::nrm2(g)) << name;
     }
-    Tensor bad = make_tensor(random_values(kSize, 3), dtype);
+    Tensor bad = make_tensor(uniform_values(kSize, 3, -300.0, 300.0), dtype);
     set_value(bad, 0, NAN);
     set_value(bad, kSize / 2, -INFINITY);
     Tensor gbad = bad.to(gpu());

@@ -6,46 +6,22 @@
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_nn.hpp"
 
 namespace tenax {
 namespace {
 
-using testing::set_value;
+using testing::significand_digits;
+using testing::uniform_indices;
+using testing::uniform_tensor;
 using testing::values_of;
 
-class NnGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const tenax::cuda::Availability& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "needs a usable CUDA device to compare with the CPU backend: " << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
-};
-
-Tensor random_logits(std::int64_t rows, std::int64_t classes, DType dtype, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-10.0, 10.0);
-  Tensor t = Tensor::empty({rows, classes}, dtype);
-  for (std::int64_t i = 0; i < t.numel(); ++i) set_value(t, i, dist(engine));
-  return t;
-}
-
-Tensor random_labels(std::int64_t rows, std::int64_t classes, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_int_distribution<std::int64_t> dist(0, classes - 1);
-  Tensor t = Tensor::empty({rows}, DType::i64);
-  for (std::int64_t i = 0; i < rows; ++i) t.data_as<std::int64_t>()[i] = dist(engine);
-  return t;
-}
+using NnGpu = testing::GpuTest;
 
 TEST_F(NnGpu, LossAndGradientAgreeWithTheCpu) {
   constexpr std::int64_t kRows = 3001;
@@ -53,8 +29,8 @@ TEST_F(NnGpu, LossAndGradientAgreeWithTheCpu) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
     const DType loss_dtype = dtype == DType::f64 ? DType::f64 : DType::f32;
-    const Tensor logits = random_logits(kRows, kClasses, dtype, 1);
-    const Tensor labels = random_labels(kRows, kClasses, 2);
+    const Tensor logits = uniform_tensor({kRows, kClasses}, dtype, 1, -10.0, 10.0);
+    const Tensor labels = uniform_indices(kRows, kClasses, 2);
     const Tensor glogits = logits.to(gpu());
     const Tensor glabels = labels.to(gpu());
     Tensor losses = Tensor::empty({kRows}, loss_dtype);
@@ -73,10 +49,7 @@ TEST_F(NnGpu, LossAndGradientAgreeWithTheCpu) {
     ops::softmax_cross_entropy_grad(glogits, glabels, 512.0, ggrad);
     const std::vector<double> g = values_of(grad);
     const std::vector<double> gg = values_of(ggrad);
-    int digits = 53;
-    if (dtype == DType::f32) digits = 24;
-    if (dtype == DType::f16) digits = 11;
-    if (dtype == DType::bf16) digits = 8;
+    const int digits = significand_digits(dtype);
     for (std::size_t k = 0; k < g.size(); ++k) {
       // exp's error plus, for 16-bit dtypes, one rounding step on store.
       const double tolerance = 8.0 * eps * 512.0 + std::ldexp(std::fabs(g[k]), -digits + 1);
@@ -86,7 +59,7 @@ TEST_F(NnGpu, LossAndGradientAgreeWithTheCpu) {
 }
 
 TEST_F(NnGpu, BadLabelsGiveNaNRows) {
-  const Tensor logits = random_logits(4, 6, DType::f32, 3).to(gpu());
+  const Tensor logits = uniform_tensor({4, 6}, DType::f32, 3, -10.0, 10.0).to(gpu());
   const Tensor labels = testing::make_tensor({4}, DType::i64, {0, 6, 2, -3}).to(gpu());
   Tensor losses = Tensor::empty({4}, DType::f32, gpu());
   ops::softmax_cross_entropy(logits, labels, losses);

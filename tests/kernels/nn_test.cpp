@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@ using testing::get_value;
 using testing::make_tensor;
 using testing::round_to;
 using testing::set_value;
+using testing::uniform_indices;
 using testing::usage_error;
 using testing::values_of;
 
@@ -36,19 +36,7 @@ DType loss_dtype(DType logits) { return logits == DType::f64 ? DType::f64 : DTyp
 
 Tensor random_logits(std::int64_t rows, std::int64_t classes, DType dtype, unsigned seed,
                      double spread = 3.0) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-spread, spread);
-  Tensor t = Tensor::empty({rows, classes}, dtype);
-  for (std::int64_t i = 0; i < t.numel(); ++i) set_value(t, i, dist(engine));
-  return t;
-}
-
-Tensor random_labels(std::int64_t rows, std::int64_t classes, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_int_distribution<std::int64_t> dist(0, classes - 1);
-  Tensor t = Tensor::empty({rows}, DType::i64);
-  for (std::int64_t i = 0; i < rows; ++i) t.data_as<std::int64_t>()[i] = dist(engine);
-  return t;
+  return testing::uniform_tensor({rows, classes}, dtype, seed, -spread, spread);
 }
 
 std::int64_t label_of(const Tensor& labels, std::int64_t i) {
@@ -118,7 +106,7 @@ TEST(SoftmaxCrossEntropy, MatchesANaiveF64ReferenceInEveryDtype) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));
     const Tensor logits = random_logits(kRows, kClasses, dtype, seed++);
-    const Tensor labels = random_labels(kRows, kClasses, seed++);
+    const Tensor labels = uniform_indices(kRows, kClasses, seed++);
     const Reference ref = reference(logits, labels);
     const Tensor losses = losses_of(logits, labels);
     EXPECT_EQ(losses.dtype(), loss_dtype(dtype));
@@ -149,7 +137,7 @@ TEST(SoftmaxCrossEntropy, F64GradientMatchesCentralDifferences) {
   constexpr std::int64_t kClasses = 7;
   constexpr double kH = 1e-6;
   const Tensor logits = random_logits(kRows, kClasses, DType::f64, 77);
-  const Tensor labels = random_labels(kRows, kClasses, 78);
+  const Tensor labels = uniform_indices(kRows, kClasses, 78);
   const std::vector<double> grad = values_of(grad_of(logits, labels, 1.0));
   for (std::int64_t k = 0; k < logits.numel(); ++k) {
     const std::int64_t row = k / kClasses;
@@ -229,7 +217,7 @@ TEST(SoftmaxCrossEntropy, SixteenBitGradientIsRoundedOnceAfterScaling) {
 
 TEST(SoftmaxCrossEntropy, GradientInPlaceAndOneClass) {
   const Tensor logits = random_logits(9, 5, DType::f32, 3);
-  const Tensor labels = random_labels(9, 5, 4);
+  const Tensor labels = uniform_indices(9, 5, 4);
   const Tensor expected = grad_of(logits, labels, 0.5);
   Tensor inplace = logits.clone();
   ops::softmax_cross_entropy_grad(inplace, labels, 0.5, inplace);
@@ -331,7 +319,7 @@ TEST(SoftmaxCrossEntropy, SameBitsForAnyThreadCount) {
   CpuContext three(3);
   for (DType dtype : {DType::f32, DType::bf16}) {
     const Tensor logits = random_logits(5000, 37, dtype, 21, 8.0);
-    const Tensor labels = random_labels(5000, 37, 22);
+    const Tensor labels = uniform_indices(5000, 37, 22);
     Tensor la = Tensor::empty({5000}, DType::f32);
     Tensor lb = Tensor::empty({5000}, DType::f32);
     kernels::cpu::softmax_cross_entropy(one, {logits, labels, la, 5000, 37});

@@ -4,48 +4,26 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "kernels/optim_test_helpers.hpp"
 #include "tenax/core/context.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_optim.hpp"
 
 namespace tenax {
 namespace {
 
+using testing::philox_uniform;
+using testing::same_bytes;
 namespace ref = testing::optim_reference;
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32};
 const std::int64_t kLengths[] = {1, 7, 4097, 1'000'003};
 
-class OptimGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "no usable CUDA device, so the CUDA optimizer kernels cannot be compared "
-                      "with the CPU backend: "
-                   << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
-};
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
-// A CPU tensor of n values in [low, high) (Philox, so reproducible).
-Tensor random(std::int64_t n, DType dtype, std::uint64_t seed, double low = -1.0,
-              double high = 1.0) {
-  Tensor t = Tensor::empty({n}, dtype);
-  ops::random_uniform(t, seed, 0, low, high);
-  return t;
-}
+using OptimGpu = testing::GpuTest;
 
 TEST_F(OptimGpu, EveryPyTorchCaseHoldsOnTheGpu) {
   for (const ref::Case& c : ref::kCases) {
@@ -80,9 +58,9 @@ TEST_F(OptimGpu, SgdMatchesTheCpuBackendBitForBit) {
   for (const DType dtype : kDtypes) {
     for (const std::int64_t n : kLengths) {
       for (const bool nesterov : {false, true}) {
-        const Tensor p = random(n, dtype, seed++);
-        const Tensor g = random(n, dtype, seed++);
-        const Tensor b = random(n, dtype, seed++);
+        const Tensor p = philox_uniform({n}, dtype, seed++);
+        const Tensor g = philox_uniform({n}, dtype, seed++);
+        const Tensor b = philox_uniform({n}, dtype, seed++);
         const Tensor pg = p.to(gpu()), bg = b.to(gpu()), gg = g.to(gpu());
         ops::SgdStep s;
         s.lr = 0.05;
@@ -108,9 +86,9 @@ TEST_F(OptimGpu, AdamMatchesTheCpuBackendBitForBit) {
   for (const DType dtype : kDtypes) {
     for (const std::int64_t n : kLengths) {
       for (const bool decoupled : {false, true}) {
-        const Tensor p = random(n, dtype, seed++);
-        const Tensor m = random(n, dtype, seed++);
-        const Tensor v = random(n, dtype, seed++, 0.0, 1e-3);
+        const Tensor p = philox_uniform({n}, dtype, seed++);
+        const Tensor m = philox_uniform({n}, dtype, seed++);
+        const Tensor v = philox_uniform({n}, dtype, seed++, 0.0, 1e-3);
         const Tensor pg = p.to(gpu()), mg = m.to(gpu()), vg = v.to(gpu());
         ops::AdamStep s;
         s.lr = 1e-3;
@@ -118,7 +96,7 @@ TEST_F(OptimGpu, AdamMatchesTheCpuBackendBitForBit) {
         s.decoupled_weight_decay = decoupled;
         s.grad_scale = 0.5;
         for (std::int64_t step = 1; step <= 3; ++step) {
-          const Tensor g = random(n, dtype, seed++);
+          const Tensor g = philox_uniform({n}, dtype, seed++);
           s.step = step;
           ops::adam_update(p, g, m, v, s);
           ops::adam_update(pg, g.to(gpu()), mg, vg, s);

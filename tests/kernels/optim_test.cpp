@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -24,22 +23,13 @@ namespace {
 
 using testing::expect_contains;
 using testing::make_tensor;
+using testing::philox_uniform;
+using testing::same_bytes;
 using testing::usage_error;
 using testing::values_of;
 namespace ref = testing::optim_reference;
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32};
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
-
-// A CPU tensor of n values in [-1, 1), deterministic in the seed (Philox).
-Tensor random(std::int64_t n, DType dtype, std::uint64_t seed) {
-  Tensor t = Tensor::empty({n}, dtype);
-  ops::random_uniform(t, seed, 0, -1.0, 1.0);
-  return t;
-}
 
 TEST(OptimReference, EveryCaseMatchesPyTorch) {
   for (const ref::Case& c : ref::kCases) {
@@ -76,8 +66,8 @@ TEST(OptimReference, CasesCoverEveryOption) {
 
 TEST(SgdUpdate, PlainStepIsParamMinusLrTimesGrad) {
   for (const DType dtype : kDtypes) {
-    const Tensor p = random(1000, dtype, 1);
-    const Tensor g = random(1000, dtype, 2);
+    const Tensor p = philox_uniform({1000}, dtype, 1);
+    const Tensor g = philox_uniform({1000}, dtype, 2);
     const std::vector<double> p0 = values_of(p);
     const std::vector<double> g0 = values_of(g);
     ops::SgdStep s;
@@ -93,7 +83,7 @@ TEST(SgdUpdate, PlainStepIsParamMinusLrTimesGrad) {
 
 TEST(SgdUpdate, MomentumBufferFollowsTheRecurrence) {
   for (const DType dtype : kDtypes) {
-    const Tensor p = random(257, dtype, 3);
+    const Tensor p = philox_uniform({257}, dtype, 3);
     const Tensor buf = Tensor::empty({257}, dtype);
     ops::fill(buf, std::numeric_limits<double>::quiet_NaN());  // not read on the first step
     ops::SgdStep s;
@@ -101,10 +91,10 @@ TEST(SgdUpdate, MomentumBufferFollowsTheRecurrence) {
     s.momentum = 0.75;
     s.dampening = 0.5;
     s.first_step = true;
-    const Tensor g1 = random(257, dtype, 4);
+    const Tensor g1 = philox_uniform({257}, dtype, 4);
     ops::sgd_update(p, g1, buf, s);
     EXPECT_EQ(values_of(buf), values_of(g1)) << "the first step copies the gradient";
-    const Tensor g2 = random(257, dtype, 5);
+    const Tensor g2 = philox_uniform({257}, dtype, 5);
     const std::vector<double> p1 = values_of(p);
     s.first_step = false;
     ops::sgd_update(p, g2, buf, s);
@@ -165,12 +155,12 @@ TEST(SgdUpdate, MomentumZeroIgnoresTheBuffer) {
 // grad_scale s is one multiplication of the gradient: the same bits as scaling it beforehand.
 TEST(SgdUpdate, GradScaleEqualsAPreScaledGradient) {
   for (const DType dtype : kDtypes) {
-    const Tensor g = random(999, dtype, 6);
+    const Tensor g = philox_uniform({999}, dtype, 6);
     const Tensor scaled = g.clone();
     ops::scale(0.37, scaled);
-    const Tensor p1 = random(999, dtype, 7);
+    const Tensor p1 = philox_uniform({999}, dtype, 7);
     const Tensor p2 = p1.clone();
-    const Tensor b1 = random(999, dtype, 8);
+    const Tensor b1 = philox_uniform({999}, dtype, 8);
     const Tensor b2 = b1.clone();
     ops::SgdStep s;
     s.lr = 0.3;
@@ -190,7 +180,7 @@ TEST(AdamUpdate, FirstStepMovesEachElementByAboutLr) {
   for (const DType dtype : kDtypes) {
     const Tensor p = Tensor::empty({100}, dtype);
     ops::fill(p, 0.0);
-    const Tensor g = random(100, dtype, 9);
+    const Tensor g = philox_uniform({100}, dtype, 9);
     const Tensor m = Tensor::empty_like(p);
     const Tensor v = Tensor::empty_like(p);
     ops::fill(m, 0.0);
@@ -209,8 +199,8 @@ TEST(AdamUpdate, FirstStepMovesEachElementByAboutLr) {
 
 TEST(AdamUpdate, AdamWDecaysTheParameterAdamTheGradient) {
   for (const DType dtype : kDtypes) {
-    const Tensor g = random(300, dtype, 10);
-    const Tensor p0 = random(300, dtype, 11);
+    const Tensor g = philox_uniform({300}, dtype, 10);
+    const Tensor p0 = philox_uniform({300}, dtype, 11);
     auto run = [&](bool decoupled, double weight_decay) {
       const Tensor p = p0.clone();
       const Tensor m = Tensor::empty_like(p);
@@ -256,11 +246,12 @@ TEST(AdamUpdate, AdamWDecaysTheParameterAdamTheGradient) {
 
 TEST(AdamUpdate, GradScaleEqualsAPreScaledGradient) {
   for (const DType dtype : kDtypes) {
-    const Tensor g = random(513, dtype, 12);
+    const Tensor g = philox_uniform({513}, dtype, 12);
     const Tensor scaled = g.clone();
     ops::scale(0.37, scaled);
     auto state = [&] {
-      std::vector<Tensor> t{random(513, dtype, 13), random(513, dtype, 14), random(513, dtype, 15)};
+      std::vector<Tensor> t{philox_uniform({513}, dtype, 13), philox_uniform({513}, dtype, 14),
+                            philox_uniform({513}, dtype, 15)};
       ops::unary_into(ops::UnaryOp::abs, t[2], t[2]);  // exp_avg_sq >= 0
       return t;
     };
@@ -283,14 +274,15 @@ TEST(OptimUpdate, ResultsDoNotDependOnTheThreadCount) {
     std::vector<Tensor> runs;
     for (const int threads : {1, 3}) {
       CpuContext context(threads);
-      const Tensor p = random(n, dtype, 16);
-      const Tensor m = random(n, dtype, 17);
-      const Tensor v = random(n, dtype, 18);
+      const Tensor p = philox_uniform({n}, dtype, 16);
+      const Tensor m = philox_uniform({n}, dtype, 17);
+      const Tensor v = philox_uniform({n}, dtype, 18);
       ops::unary_into(ops::UnaryOp::abs, v, v);
       ops::AdamStep s;
       s.lr = 0.01;
       s.step = 2;
-      kernels::cpu::adam_update(context, kernels::AdamArgs{p, random(n, dtype, 19), m, v, s});
+      kernels::cpu::adam_update(context,
+                                kernels::AdamArgs{p, philox_uniform({n}, dtype, 19), m, v, s});
       runs.push_back(p);
     }
     EXPECT_TRUE(same_bytes(runs[0], runs[1])) << to_string(dtype);

@@ -1,14 +1,18 @@
-// Test helpers: tensors from lists of values and back, in any dtype, and a memory resource that
-// hands out host memory labelled as a CUDA device (to test checks and dispatch without a GPU).
+// Test helpers: tensors from lists of values and back, in any dtype; reproducible random values
+// and tensors; a bitwise comparison; and a memory resource that hands out host memory labelled as
+// a CUDA device (to test checks and dispatch without a GPU).
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "tenax/core/half.hpp"
 #include "tenax/core/tensor.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax::testing {
 
@@ -101,6 +105,44 @@ inline std::vector<double> values_of(const Tensor& t) {
   for (std::int64_t i = 0; i < host.numel(); ++i)
     out[static_cast<std::size_t>(i)] = get_value(host, i);
   return out;
+}
+
+// Whether two CPU tensors hold the same bytes.
+inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+// n values uniform in [lo, hi), deterministic in the seed (std::mt19937_64).
+inline std::vector<double> uniform_values(std::int64_t n, unsigned seed, double lo, double hi) {
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (double& x : v) x = dist(engine);
+  return v;
+}
+
+// A CPU tensor of `shape` holding uniform_values(numel, seed, lo, hi) rounded to `dtype`.
+inline Tensor uniform_tensor(const Shape& shape, DType dtype, unsigned seed, double lo, double hi) {
+  return make_tensor(shape, dtype, uniform_values(shape.numel(), seed, lo, hi));
+}
+
+// A CPU i64 tensor of n indices uniform in [0, bound), deterministic in the seed
+// (std::mt19937_64), e.g. class labels.
+inline Tensor uniform_indices(std::int64_t n, std::int64_t bound, unsigned seed) {
+  std::mt19937_64 engine(seed);
+  std::uniform_int_distribution<std::int64_t> dist(0, bound - 1);
+  Tensor t = Tensor::empty({n}, DType::i64);
+  for (std::int64_t i = 0; i < n; ++i) t.data_as<std::int64_t>()[i] = dist(engine);
+  return t;
+}
+
+// A CPU tensor of `shape` with values uniform in [low, high) drawn by ops::random_uniform
+// (Philox, so deterministic in the seed).
+inline Tensor philox_uniform(const Shape& shape, DType dtype, std::uint64_t seed, double low = -1.0,
+                             double high = 1.0) {
+  Tensor t = Tensor::empty(shape, dtype);
+  ops::random_uniform(t, seed, 0, low, high);
+  return t;
 }
 
 // Host memory that claims to live on cuda:0. Kernels must never run on it; it lets CPU-only

@@ -74,17 +74,29 @@ void expect_usage_error(F&& f, std::initializer_list<std::string> words) {
   }
 }
 
+// Every option of `got` equals the same option of `want`.
+void expect_options(const LossScalerOptions& got, const LossScalerOptions& want) {
+  EXPECT_EQ(got.init_scale, want.init_scale);
+  EXPECT_EQ(got.growth_factor, want.growth_factor);
+  EXPECT_EQ(got.backoff_factor, want.backoff_factor);
+  EXPECT_EQ(got.growth_interval, want.growth_interval);
+  EXPECT_EQ(got.hysteresis, want.hysteresis);
+  EXPECT_EQ(got.min_scale, want.min_scale);
+  EXPECT_EQ(got.max_scale, want.max_scale);
+  EXPECT_EQ(got.on_min, want.on_min);
+  EXPECT_EQ(got.enabled, want.enabled);
+}
+
 TEST(LossScaler, DefaultsAreGradScalers) {
-  const LossScalerOptions o;
-  EXPECT_EQ(o.init_scale, 65536.0);
-  EXPECT_EQ(o.growth_factor, 2.0);
-  EXPECT_EQ(o.backoff_factor, 0.5);
-  EXPECT_EQ(o.growth_interval, 2000);
-  EXPECT_EQ(o.hysteresis, 1);
-  EXPECT_EQ(o.min_scale, 1.0);
-  EXPECT_EQ(o.max_scale, 16777216.0);
-  EXPECT_EQ(o.on_min, MinScalePolicy::error);
-  EXPECT_TRUE(o.enabled);
+  expect_options(LossScalerOptions{}, {.init_scale = 65536.0,
+                                       .growth_factor = 2.0,
+                                       .backoff_factor = 0.5,
+                                       .growth_interval = 2000,
+                                       .hysteresis = 1,
+                                       .min_scale = 1.0,
+                                       .max_scale = 16777216.0,
+                                       .on_min = MinScalePolicy::error,
+                                       .enabled = true});
   const DynamicLossScaler scaler;
   EXPECT_EQ(scaler.scale(), 65536.0);
   EXPECT_EQ(scaler.growth_tracker(), 0);
@@ -362,16 +374,17 @@ TEST(LossScaler, LoadingIsStrict) {
 }
 
 TEST(LossScaler, ParsesOptions) {
-  const LossScalerOptions o = parse_loss_scaler_options(
-      "init=1024,growth=4,backoff=0.25,interval=100,hysteresis=2,min=0.5,max=4096,on_min=skip");
-  EXPECT_EQ(o.init_scale, 1024);
-  EXPECT_EQ(o.growth_factor, 4);
-  EXPECT_EQ(o.backoff_factor, 0.25);
-  EXPECT_EQ(o.growth_interval, 100);
-  EXPECT_EQ(o.hysteresis, 2);
-  EXPECT_EQ(o.min_scale, 0.5);
-  EXPECT_EQ(o.max_scale, 4096);
-  EXPECT_EQ(o.on_min, MinScalePolicy::skip);
+  expect_options(
+      parse_loss_scaler_options(
+          "init=1024,growth=4,backoff=0.25,interval=100,hysteresis=2,min=0.5,max=4096,on_min=skip"),
+      {.init_scale = 1024,
+       .growth_factor = 4,
+       .backoff_factor = 0.25,
+       .growth_interval = 100,
+       .hysteresis = 2,
+       .min_scale = 0.5,
+       .max_scale = 4096,
+       .on_min = MinScalePolicy::skip});
   EXPECT_EQ(parse_loss_scaler_options("on_min=clamp").on_min, MinScalePolicy::clamp);
   EXPECT_EQ(parse_loss_scaler_options("on_min=error,").on_min, MinScalePolicy::error);
   const LossScalerOptions defaults = parse_loss_scaler_options("");

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "solvers/gradient_check.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/autodiff/anomaly.hpp"
 #include "tenax/solvers/autodiff/grain.hpp"
@@ -21,55 +22,15 @@
 namespace tenax::solvers::autodiff {
 namespace {
 
-Tensor random_tensor(const Shape& shape, std::uint32_t seed, double low = -1.0, double high = 1.0) {
-  Tensor t = Tensor::empty(shape, DType::f64);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(low, high);
-  double* p = t.data_as<double>();
-  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
-  return t;
-}
+using testing::check_gradients;
+using testing::random_tensor;
+using testing::scalar_of;
+using testing::weighted_sum;
 
 Tensor labels_of(const std::vector<std::int64_t>& values) {
   Tensor t = Tensor::empty(Shape{static_cast<std::int64_t>(values.size())}, DType::i64);
   std::memcpy(t.data(), values.data(), values.size() * sizeof(std::int64_t));
   return t;
-}
-
-double scalar_of(const Variable& v) { return ops::sum(v.value()); }
-
-Variable weighted_sum(const Variable& out, std::uint32_t seed) {
-  return sum(mul(out, Variable::constant(random_tensor(out.value().shape(), seed))));
-}
-
-using Forward = std::function<Variable(const std::vector<Variable>&)>;
-
-// Analytic gradients against central differences, relative error per input.
-void check_gradients(const std::vector<Tensor>& inputs, const Forward& forward,
-                     double tolerance = 1e-6, double h = 1e-5) {
-  std::vector<Variable> params;
-  for (const Tensor& t : inputs) params.push_back(Variable::parameter(t.clone()));
-  backward(forward(params));
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double* g = params[i].grad().data_as<double>();
-    double* x = params[i].value().data_as<double>();
-    double diff2 = 0.0;
-    double ref2 = 0.0;
-    NoGradScope no_grad;
-    for (std::int64_t j = 0; j < params[i].value().numel(); ++j) {
-      const double saved = x[j];
-      x[j] = saved + h;
-      const double up = scalar_of(forward(params));
-      x[j] = saved - h;
-      const double down = scalar_of(forward(params));
-      x[j] = saved;
-      const double numeric = (up - down) / (2.0 * h);
-      diff2 += (g[j] - numeric) * (g[j] - numeric);
-      ref2 += numeric * numeric;
-    }
-    EXPECT_LT(std::sqrt(diff2) / std::max(std::sqrt(ref2), 1e-3), tolerance)
-        << "input " << i << " of shape " << to_string(params[i].value().shape());
-  }
 }
 
 TEST(AutodiffTrainingGradients, GeluExpLogDiv) {

@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "solvers/counted_allocations.hpp"
 #include "solvers/test_problems.hpp"
-#include "tenax/core/memory/device_memory.hpp"
-#include "tenax/core/memory/statistics_resource.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/callable_operator.hpp"
 #include "tenax/solvers/factory.hpp"
@@ -19,6 +18,7 @@
 namespace tenax::solvers {
 namespace {
 
+using tenax::testing::CountedAllocations;
 using testing::make_tensor;
 using testing::random_vector;
 using testing::values_of;
@@ -165,22 +165,6 @@ TEST(KrylovStatus, SameInputsGiveTheSameBits) {
     EXPECT_EQ(r1.iterations, r2.iterations) << method;
   }
 }
-
-// Counts allocations from the CPU memory resource while alive.
-class CountedAllocations {
- public:
-  CountedAllocations()
-      : stats_(std::make_shared<StatisticsResource>(current_resource(Device::cpu()))),
-        previous_(set_current_resource(Device::cpu(), stats_)) {}
-  ~CountedAllocations() { set_current_resource(Device::cpu(), previous_); }
-  CountedAllocations(const CountedAllocations&) = delete;
-  CountedAllocations& operator=(const CountedAllocations&) = delete;
-  [[nodiscard]] std::int64_t blocks() const { return stats_->counters().blocks.total; }
-
- private:
-  std::shared_ptr<StatisticsResource> stats_;
-  std::shared_ptr<MemoryResource> previous_;
-};
 
 TEST(KrylovStatus, IteratingAllocatesNothing) {
   const OperatorPtr a = make_csr_operator(testing::poisson(24));

@@ -21,14 +21,9 @@ namespace {
 using autodiff::Variable;
 using testing::expect_contains;
 using testing::make_tensor;
+using testing::philox_uniform;
 using testing::usage_error;
 using testing::values_of;
-
-Tensor random_input(const Shape& shape, DType dtype, std::uint64_t seed) {
-  Tensor t = Tensor::empty(shape, dtype);
-  ops::random_uniform(t, seed, 0, -1.0, 1.0);
-  return t;
-}
 
 TEST(NnLinear, LayoutAndInitialisationFollowNnLinear) {
   for (const DType dtype : {DType::f32, DType::f64}) {
@@ -69,7 +64,7 @@ TEST(NnLinear, ForwardIsXWTransposedPlusB) {
 TEST(NnLinear, TakesAHalfPrecisionInputAgainstF32Weights) {
   const Linear layer(16, 4, DType::f32, Device::cpu(), 3);
   const Variable x =
-      Variable::constant(ops::cast(random_input({5, 16}, DType::f32, 2), DType::f16));
+      Variable::constant(ops::cast(philox_uniform({5, 16}, DType::f32, 2), DType::f16));
   const Variable y = layer.forward(x);
   EXPECT_EQ(y.value().shape(), (Shape{5, 4}));
   autodiff::backward(autodiff::sum(autodiff::cast(y, DType::f32)));
@@ -118,8 +113,8 @@ TEST(NnMlp, ForwardAndBackwardThroughEveryActivation) {
        {Activation::relu, Activation::gelu, Activation::tanh, Activation::sigmoid}) {
     SCOPED_TRACE(std::string(to_string(act)));
     const MLP mlp({6, 16, 16, 2}, act, DType::f64, Device::cpu(), 4);
-    const Variable x = Variable::constant(random_input({8, 6}, DType::f64, 1));
-    const Variable y = Variable::constant(random_input({8, 2}, DType::f64, 2));
+    const Variable x = Variable::constant(philox_uniform({8, 6}, DType::f64, 1));
+    const Variable y = Variable::constant(philox_uniform({8, 2}, DType::f64, 2));
     const Variable out = mlp.forward(x);
     EXPECT_EQ(out.value().shape(), (Shape{8, 2}));
     autodiff::backward(autodiff::mse_loss(out, y));
@@ -134,7 +129,7 @@ TEST(NnMlp, ForwardAndBackwardThroughEveryActivation) {
 // composition written out with autodiff ops, and one gradient against central differences.
 TEST(NnMlp, ComposesLayersAndActivations) {
   const MLP mlp({3, 5, 2}, Activation::tanh, DType::f64, Device::cpu(), 8);
-  const Variable x = Variable::constant(random_input({4, 3}, DType::f64, 3));
+  const Variable x = Variable::constant(philox_uniform({4, 3}, DType::f64, 3));
   const Variable by_hand = autodiff::linear(
       autodiff::tanh(autodiff::linear(x, mlp.layers()[0].weight(), mlp.layers()[0].bias())),
       mlp.layers()[1].weight(), mlp.layers()[1].bias());

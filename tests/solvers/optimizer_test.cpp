@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <variant>
@@ -15,8 +14,7 @@
 #include "kernels/optim_test_helpers.hpp"
 #include "kernels/tensor_values.hpp"
 #include "kernels/usage_error.hpp"
-#include "tenax/core/memory/device_memory.hpp"
-#include "tenax/core/memory/statistics_resource.hpp"
+#include "solvers/counted_allocations.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/autodiff/ops.hpp"
 #include "tenax/solvers/nn/linear.hpp"
@@ -26,17 +24,16 @@ namespace tenax::solvers::nn {
 namespace {
 
 using autodiff::Variable;
+using testing::CountedAllocations;
 using testing::expect_contains;
 using testing::make_tensor;
+using testing::philox_uniform;
+using testing::same_bytes;
 using testing::usage_error;
 using testing::values_of;
 namespace ref = testing::optim_reference;
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32};
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
 
 std::string exact(double v) {
   char text[32];
@@ -148,18 +145,12 @@ StateDict deep_copy(const StateDict& state) {
   return copy;
 }
 
-Tensor batch(const Shape& shape, std::uint64_t seed) {
-  Tensor t = Tensor::empty(shape, DType::f32);
-  ops::random_uniform(t, seed, 0, -1.0, 1.0);
-  return t;
-}
-
 // `steps` training steps of mlp on fixed batches (seeded by the step number).
 void train(const MLP& mlp, Optimizer& opt, int steps) {
   for (int i = 0; i < steps; ++i) {
     const auto k = static_cast<std::uint64_t>(opt.steps_taken());
-    const Variable x = Variable::constant(batch({16, 5}, 2 * k + 1));
-    const Variable y = Variable::constant(batch({16, 3}, 2 * k + 2));
+    const Variable x = Variable::constant(philox_uniform({16, 5}, DType::f32, 2 * k + 1));
+    const Variable y = Variable::constant(philox_uniform({16, 3}, DType::f32, 2 * k + 2));
     opt.zero_grad();
     autodiff::backward(autodiff::mse_loss(mlp.forward(x), y));
     opt.step(0.9);
@@ -262,22 +253,6 @@ TEST(Optimizer, LoadStateDictIsStrictAndChangesNothingOnError) {
 }
 
 // ---- no allocation ----
-
-// Counts allocations from the CPU memory resource while alive.
-class CountedAllocations {
- public:
-  CountedAllocations()
-      : stats_(std::make_shared<StatisticsResource>(current_resource(Device::cpu()))),
-        previous_(set_current_resource(Device::cpu(), stats_)) {}
-  ~CountedAllocations() { set_current_resource(Device::cpu(), previous_); }
-  CountedAllocations(const CountedAllocations&) = delete;
-  CountedAllocations& operator=(const CountedAllocations&) = delete;
-  [[nodiscard]] std::int64_t blocks() const { return stats_->counters().blocks.total; }
-
- private:
-  std::shared_ptr<StatisticsResource> stats_;
-  std::shared_ptr<MemoryResource> previous_;
-};
 
 TEST(Optimizer, StepAndZeroGradAllocateNothing) {
   for (const char* kind : {"sgd", "adam", "adamw"}) {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gpu_comparison.hpp"
 #include "solvers/test_problems.hpp"
 #include "tenax/core/context.hpp"
-#include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/factory.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
@@ -23,17 +23,8 @@ namespace {
 using testing::random_vector;
 using testing::zeros;
 
-class SolversGpu : public ::testing::Test {
+class SolversGpu : public tenax::testing::GpuTest {
  protected:
-  void SetUp() override {
-    const auto& cuda = tenax::cuda::availability();
-    if (!cuda.usable) {
-      GTEST_SKIP() << "no usable CUDA device, so the GPU solvers cannot be compared with the "
-                      "CPU: "
-                   << cuda.reason;
-    }
-  }
-  static Device gpu() { return Device::cuda(0); }
   static std::vector<double> fetch(const Tensor& t) {
     if (t.device().is_cuda()) tenax::cuda::context(t.device()).synchronize();
     return testing::values_of(t);

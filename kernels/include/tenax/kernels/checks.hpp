@@ -3,11 +3,16 @@
 // to(device) so that both are on the same device".
 #pragma once
 
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 #include "tenax/core/tensor.hpp"
 
 namespace tenax::ops::detail {
+
+// An operand and the name that messages call it by.
+using NamedTensor = std::pair<std::string_view, const Tensor*>;
 
 void check_defined(std::string_view op, std::string_view name, const Tensor& t);
 void check_same_device(std::string_view op, std::string_view a_name, const Tensor& a,
@@ -20,6 +25,16 @@ void check_floating(std::string_view op, std::string_view name, const Tensor& t)
 // defined, same device, same dtype, same shape.
 void check_compatible(std::string_view op, std::string_view a_name, const Tensor& a,
                       std::string_view b_name, const Tensor& b);
+
+// Every operand is defined and has the device, dtype and shape of the first.
+void check_all_compatible(std::string_view op, std::initializer_list<NamedTensor> operands);
+
+// Whether the storage of two tensors on the same device intersects.
+[[nodiscard]] bool overlaps(const Tensor& a, const Tensor& b);
+// The written tensor `out` shares no memory with any of `others` (for kernels that stream every
+// operand once, so a write must not change a value still to be read).
+void check_no_overlap(std::string_view op, const NamedTensor& out,
+                      std::initializer_list<NamedTensor> others);
 
 // t has at least one element (for reductions without an identity, such as max).
 void check_not_empty(std::string_view op, std::string_view name, const Tensor& t);

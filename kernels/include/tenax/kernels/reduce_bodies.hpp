@@ -72,7 +72,7 @@ struct SquareMap {
 template <class S>
 struct NonfiniteMap {
   const S* x;
-  TENAX_HD double operator()(std::int64_t i) const { return is_nonfinite(load(x[i])) ? 1.0 : 0.0; }
+  TENAX_HD double operator()(std::int64_t i) const { return stored_is_nonfinite(x[i]) ? 1.0 : 0.0; }
 };
 
 // Step 4 on the host, in place (each level reads p[2i], p[2i + 1] before p[i] is written).

@@ -1,7 +1,7 @@
 // EventLog: RUN_DIR/events.jsonl, one JSON object per line, one line per step and per event
-// (oom_retry, backoff, rollback, checkpoint_written, checkpoint_skipped, resumed, fault, restart,
-// exit). Every line reaches the kernel with one write(2) on an O_APPEND descriptor, so it
-// survives the process being killed right after, and concurrent writers (a job and its
+// (oom_retry, backoff, regrow, anomaly, rollback, checkpoint_written, checkpoint_skipped, resumed,
+// fault, restart, exit). Every line reaches the kernel with one write(2) on an O_APPEND descriptor,
+// so it survives the process being killed right after, and concurrent writers (a job and its
 // supervisor) never interleave within a line; lines that mark a decision (everything but the
 // per-step records) are also fdatasync'ed, so they survive a machine crash.
 #pragma once
