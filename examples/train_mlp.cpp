@@ -286,6 +286,7 @@ class TrainMlp : public runtime::Workload {
     trainer_ =
         std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
     faults_ = tenax::FaultPlan::from_environment();
+    loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps, 1)}, DType::f32);
   }
 
   void init() override {
@@ -299,7 +300,7 @@ class TrainMlp : public runtime::Workload {
       }
       mlp_->load_state_dict(loaded);
     }
-    losses_.clear();
+    loss_count_ = 0;
     skipped_ = 0;
   }
 
@@ -309,6 +310,11 @@ class TrainMlp : public runtime::Workload {
     // Allocation numbers of the second step taken in this process (for fault-injection tests:
     // oom@alloc=N with N in that range fails inside a training step).
     const std::uint64_t allocations_before = allocations_served();
+    if (loss_count_ == loss_history_.numel()) {  // more steps than planned: grow before changing
+      Tensor longer = Tensor::empty(Shape{2 * loss_count_}, DType::f32);
+      tenax::ops::copy(longer.slice(0, loss_count_), loss_history_);
+      loss_history_ = longer;
+    }
     const std::int64_t rows = std::min(micro_batch, o_.micro_batch > 0 ? o_.micro_batch : o_.batch);
     const Batch batch = gather(step);
     const DType compute = policy_.compute_dtype();
@@ -328,7 +334,7 @@ class TrainMlp : public runtime::Workload {
         &faults_);
     (void)compute;
     // Nothing above changed the state when it threw; from here on nothing can throw.
-    losses_.push_back(static_cast<float>(result.loss));
+    loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
     if (result.scaler.skip_step) ++skipped_;
     last_ = result;
     if (++steps_in_process_ == 2) {
@@ -346,9 +352,8 @@ class TrainMlp : public runtime::Workload {
     state.merge("params", mlp_->state_dict());
     state.merge("optimizer", optimizer_->state_dict());
     state.merge("scaler", scaler_->state_dict());
-    Tensor loss = Tensor::empty(Shape{static_cast<std::int64_t>(losses_.size())}, DType::f32);
-    std::copy(losses_.begin(), losses_.end(), loss.data_as<float>());
-    state.set("loss", loss);
+    // A view of the history (the Runner writes or snapshots it before the next step).
+    state.set("loss", loss_history_.slice(0, loss_count_));
     state.set("skipped_steps", skipped_);
     return state;
   }
@@ -357,8 +362,12 @@ class TrainMlp : public runtime::Workload {
     mlp_->load_state_dict(state.scope("params"));
     optimizer_->load_state_dict(state.scope("optimizer"));
     scaler_->load_state_dict(state.scope("scaler"));
-    const Tensor loss = state.tensor("loss");
-    losses_.assign(loss.data_as<float>(), loss.data_as<float>() + loss.numel());
+    const Tensor& loss = state.tensor("loss");
+    if (loss.numel() > loss_history_.numel()) {  // a checkpoint of a longer run
+      loss_history_ = Tensor::empty(Shape{loss.numel()}, DType::f32);
+    }
+    loss_count_ = loss.numel();
+    tenax::ops::copy(loss_history_.slice(0, loss_count_), loss);
     skipped_ = state.integer("skipped_steps");
   }
 
@@ -370,13 +379,15 @@ class TrainMlp : public runtime::Workload {
     for (const auto& [name, value] : params.entries()) {
       out.set("params/" + name, std::get<Tensor>(value).to(Device::cpu()));
     }
-    Tensor loss = Tensor::empty(Shape{static_cast<std::int64_t>(losses_.size())}, DType::f32);
-    std::copy(losses_.begin(), losses_.end(), loss.data_as<float>());
-    out.set("loss", loss);
+    out.set("loss", loss_history_.slice(0, loss_count_));
     tenax::io::write_state_file(path, out, {});
   }
 
-  const std::vector<float>& losses() const { return losses_; }
+  // The loss of every optimizer step so far.
+  std::vector<float> losses() const {
+    const float* first = loss_history_.data_as<float>();
+    return {first, first + loss_count_};
+  }
   std::int64_t skipped() const { return skipped_; }
   const runtime::TrainStepResult& last() const { return last_; }
   // [first, last] allocation numbers of the second step of this process ({0, 0} if none).
@@ -450,7 +461,9 @@ class TrainMlp : public runtime::Workload {
   std::unique_ptr<runtime::DynamicLossScaler> scaler_;
   std::unique_ptr<runtime::Trainer> trainer_;
   tenax::FaultPlan faults_;
-  std::vector<float> losses_;
+  // Loss per optimizer step, allocated for the whole run so that a step never allocates for it.
+  Tensor loss_history_;
+  std::int64_t loss_count_ = 0;
   std::int64_t skipped_ = 0;
   runtime::TrainStepResult last_;
   std::int64_t steps_in_process_ = 0;
@@ -511,7 +524,7 @@ int run(Options& o) {
     return result.exit_code;
   }
   if (!o.output.empty()) workload.write_output(o.output);
-  const std::vector<float>& losses = workload.losses();
+  const std::vector<float> losses = workload.losses();
   const double final_loss = losses.empty() ? 0.0 : losses.back();
   std::printf(
       "train_mlp: %s, %lld parameters, %s on %s: %lld steps, final loss %.6g, %lld skipped, "

@@ -127,8 +127,22 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                        "rerun with --detect-anomaly to name the op that made them; lower the "
                        "learning rate, clip gradients (--clip-grad-norm) or check the data");
   }
-  result.scaler = scaler_.update(nonfinite > 0, step + 1);
-  if (result.scaler.skip_step) return result;
+  if (nonfinite > 0) {
+    // Decided on a copy: a scaler that takes the step anyway (on_min=clamp at the minimum
+    // scale) leaves the gradients to the anomaly policy, and this step must then change nothing.
+    const StateDict before = scaler_.state_dict();
+    result.scaler = scaler_.update(true, step + 1);
+    if (!result.scaler.skip_step) {
+      scaler_.load_state_dict(before);
+      throw AnomalyError(std::to_string(nonfinite) + " non-finite gradient values at step " +
+                             std::to_string(step + 1) + " at the minimum loss scale " +
+                             std::to_string(result.scaler.scale_before) + " (on_min=clamp)",
+                         "rerun with --detect-anomaly to name the op that made them; lower the "
+                         "learning rate or use --precision bf16");
+    }
+    return result;
+  }
+  result.scaler = scaler_.update(false, step + 1);
 
   double clip = 1.0;
   if (options_.clip_grad_norm > 0 && result.grad_norm > options_.clip_grad_norm) {

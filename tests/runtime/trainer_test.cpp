@@ -176,6 +176,32 @@ TEST(Trainer, NonFiniteLossOrUnscaledGradientIsAnAnomaly) {
   EXPECT_EQ(s.snapshot(), before);
 }
 
+TEST(Trainer, AtTheMinimumScaleEachPolicyKeepsTheModelUnchanged) {
+  const FaultPlan faults = FaultPlan::parse("overflow@step=2");
+  for (MinScalePolicy policy :
+       {MinScalePolicy::error, MinScalePolicy::skip, MinScalePolicy::clamp}) {
+    Training s(DType::f16, LossScalerOptions{.init_scale = 1, .min_scale = 1, .on_min = policy});
+    (void)s.trainer.step(0, kBatch, s.loss(), &faults);
+    const std::string before = s.snapshot();
+    const StateDict scaler_before = s.scaler.state_dict();
+    switch (policy) {
+      case MinScalePolicy::error:
+        EXPECT_THROW((void)s.trainer.step(1, kBatch, s.loss(), &faults), OverflowError);
+        break;
+      case MinScalePolicy::skip:
+        EXPECT_TRUE(s.trainer.step(1, kBatch, s.loss(), &faults).scaler.skip_step);
+        break;
+      case MinScalePolicy::clamp:  // the Inf gradients go to the anomaly policy, not the model
+        EXPECT_THROW((void)s.trainer.step(1, kBatch, s.loss(), &faults), AnomalyError);
+        EXPECT_EQ(s.scaler.state_dict().integer("growth_tracker"),
+                  scaler_before.integer("growth_tracker"));
+        break;
+    }
+    EXPECT_EQ(s.snapshot(), before) << to_string(policy);
+    EXPECT_EQ(s.scaler.scale(), 1.0);
+  }
+}
+
 TEST(Trainer, ClippingScalesTheUpdateAndTheNormIsReportedUnclipped) {
   Training plain(DType::f32);
   Training clipped(DType::f32, {}, 1e-3);

@@ -21,7 +21,8 @@
 // Failure semantics (the Workload contract): steps 1-3 touch only gradients, the scaler and the
 // optimizer do not allocate, so an error thrown by step() (out of memory in a micro-batch, an
 // anomaly) leaves parameters, optimizer and scaler state as they were; the tape is cleared. A
-// non-finite loss, or a non-finite gradient without loss scaling (bf16, f32), throws
+// non-finite loss, or a non-finite gradient without loss scaling (bf16, f32) or at the minimum
+// scale under on_min=clamp (the scaler's state is then restored), throws
 // AnomalyError naming the step and micro-batch (the Runner's anomaly policy rolls back); in
 // anomaly mode (detect_anomaly) the first op that produced a NaN/Inf throws
 // autodiff::AnomalyDetected with its full report instead.
