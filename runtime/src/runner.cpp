@@ -36,6 +36,8 @@ std::string_view to_string(RunStatus status) noexcept {
       return "out_of_memory";
     case RunStatus::anomaly:
       return "anomaly";
+    case RunStatus::overflow:
+      return "overflow";
   }
   return "unknown";
 }
@@ -501,6 +503,17 @@ struct Runner::Impl {
           // report) and left the state as it was: the anomaly policy below decides, as for an
           // unhealthy state after a step.
           step_anomaly = e.what();
+        } else if (e.fault_class() == FaultClass::overflow) {
+          // The loss scale cannot go lower and the step still overflows: no retry can help. The
+          // step changed nothing, so the state is the last good one: keep it and stop.
+          communicator->agree(kStop);
+          events->append("overflow", {{"step", step + 1}, {"reason", std::string(e.what())}});
+          if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
+          return finish(RunStatus::overflow, std::string(e.what()) +
+                                                 "\nstate checkpointed at step " +
+                                                 std::to_string(step) +
+                                                 "; the run resumes from it once the cause is "
+                                                 "fixed");
         } else {
           if (e.fault_class() != FaultClass::device_fault &&
               e.fault_class() != FaultClass::comm_fault) {

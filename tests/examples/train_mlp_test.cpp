@@ -166,6 +166,23 @@ TEST_F(TrainMlp, OverflowedStepsAreSkippedAndTheScaleBacksOffAndGrowsBack) {
   EXPECT_NE(loss[7], loss[6]) << "step 7 was taken";
 }
 
+TEST_F(TrainMlp, OverflowAtTheMinimumScaleStopsWithAdviceAndLosesNothing) {
+  const std::string args = std::string(kSmall) + " --precision f16 --loss-scaler init=1,min=1";
+  ASSERT_EQ(run("min-scale-ref", args).exit_code, 0);
+  const Training stopped = run("min-scale", args, false, "overflow@step=7");
+  EXPECT_EQ(stopped.exit_code, 1);
+  for (const char* part : {"overflow", "minimum", "--precision bf16", "checkpointed at step 6"}) {
+    EXPECT_NE(stopped.output.find(part), std::string::npos) << part << "\n" << stopped.output;
+  }
+  // Run again once the cause is gone: it resumes at step 6 and ends as if never stopped.
+  const fs::path dir = root_ / "min-scale";
+  const std::string resume =
+      std::string(TRAIN_MLP_PATH) + " --device cpu --progress quiet --run-dir " + dir.string() +
+      " --output " + output_of("min-scale").string() + " " + args + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(resume.c_str()), 0);
+  expect_bitwise_equal("min-scale-ref", "min-scale", "resumed after the overflow stop");
+}
+
 TEST_F(TrainMlp, OutOfMemoryAtEveryAllocationOfAStepChangesNothing) {
   for (const std::string precision : {"f32", "f16"}) {
     const std::string args = std::string(kSmall) + " --micro-batch 32 --precision " + precision;

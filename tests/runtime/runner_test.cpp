@@ -462,6 +462,54 @@ TEST_F(RunnerTest, OutOfMemoryAtTheSmallestMicroBatchCheckpointsAndStops) {
   EXPECT_EQ(lines.back().at("step"), 4);
 }
 
+TEST_F(RunnerTest, AnAnomalyThrownByAStepRollsBackAndAPersistentOneStops) {
+  ToyWorkload toy(kSize);
+  // Step 5 fails once (a transient NaN loss), step 8 every time.
+  toy.anomaly = [](std::int64_t step, int attempt, std::int64_t) {
+    return (step == 5 && attempt == 0) || step == 8;
+  };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 3;
+  o.max_anomaly_retries = 2;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::anomaly);
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.message.find("toy non-finite loss at step 8"), std::string::npos)
+      << result.message;
+  // Step 5 was redone from the checkpoint of step 3; step 8 never completed.
+  EXPECT_EQ(toy.completions[5], 1);
+  EXPECT_EQ(toy.completions.count(8), 0u);
+  EXPECT_EQ(toy.attempts[8], 3) << "the first try and two retries";
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 7)) << "the step that threw changed nothing";
+  EXPECT_EQ(only(events(), "anomaly").size(), 4u);
+}
+
+TEST_F(RunnerTest, OverflowAtTheMinimumScaleCheckpointsTheLastGoodStateAndStops) {
+  ToyWorkload toy(kSize);
+  toy.overflow = [](std::int64_t step, int, std::int64_t) { return step == 5; };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 3;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::overflow);
+  EXPECT_EQ(to_string(result.status), "overflow");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.step, 4);
+  EXPECT_NE(result.message.find("toy overflow"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("checkpointed at step 4"), std::string::npos) << result.message;
+  EXPECT_EQ(toy.attempts[5], 1) << "no retry: it cannot help";
+  expect_newest_checkpoint(4, kSize);
+  const std::vector<json> lines = events();
+  EXPECT_EQ(only(lines, "overflow").size(), 1u);
+  EXPECT_EQ(lines.back().at("status"), "overflow");
+  // Once the cause is fixed, the run resumes from that state and ends as an uninterrupted one.
+  ToyWorkload fixed(kSize);
+  Runner again(fixed, o);
+  EXPECT_EQ(again.run().status, RunStatus::completed);
+  EXPECT_EQ(fixed.values(), toy_expected(kSize, 10));
+}
+
 TEST_F(RunnerTest, NanRollsBackToTheLastCheckpointAndRedoesTheSteps) {
   ToyWorkload toy(kSize);
   toy.nan = [](std::int64_t step, int attempt, std::int64_t) { return step == 7 && attempt == 0; };

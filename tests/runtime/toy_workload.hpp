@@ -5,7 +5,8 @@
 // buffer that replaces x only when the whole step is done, so the result does not depend on the
 // micro-batch and a step that throws leaves the state as it was. Hooks, keyed by the step being
 // taken (counted from 1, as the Runner reports it) and the attempt (0 for the first call of
-// step() for that step in this object), make a step throw OutOfMemoryError or DeviceFaultError,
+// step() for that step in this object), make a step throw OutOfMemoryError, DeviceFaultError,
+// AnomalyError or OverflowError,
 // raise a signal, write NaN into the result, or make check() report a problem.
 #pragma once
 
@@ -60,6 +61,8 @@ class ToyWorkload : public Workload {
 
   Hook oom;           // throw OutOfMemoryError after the first micro-batch
   Hook device_fault;  // throw DeviceFaultError before any work
+  Hook anomaly;       // throw AnomalyError before any work (a non-finite loss, say)
+  Hook overflow;      // throw OverflowError before any work (loss scale at its minimum)
   Hook nan;           // write NaN into x[0] after the step
   Hook sigterm;       // raise(SIGTERM) in the middle of the step, which then completes
   std::function<std::optional<std::string>(std::int64_t step)> problem;  // check() after step
@@ -96,6 +99,15 @@ class ToyWorkload : public Workload {
     if (device_fault && device_fault(taking, attempt, micro_batch)) {
       throw DeviceFaultError("toy device fault at step " + std::to_string(taking),
                              "none: the test asked for it");
+    }
+    if (anomaly && anomaly(taking, attempt, micro_batch)) {
+      throw AnomalyError("toy non-finite loss at step " + std::to_string(taking),
+                         "none: the test asked for it");
+    }
+    if (overflow && overflow(taking, attempt, micro_batch)) {
+      throw OverflowError(
+          "toy overflow at the minimum loss scale at step " + std::to_string(taking),
+          "none: the test asked for it");
     }
     const double* x = x_.data_as<double>();
     double* next = scratch_.data_as<double>();

@@ -20,6 +20,9 @@
 //        checkpoint and redo the steps; stop after max_anomaly_retries consecutive failures.
 //      device_fault / comm_fault: nothing more is written from device memory; the run returns
 //        the restart code 75 at once, and the supervisor restarts it from the last checkpoint.
+//      overflow (an OverflowError thrown by Workload::step: gradients overflow at the minimum
+//        loss scale): the state, unchanged by the step, is checkpointed and the run stops with
+//        the error's advice (status overflow, exit code 1).
 //  - RUN_DIR/events.jsonl: a line per step and per event (see EventLog);
 //  - a progress line on a terminal, plain log lines otherwise.
 //
@@ -84,6 +87,7 @@ enum class RunStatus {
   restart,        // device or communication fault: resume by running again (elsewhere)
   out_of_memory,  // OOM at the smallest micro-batch: checkpointed and stopped
   anomaly,        // non-finite state after max_anomaly_retries rollbacks
+  overflow,       // the step threw OverflowError (f16 loss scale at its minimum): checkpointed
 };
 
 struct RunResult {
