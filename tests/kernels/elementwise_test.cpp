@@ -94,7 +94,12 @@ T apply(ops::BinaryOp op, T a, T b) {
 // The reference: computed in f64 for f64, in f32 (then rounded) for the other dtypes.
 double reference(ops::UnaryOp op, DType dtype, double v) {
   if (dtype == DType::f64) return apply<double>(op, v);
-  return round_to(dtype, apply<float>(op, static_cast<float>(v)));
+  const float x = static_cast<float>(v);
+  if (op == ops::UnaryOp::exp || op == ops::UnaryOp::tanh || op == ops::UnaryOp::sigmoid) {
+    // float_math.hpp: the double result rounded once to float (the correctly rounded value).
+    return round_to(dtype, static_cast<float>(apply<double>(op, static_cast<double>(x))));
+  }
+  return round_to(dtype, apply<float>(op, x));
 }
 double reference(ops::BinaryOp op, DType dtype, double a, double b) {
   if (dtype == DType::f64) return apply<double>(op, a, b);

@@ -19,6 +19,7 @@
 #include "tenax/core/half.hpp"
 #include "tenax/core/host_device.hpp"
 #include "tenax/core/philox.hpp"
+#include "tenax/kernels/float_math.hpp"
 
 namespace tenax::kernels {
 
@@ -80,8 +81,10 @@ struct AbsOp {
   TENAX_HD float operator()(float v) const { return fabsf(v); }
   TENAX_HD double operator()(double v) const { return fabs(v); }
 };
+// The f32 exp, tanh and sigmoid are float_math.hpp's: vectorisable, and the same bits on both
+// backends.
 struct ExpOp {
-  TENAX_HD float operator()(float v) const { return expf(v); }
+  TENAX_HD float operator()(float v) const { return exp_f32(v); }
   TENAX_HD double operator()(double v) const { return ::exp(v); }
 };
 struct LogOp {
@@ -93,7 +96,7 @@ struct SqrtOp {
   TENAX_HD double operator()(double v) const { return ::sqrt(v); }
 };
 struct TanhOp {
-  TENAX_HD float operator()(float v) const { return tanhf(v); }
+  TENAX_HD float operator()(float v) const { return tanh_f32(v); }
   TENAX_HD double operator()(double v) const { return ::tanh(v); }
 };
 // max(v, 0); NaN stays NaN.
@@ -112,7 +115,7 @@ struct StepOp {
   }
 };
 struct SigmoidOp {
-  TENAX_HD float operator()(float v) const { return 1.0f / (1.0f + expf(-v)); }
+  TENAX_HD float operator()(float v) const { return sigmoid_f32(v); }
   TENAX_HD double operator()(double v) const { return 1.0 / (1.0 + ::exp(-v)); }
 };
 struct SquareOp {
