@@ -262,7 +262,9 @@ class TrainMlp : public runtime::Workload {
         data_(std::move(data)),
         device_(device),
         policy_{runtime::parse_precision(o.precision)},
-        order_(data_.size(), o.seed, o.shuffle) {
+        order_(data_.size(), o.seed, o.shuffle),
+        loss_divisor_(static_cast<double>(o.batch) *
+                      (data_.classification ? 1.0 : static_cast<double>(data_.d_out()))) {
     std::vector<std::int64_t> widths{data_.d_in()};
     for (std::int64_t w : parse_layers(o.layers)) widths.push_back(w);
     widths.push_back(data_.d_out());
@@ -279,8 +281,7 @@ class TrainMlp : public runtime::Workload {
     runtime::TrainerOptions trainer;
     trainer.batch = o.batch;
     trainer.grain = std::min(o.grain, o.batch);
-    trainer.loss_divisor = static_cast<double>(o.batch) *
-                           (data_.classification ? 1.0 : static_cast<double>(data_.d_out()));
+    trainer.loss_divisor = loss_divisor_;
     trainer.clip_grad_norm = o.clip_grad_norm;
     trainer.detect_anomaly = o.detect_anomaly;
     trainer_ =
@@ -291,12 +292,12 @@ class TrainMlp : public runtime::Workload {
 
   void init() override {
     if (!o_.init.empty()) {
+      // The model's own entry names (fc<i>/weight, fc<i>/bias); load_state_dict checks the
+      // shapes and converts other floating dtypes.
+      const StateDict model = mlp_->state_dict();
       StateDict loaded;
-      for (std::size_t i = 0; i < params_.size(); ++i) {
-        const std::string name = parameter_name(i);
-        Tensor t = tenax::io::read_dataset(o_.init, "params/" + name);
-        loaded.set(name,
-                   t.dtype() == policy_.master_dtype() ? t : ops::cast(t, policy_.master_dtype()));
+      for (const auto& [name, value] : model.entries()) {
+        loaded.set(name, tenax::io::read_dataset(o_.init, "params/" + name));
       }
       mlp_->load_state_dict(loaded);
     }
@@ -310,21 +311,14 @@ class TrainMlp : public runtime::Workload {
     // Allocation numbers of the second step taken in this process (for fault-injection tests:
     // oom@alloc=N with N in that range fails inside a training step).
     const std::uint64_t allocations_before = allocations_served();
-    if (loss_count_ == loss_history_.numel()) {  // more steps than planned: grow before changing
-      Tensor longer = Tensor::empty(Shape{2 * loss_count_}, DType::f32);
-      tenax::ops::copy(longer.slice(0, loss_count_), loss_history_);
-      loss_history_ = longer;
-    }
     const std::int64_t rows = std::min(micro_batch, o_.micro_batch > 0 ? o_.micro_batch : o_.batch);
     const Batch batch = gather(step);
-    const DType compute = policy_.compute_dtype();
-    const double divisor = trainer_divisor();
     const runtime::TrainStepResult result = trainer_->step(
         step, rows,
         [&](std::int64_t begin, std::int64_t end) {
           const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
           const autodiff::Variable out = mlp_->forward(x);
-          const autodiff::LossOptions loss{.divisor = divisor};
+          const autodiff::LossOptions loss{.divisor = loss_divisor_};
           if (data_.classification) {
             return autodiff::cross_entropy(out, batch.labels.slice(begin, end), loss);
           }
@@ -332,7 +326,6 @@ class TrainMlp : public runtime::Workload {
                                     loss);
         },
         &faults_);
-    (void)compute;
     // Nothing above changed the state when it threw; from here on nothing can throw.
     loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
     if (result.scaler.skip_step) ++skipped_;
@@ -405,15 +398,6 @@ class TrainMlp : public runtime::Workload {
     Tensor labels;  // [B] i64 (classification)
   };
 
-  static std::string parameter_name(std::size_t i) {
-    return "fc" + std::to_string(i / 2) + (i % 2 == 0 ? "/weight" : "/bias");
-  }
-
-  double trainer_divisor() const {
-    return static_cast<double>(o_.batch) *
-           (data_.classification ? 1.0 : static_cast<double>(data_.d_out()));
-  }
-
   // The global batch of optimizer step `step`, on the device, inputs in the compute dtype.
   Batch gather(std::int64_t step) {
     const std::int64_t b = o_.batch;
@@ -454,6 +438,9 @@ class TrainMlp : public runtime::Workload {
   Device device_;
   runtime::PrecisionPolicy policy_;
   BatchOrder order_;
+  // What the losses divide by: the samples of the global batch (times the outputs for MSE, whose
+  // mean is over both), so each micro-batch's loss is its share of the batch mean.
+  double loss_divisor_;
   std::unique_ptr<nn::MLP> mlp_;
   std::vector<autodiff::Variable> params_;
   std::unique_ptr<nn::Optimizer> optimizer_;

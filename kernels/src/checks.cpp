@@ -121,4 +121,26 @@ void check_positive(std::string_view op, std::string_view name, double value) {
                 "pass a finite, positive " + std::string(name));
 }
 
+void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,
+                std::string_view what) {
+  TENAX_EXPECTS(t.shape().rank() == rank, UsageError,
+                std::string(op) + ": " + std::string(name) + " has shape " + to_string(t.shape()) +
+                    " but must be " + std::string(what),
+                "reshape it with reshape(...) to " + std::string(what));
+}
+
+void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t) {
+  TENAX_EXPECTS(t.dtype() == DType::f64 || t.dtype() == DType::f32, UsageError,
+                std::string(op) + ": " + std::string(name) + " is " + t.describe() +
+                    " but the op supports f64 and f32",
+                "cast it to f64 or f32 with ops::cast");
+}
+
+void check_spacing(std::string_view op, std::string_view name, double h) {
+  TENAX_EXPECTS(std::isfinite(h) && h > 0.0, UsageError,
+                std::string(op) + ": grid spacing " + std::string(name) + " = " +
+                    std::to_string(h) + " but must be positive and finite",
+                "pass the distance between neighbouring grid points");
+}
+
 }  // namespace tenax::ops::detail

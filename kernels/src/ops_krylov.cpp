@@ -1,7 +1,6 @@
 // Checked front end of the fused Krylov ops: validate, then run the kernel of the device.
 #include "tenax/kernels/ops_krylov.hpp"
 
-#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -14,39 +13,20 @@
 namespace tenax::ops {
 namespace {
 
+using detail::check_f64_or_f32;
 using detail::check_no_overlap;
+using detail::check_rank;
+using detail::check_spacing;
 using detail::NamedTensor;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 std::string str(DType d) { return std::string(to_string(d)); }
-
-void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t) {
-  TENAX_EXPECTS(t.dtype() == DType::f64 || t.dtype() == DType::f32, UsageError,
-                std::string(op) + ": " + std::string(name) + " is " + t.describe() +
-                    " but the op supports f64 and f32",
-                "cast it to f64 or f32 with ops::cast");
-}
 
 // Every operand is defined and has the device, dtype (f64 or f32) and shape of the first.
 void check_vectors(std::string_view op, std::initializer_list<NamedTensor> operands) {
   detail::check_all_compatible(op, operands);
   const NamedTensor& first = *operands.begin();
   check_f64_or_f32(op, first.first, *first.second);
-}
-
-void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,
-                std::string_view what) {
-  TENAX_EXPECTS(t.shape().rank() == rank, UsageError,
-                std::string(op) + ": " + std::string(name) + " has shape " + to_string(t.shape()) +
-                    " but must be " + std::string(what),
-                "reshape it with reshape(...) to " + std::string(what));
-}
-
-void check_spacing(std::string_view op, std::string_view name, double h) {
-  TENAX_EXPECTS(std::isfinite(h) && h > 0.0, UsageError,
-                std::string(op) + ": grid spacing " + std::string(name) + " = " +
-                    std::to_string(h) + " but must be positive and finite",
-                "pass the distance between neighbouring grid points");
 }
 
 void check_stencil(std::string_view op, const Tensor& p, const Tensor& q, int rank,

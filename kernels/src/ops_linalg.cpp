@@ -13,7 +13,10 @@ namespace tenax::ops {
 namespace {
 
 using detail::check_defined;
+using detail::check_f64_or_f32;
+using detail::check_rank;
 using detail::check_same_device;
+using detail::check_spacing;
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 std::string str(DType d) { return std::string(to_string(d)); }
@@ -27,21 +30,6 @@ void check_no_overlap(std::string_view op, std::string_view out_name, const Tens
                     std::string(in_name) + "))");
 }
 
-void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,
-                std::string_view what) {
-  TENAX_EXPECTS(t.shape().rank() == rank, UsageError,
-                std::string(op) + ": " + std::string(name) + " has shape " + to_string(t.shape()) +
-                    " but must be " + std::string(what),
-                "reshape it with reshape(...) to " + std::string(what));
-}
-
-void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t) {
-  TENAX_EXPECTS(t.dtype() == DType::f64 || t.dtype() == DType::f32, UsageError,
-                std::string(op) + ": " + std::string(name) + " is " + t.describe() +
-                    " but the op supports f64 and f32",
-                "cast it to f64 or f32 with ops::cast");
-}
-
 std::string operand(std::string_view name, const Tensor& t, bool transposed) {
   if (!transposed) return std::string(name) + " has shape " + to_string(t.shape());
   return std::string(name) + "^T has shape [" + str(t.shape()[1]) + ", " + str(t.shape()[0]) +
@@ -49,13 +37,6 @@ std::string operand(std::string_view name, const Tensor& t, bool transposed) {
 }
 
 bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
-
-void check_spacing(std::string_view op, std::string_view name, double h) {
-  TENAX_EXPECTS(std::isfinite(h) && h > 0.0, UsageError,
-                std::string(op) + ": grid spacing " + std::string(name) + " = " +
-                    std::to_string(h) + " but must be positive and finite",
-                "pass the distance between neighbouring grid points");
-}
 
 void check_stencil_operands(std::string_view op, const Tensor& u, const Tensor& out, int rank,
                             std::string_view what) {

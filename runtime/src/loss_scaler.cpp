@@ -6,15 +6,13 @@
 #include <limits>
 #include <string>
 #include <system_error>
-#include <type_traits>
-#include <vector>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/key_values.hpp"
 
 namespace tenax::runtime {
 namespace {
 
-constexpr const char* kKeys = "init, growth, backoff, interval, hysteresis, min, max, on_min";
 constexpr const char* kStateKeys =
     "scale, growth_tracker, hysteresis_left, overflow_streak, skipped_steps";
 
@@ -25,55 +23,37 @@ std::string number_text(double value) {
   return error == std::errc() ? std::string(text, end) : std::to_string(value);
 }
 
-// The value of a "key=value" option item as a T (double or std::int64_t).
-template <class T>
-T option_number(std::string_view key, std::string_view value) {
-  T parsed{};
-  const char* last = value.data() + value.size();
-  const std::from_chars_result result = std::from_chars(value.data(), last, parsed);
-  constexpr bool kWhole = std::is_integral_v<T>;
-  TENAX_EXPECTS(!value.empty() && result.ec == std::errc() && result.ptr == last, UsageError,
-                "loss scaler option '" + std::string(key) + "=" + std::string(value) +
-                    "' does not hold a " + (kWhole ? "whole number" : "number"),
-                "write " + std::string(key) + "=" + (kWhole ? "2000" : "65536") + " or similar");
-  return parsed;
-}
+constexpr std::string_view kKeyList[] = {"init",       "growth", "backoff", "interval",
+                                         "hysteresis", "min",    "max",     "on_min"};
+constexpr std::string_view kWho = "loss scaler options";
 
-// One "key=value" item of the option text parsed into `options`.
-void apply_option(LossScalerOptions& options, std::string_view key, std::string_view value) {
-  auto real = [&](double& field) { field = option_number<double>(key, value); };
-  auto whole = [&](std::int64_t& field) { field = option_number<std::int64_t>(key, value); };
-  if (key == "init") {
-    real(options.init_scale);
-  } else if (key == "growth") {
-    real(options.growth_factor);
-  } else if (key == "backoff") {
-    real(options.backoff_factor);
-  } else if (key == "interval") {
-    whole(options.growth_interval);
-  } else if (key == "hysteresis") {
-    std::int64_t hysteresis = 0;
-    whole(hysteresis);
-    options.hysteresis =
-        static_cast<int>(std::clamp<std::int64_t>(hysteresis, 0, std::numeric_limits<int>::max()));
-  } else if (key == "min") {
-    real(options.min_scale);
-  } else if (key == "max") {
-    real(options.max_scale);
-  } else if (key == "on_min") {
-    if (value == "error") {
-      options.on_min = MinScalePolicy::error;
-    } else if (value == "skip") {
-      options.on_min = MinScalePolicy::skip;
-    } else if (value == "clamp") {
-      options.on_min = MinScalePolicy::clamp;
-    } else {
-      throw UsageError("loss scaler option 'on_min=" + std::string(value) + "' is not a policy",
-                       "use on_min=error, on_min=skip or on_min=clamp");
-    }
+// One "key=value" entry parsed into `options` (the key is one of kKeyList).
+void apply_option(LossScalerOptions& options, const KeyValue& kv) {
+  const auto real = [&] { return parse_real_value(kWho, kv); };
+  if (kv.key == "init") {
+    options.init_scale = real();
+  } else if (kv.key == "growth") {
+    options.growth_factor = real();
+  } else if (kv.key == "backoff") {
+    options.backoff_factor = real();
+  } else if (kv.key == "interval") {
+    options.growth_interval = parse_integer_value(kWho, kv);
+  } else if (kv.key == "hysteresis") {
+    options.hysteresis = static_cast<int>(std::clamp<std::int64_t>(
+        parse_integer_value(kWho, kv), 0, std::numeric_limits<int>::max()));
+  } else if (kv.key == "min") {
+    options.min_scale = real();
+  } else if (kv.key == "max") {
+    options.max_scale = real();
+  } else if (kv.value == "error") {  // on_min
+    options.on_min = MinScalePolicy::error;
+  } else if (kv.value == "skip") {
+    options.on_min = MinScalePolicy::skip;
+  } else if (kv.value == "clamp") {
+    options.on_min = MinScalePolicy::clamp;
   } else {
-    throw UsageError("unknown loss scaler option '" + std::string(key) + "'",
-                     std::string("use key=value items with keys among: ") + kKeys);
+    throw UsageError("loss scaler option 'on_min=" + std::string(kv.value) + "' is not a policy",
+                     "use on_min=error, on_min=skip or on_min=clamp");
   }
 }
 
@@ -120,24 +100,7 @@ void validate_loss_scaler_options(const LossScalerOptions& o) {
 
 LossScalerOptions parse_loss_scaler_options(std::string_view text) {
   LossScalerOptions options;
-  std::vector<std::string_view> seen;
-  while (!text.empty()) {
-    const std::size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    if (item.empty()) continue;
-    const std::size_t equals = item.find('=');
-    TENAX_EXPECTS(
-        equals != std::string_view::npos, UsageError,
-        "loss scaler option '" + std::string(item) + "' has no value",
-        std::string("write key=value items separated by commas, with keys among: ") + kKeys);
-    const std::string_view key = item.substr(0, equals);
-    TENAX_EXPECTS(std::find(seen.begin(), seen.end(), key) == seen.end(), UsageError,
-                  "loss scaler option '" + std::string(key) + "' is given twice",
-                  "give each key once");
-    seen.push_back(key);
-    apply_option(options, key, item.substr(equals + 1));
-  }
+  for (const KeyValue& kv : split_key_values(kWho, text, kKeyList)) apply_option(options, kv);
   validate_loss_scaler_options(options);
   return options;
 }

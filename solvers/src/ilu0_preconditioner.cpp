@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "detail/float_dispatch.hpp"
 #include "detail/host_csr.hpp"
 #include "tenax/core/error.hpp"
 
@@ -122,15 +123,12 @@ struct Ilu0Preconditioner::Factors {
 Ilu0Preconditioner::Ilu0Preconditioner(const CsrMatrix& a)
     : Preconditioner(checked(a).rows(), a.cols(), a.dtype(), a.device()), of_(a.describe()) {
   auto factors = std::make_unique<Factors>();
-  if (a.dtype() == DType::f64) {
-    auto lu = sorted_pattern(detail::read_host_csr<double>(a), of_);
+  detail::with_float_type(a.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    auto lu = sorted_pattern(detail::read_host_csr<T>(a), of_);
     factor(lu, a.rows(), of_);
     factors->lu = std::move(lu);
-  } else {
-    auto lu = sorted_pattern(detail::read_host_csr<float>(a), of_);
-    factor(lu, a.rows(), of_);
-    factors->lu = std::move(lu);
-  }
+  });
   factors_ = std::move(factors);
 }
 

@@ -33,6 +33,11 @@ LinearOperator::LinearOperator(std::int64_t rows, std::int64_t cols, DType dtype
 
 void LinearOperator::check_vector(std::string_view context, const Tensor& t,
                                   std::int64_t length) const {
+  // Runs on every apply of every solver iteration: the messages below are only built on failure.
+  if (t.defined() && t.shape().rank() == 1 && t.numel() == length && t.dtype() == dtype_ &&
+      t.device() == device_) [[likely]] {
+    return;
+  }
   const std::string where = std::string(context) + " of " + describe();
   const std::string wanted = str(dtype_) + "[" + str(length) + "] on " + to_string(device_);
   TENAX_EXPECTS(t.defined(), UsageError, where + " is an undefined tensor",

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "detail/format.hpp"
-#include "detail/nn_key_values.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/key_values.hpp"
 
 namespace tenax::solvers::nn {
 namespace {
@@ -131,17 +131,17 @@ LrSchedule parse_lr_schedule(std::string_view spec, double base_lr, std::int64_t
   double min_lr = 0.0;
   double gamma = 0.1;
   std::int64_t every = 0;
-  for (const detail::KeyValue& kv : detail::split_key_values(who, rest, keys)) {
+  for (const KeyValue& kv : split_key_values(who, rest, keys)) {
     if (kv.key == "warmup") {
-      warmup.steps = detail::parse_integer_value(who, kv);
+      warmup.steps = parse_integer_value(who, kv);
     } else if (kv.key == "every") {
-      every = detail::parse_integer_value(who, kv);
+      every = parse_integer_value(who, kv);
     } else if (kv.key == "start_factor") {
-      warmup.start_factor = detail::parse_real_value(who, kv);
+      warmup.start_factor = parse_real_value(who, kv);
     } else if (kv.key == "min_lr") {
-      min_lr = detail::parse_real_value(who, kv);
+      min_lr = parse_real_value(who, kv);
     } else {
-      gamma = detail::parse_real_value(who, kv);
+      gamma = parse_real_value(who, kv);
     }
   }
   if (kind == "constant") return LrSchedule::constant(base_lr, warmup);

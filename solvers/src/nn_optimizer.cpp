@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "detail/format.hpp"
-#include "detail/nn_key_values.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/key_values.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_optim.hpp"
 
@@ -262,7 +262,7 @@ constexpr std::string_view kSgdKeys[] = {"lr",       "momentum", "dampening",
 constexpr std::string_view kAdamKeys[] = {"lr", "beta1", "beta2", "eps", "wd", "weight_decay"};
 
 // Whether the entry sets the weight decay; both spellings at once are an error.
-bool is_weight_decay(std::string_view who, const detail::KeyValue& kv, bool& seen) {
+bool is_weight_decay(std::string_view who, const KeyValue& kv, bool& seen) {
   if (kv.key != "wd" && kv.key != "weight_decay") return false;
   TENAX_EXPECTS(!seen, UsageError, std::string(who) + ": the weight decay is given twice",
                 "give either wd or weight_decay, once");
@@ -273,8 +273,8 @@ bool is_weight_decay(std::string_view who, const detail::KeyValue& kv, bool& see
 template <class Options>
 Options adam_options(std::string_view who, std::string_view text, Options o) {
   bool decay_seen = false;
-  for (const detail::KeyValue& kv : detail::split_key_values(who, text, kAdamKeys)) {
-    const double v = detail::parse_real_value(who, kv);
+  for (const KeyValue& kv : split_key_values(who, text, kAdamKeys)) {
+    const double v = parse_real_value(who, kv);
     if (is_weight_decay(who, kv, decay_seen)) {
       o.weight_decay = v;
     } else if (kv.key == "lr") {
@@ -298,12 +298,12 @@ std::unique_ptr<Optimizer> make_optimizer(std::string_view name, std::vector<Var
   if (name == "sgd") {
     SgdOptions o;
     bool decay_seen = false;
-    for (const detail::KeyValue& kv : detail::split_key_values(who, options, kSgdKeys)) {
+    for (const KeyValue& kv : split_key_values(who, options, kSgdKeys)) {
       if (kv.key == "nesterov") {
-        o.nesterov = detail::parse_bool_value(who, kv);
+        o.nesterov = parse_bool_value(who, kv);
         continue;
       }
-      const double v = detail::parse_real_value(who, kv);
+      const double v = parse_real_value(who, kv);
       if (is_weight_decay(who, kv, decay_seen)) {
         o.weight_decay = v;
       } else if (kv.key == "lr") {

@@ -1,21 +1,14 @@
 // Helpers shared by the fused Krylov kernel tests (CPU and GPU): random operands, the 5-point
-// matrix of a grid in CSR form, and the bits of a double (same_bytes is in tensor_values.hpp).
+// matrix of a grid in CSR form (bits and same_bytes are in tensor_values.hpp).
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "kernels/linalg_test_helpers.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 
 namespace tenax::testing {
-
-inline std::uint64_t bits(double v) {
-  std::uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
 
 // A CPU tensor of `shape` with values uniform in [-1, 1) rounded to `dtype`.
 inline Tensor random_tensor(const Shape& shape, DType dtype, std::uint32_t seed) {

@@ -22,6 +22,7 @@ namespace {
 
 using testing::get_value;
 using testing::make_tensor;
+using testing::same_bytes;
 using testing::set_value;
 using testing::values_of;
 
@@ -37,10 +38,6 @@ std::vector<double> wave(std::int64_t n) {
     v[static_cast<std::size_t>(i)] = std::sin(0.001 * static_cast<double>(i)) * 100.0 + 0.5;
   }
   return v;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
 // ---- find_nonfinite ----
@@ -135,7 +132,7 @@ TEST(UnscaleAndMeasure, UnscalesLikeUnscaleAndCheckAndMeasuresLikeDot) {
       Tensor measured = original.clone();
       EXPECT_FALSE(ops::unscale_and_check(checked, scale));
       const ops::UnscaleReport report = ops::unscale_and_measure(measured, scale);
-      EXPECT_TRUE(same_bits(checked, measured)) << name << " scale " << scale;
+      EXPECT_TRUE(same_bytes(checked, measured)) << name << " scale " << scale;
       EXPECT_EQ(report.nonfinite_count, 0) << name;
       EXPECT_EQ(report.sum_of_squares, ops::dot(measured, measured)) << name << " " << scale;
       EXPECT_EQ(std::sqrt(report.sum_of_squares), ops::nrm2(measured)) << name << " " << scale;
@@ -179,7 +176,7 @@ TEST(UnscaleAndMeasure, ScaleOneOnlyReads) {
   std::memcpy(static_cast<float*>(t.data()) + 2, &signalling, sizeof(signalling));
   const Tensor before = t.clone();
   const ops::UnscaleReport report = ops::unscale_and_measure(t, 1.0);
-  EXPECT_TRUE(same_bits(before, t));
+  EXPECT_TRUE(same_bytes(before, t));
   EXPECT_EQ(report.nonfinite_count, 1);
   Tensor finite = make_tensor(wave(kLarge), DType::bf16);
   const ops::UnscaleReport plain = ops::unscale_and_measure(finite, 1.0);
@@ -195,7 +192,7 @@ TEST(UnscaleAndMeasure, SameBitsForAnyThreadCount) {
     Tensor b = a.clone();
     const ops::UnscaleReport ra = kernels::cpu::unscale_and_measure(one, a, 1.0 / 1000.0);
     const ops::UnscaleReport rb = kernels::cpu::unscale_and_measure(three, b, 1.0 / 1000.0);
-    EXPECT_TRUE(same_bits(a, b)) << to_string(dtype);
+    EXPECT_TRUE(same_bytes(a, b)) << to_string(dtype);
     EXPECT_EQ(ra.sum_of_squares, rb.sum_of_squares) << to_string(dtype);
     EXPECT_EQ(ra.nonfinite_count, rb.nonfinite_count);
   }

@@ -4,7 +4,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -21,6 +20,7 @@ namespace {
 
 using testing::documented_sum;
 
+using testing::bits;
 using testing::get_value;
 using testing::make_tensor;
 
@@ -34,12 +34,6 @@ std::vector<double> random_values(std::int64_t n, unsigned seed) {
   // Magnitudes within 2^-10 .. 2^10: finite in f16 too.
   for (double& x : v) x = dist(engine) * std::exp2(static_cast<int>(dist(engine) * 10));
   return v;
-}
-
-std::uint64_t bits(double v) {
-  std::uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
 }
 
 TEST(Reduce, ExactSmallCasesInEveryDtype) {

@@ -107,6 +107,13 @@ inline std::vector<double> values_of(const Tensor& t) {
   return out;
 }
 
+// The bits of a double, to compare results bit for bit (NaNs and signed zeros included).
+inline std::uint64_t bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
 // Whether two CPU tensors hold the same bytes.
 inline bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;

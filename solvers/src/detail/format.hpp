@@ -3,9 +3,10 @@
 #pragma once
 
 #include <cstdio>
-#include <span>
 #include <string>
 #include <string_view>
+
+#include "tenax/core/key_values.hpp"
 
 namespace tenax::solvers::detail {
 
@@ -21,13 +22,7 @@ namespace tenax::solvers::detail {
   return std::string(prefix) + "/" + std::string(name);
 }
 
-// "a, b, c"
-[[nodiscard]] inline std::string join_names(std::span<const std::string_view> names) {
-  std::string list;
-  for (const std::string_view name : names) {
-    list += (list.empty() ? "" : ", ") + std::string(name);
-  }
-  return list;
-}
+// "a, b, c" (the core helper, also used by the option parsers).
+using tenax::join_names;
 
 }  // namespace tenax::solvers::detail

@@ -46,4 +46,12 @@ void check_finite(std::string_view op, std::string_view name, double value);
 // value is finite and > 0.
 void check_positive(std::string_view op, std::string_view name, double value);
 
+// t has rank `rank`; `what` describes the expected layout, e.g. "a 2-D grid [ny, nx]".
+void check_rank(std::string_view op, std::string_view name, const Tensor& t, int rank,
+                std::string_view what);
+// t is f64 or f32 (for kernels that have only those two instantiations).
+void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t);
+// The grid spacing h is finite and > 0.
+void check_spacing(std::string_view op, std::string_view name, double h);
+
 }  // namespace tenax::ops::detail
