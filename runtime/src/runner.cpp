@@ -164,6 +164,13 @@ struct Runner::Impl {
     return false;
   }
 
+  std::int64_t agree_decision(std::int64_t decision) {
+    StepProposal proposal;
+    proposal.step = step + 1;
+    proposal.decision = static_cast<StepDecision>(decision);
+    return static_cast<std::int64_t>(communicator->agree(proposal).decision);
+  }
+
   StateDict checkpoint_state() const {
     StateDict state;
     state.merge("workload", workload.save_state());
@@ -338,7 +345,7 @@ struct Runner::Impl {
                    : micro_batch > options.min_micro_batch ? kBackoff
                                                            : kStop;
       }
-      const auto decision = static_cast<Decision>(communicator->agree(proposal));
+      const auto decision = static_cast<Decision>(agree_decision(proposal));
       switch (decision) {
         case kContinue:
           return kContinue;
@@ -506,7 +513,7 @@ struct Runner::Impl {
         } else if (e.fault_class() == FaultClass::overflow) {
           // The loss scale cannot go lower and the step still overflows: no retry can help. The
           // step changed nothing, so the state is the last good one: keep it and stop.
-          communicator->agree(kStop);
+          (void)agree_decision(kStop);
           events->append("overflow", {{"step", step + 1}, {"reason", std::string(e.what())}});
           if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
           return finish(RunStatus::overflow, std::string(e.what()) +
@@ -519,7 +526,7 @@ struct Runner::Impl {
               e.fault_class() != FaultClass::comm_fault) {
             throw;
           }
-          communicator->agree(kRestart);
+          (void)agree_decision(kRestart);
           events->append("fault", {{"kind", std::string(tenax::to_string(e.fault_class()))},
                                    {"step", step + 1},
                                    {"reason", std::string(e.what())}});
@@ -541,7 +548,7 @@ struct Runner::Impl {
       const std::optional<std::string> anomaly =
           step_anomaly.has_value() ? step_anomaly : find_anomaly(scan);
       const auto decision =
-          static_cast<Decision>(communicator->agree(anomaly ? kRollback : kContinue));
+          static_cast<Decision>(agree_decision(anomaly ? kRollback : kContinue));
       if (decision == kRollback) {
         ++anomalies_in_a_row;
         anomaly_step = std::max(anomaly_step, step);

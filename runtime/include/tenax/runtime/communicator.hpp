@@ -1,32 +1,235 @@
-// Communicator: how the ranks of a job agree. Every decision that changes what a step does
-// (retry, back off, roll back, skip, stop) goes through agree(), so all ranks act alike and never
-// diverge. This issue provides the single-rank communicator; MPI and NCCL implementations plug
-// in behind the same interface.
+// Communicator: how the N processes (ranks) of one job talk to each other.
+//
+// Contract shared by every implementation (single rank, in-process threads, MPI, NCCL):
+//  - Every call except rank()/size()/local_rank()/name() is collective (or, for send/receive,
+//    matched with the peer's call) and carries a sequence number: the n-th collective of a rank
+//    must be the n-th collective of every other rank (send/receive are not counted). The communicator counts them
+//    (sequence()), and implementations that can see the peers' calls (threads, and the step
+//    agreement everywhere, whose record carries the sequence) detect a mismatch (a desync)
+//    and throw CommFaultError naming both ranks' calls.
+//  - Every call runs under a deadline (CommOptions::timeout_seconds). A call that does not
+//    complete in time throws CommFaultError naming the call, its sequence number, this rank's
+//    step (set_step) and, where it can be known, the ranks that did not arrive. A peer's failure
+//    therefore reaches every rank as an error within the deadline, never as a hang.
+//  - After any CommFaultError, or after abort(), the communicator is unusable: every later call
+//    throws CommFaultError at once, without touching the network again. The job then exits with
+//    the restart code (75) and the supervisor restarts all of it from the newest checkpoint
+//    every rank committed.
+//  - Tensors: all_reduce, all_gather, broadcast, send and receive take contiguous tensors on any
+//    device; an implementation that cannot use a device's memory directly (MPI without CUDA
+//    support) stages it through host buffers (pinned for CUDA). dtype, shape and device must
+//    match the peers' (checked where cheap: locally always, across ranks by the threads one).
+//
+// Thread-safety: a communicator belongs to one thread of its rank at a time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tenax/core/tensor.hpp"
 
 namespace tenax::runtime {
 
-class Communicator {
- public:
-  virtual ~Communicator() = default;
-  [[nodiscard]] virtual int rank() const noexcept = 0;
-  [[nodiscard]] virtual int size() const noexcept = 0;
-  // Collective: every rank passes its proposal; every rank gets the largest one. Decisions are
-  // ordered by severity, so the most severe proposal wins. Throws CommFaultError on failure.
-  [[nodiscard]] virtual std::int64_t agree(std::int64_t proposal) = 0;
-  // Collective: returns when every rank has called it.
-  virtual void barrier() = 0;
+enum class ReduceOp : std::uint8_t { sum, max, min };
+[[nodiscard]] std::string_view to_string(ReduceOp op) noexcept;
+
+// What a rank asks all ranks to do with the step just computed, ordered by severity: the
+// agreement takes the most severe proposal.
+enum class StepDecision : std::uint8_t {
+  proceed = 0,   // commit the step
+  retry = 1,     // out of memory: discard, empty the cache, compute the step again
+  backoff = 2,   // out of memory again: discard, halve the micro-batch, compute again
+  rollback = 3,  // anomaly: discard, reload the last checkpoint
+  stop = 4,      // a policy is exhausted (OOM at the floor, overflow): checkpoint and stop
+  restart = 5,   // device or communication fault: exit for a restart at once
+};
+[[nodiscard]] std::string_view to_string(StepDecision decision) noexcept;
+
+// Why (travels with the decision, so every rank reports the cause the asking rank saw).
+enum class StepReason : std::uint8_t {
+  none = 0,
+  out_of_memory,
+  anomaly,
+  overflow,
+  device_fault,
+  comm_fault,
+  checkpoint_failed,
+  usage,  // an error outside the policies (bad input) on some rank: every rank stops
+};
+[[nodiscard]] std::string_view to_string(StepReason reason) noexcept;
+
+// One rank's proposal: a small fixed record, settled with every rank's in one collective.
+struct StepProposal {
+  std::int64_t step = 0;  // the step this proposal is about (ranks must agree on it)
+  StepDecision decision = StepDecision::proceed;
+  StepReason reason = StepReason::none;
+  int signal = 0;               // a stop signal this rank received (SIGTERM...), 0: none
+  bool checkpoint_due = false;  // this rank's checkpoint trigger (steps or time) fired
+  bool finished = false;        // the workload reached its goal (Workload::finished)
+  double seconds = 0;           // this rank's time for the step (the slowest is reported)
 };
 
+// The settled outcome, the same on every rank.
+struct StepAgreement {
+  std::int64_t step = 0;
+  StepDecision decision = StepDecision::proceed;
+  StepReason reason = StepReason::none;
+  int asking_rank = -1;  // lowest rank that proposed `decision` (-1 when it is proceed)
+  int signal = 0;        // the first stop signal in rank order, 0: none
+  int signal_rank = -1;  // the rank that saw it
+  bool checkpoint_due = false;  // any rank's trigger fired
+  bool finished = false;        // any rank's workload reached its goal
+  double slowest_seconds = 0;
+  int slowest_rank = 0;
+};
+
+// The rule every communicator applies to the gathered proposals (index = rank), written once.
+// Throws CommFaultError when ranks disagree on the step (a desync), naming two ranks' steps.
+[[nodiscard]] StepAgreement settle(std::span<const StepProposal> proposals);
+
+struct CommOptions {
+  // Seconds a collective may take before it is declared hung. NCCL collectives of big tensors
+  // and a slow peer's step both count against it, so the default is generous; tests use seconds.
+  double timeout_seconds = 300;
+};
+
+class Communicator {
+ public:
+  explicit Communicator(CommOptions options = {});
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  [[nodiscard]] virtual int rank() const noexcept = 0;
+  [[nodiscard]] virtual int size() const noexcept = 0;
+  // Rank among the ranks on this host (picks the GPU); rank() when unknown.
+  [[nodiscard]] virtual int local_rank() const noexcept { return rank(); }
+  [[nodiscard]] virtual std::string_view name() const noexcept = 0;  // "single", "mpi", ...
+
+  // The step agreement: every rank's proposal is gathered and settled (settle()).
+  [[nodiscard]] StepAgreement agree(const StepProposal& proposal);
+
+  // In place: every rank's `tensor` becomes the element-wise op over all ranks (f64, f32, i64,
+  // i32; sum in rank order where the implementation sums itself, else the library's order).
+  void all_reduce(const Tensor& tensor, ReduceOp op);
+  // `out` (size() * send.numel() elements, same dtype and device) gets every rank's `send` in
+  // rank order.
+  void all_gather(const Tensor& send, const Tensor& out);
+  // Every rank's `tensor` becomes root's.
+  void broadcast(const Tensor& tensor, int root);
+  // Point to point (halo exchange): `send` to `peer`, matched by the peer's receive with the
+  // same tag; may return before the peer receives (buffered). receive waits for it.
+  void send(const Tensor& tensor, int peer, int tag);
+  void receive(const Tensor& tensor, int peer, int tag);
+  // Host bytes, the same count on every rank (checkpoint digests, small records).
+  void all_gather_bytes(std::span<const std::byte> send, std::span<std::byte> out);
+  void barrier();
+
+  // Tears the communicator down after a fault (or to leave a hung collective behind); later
+  // calls throw. Peers blocked in a collective with this rank time out (MPI, NCCL) or are woken
+  // with the reason (threads). Never throws, never blocks for long.
+  void abort(std::string_view reason) noexcept;
+  [[nodiscard]] bool aborted() const noexcept { return !abort_reason_.empty(); }
+  // Whether this rank or, where it can be seen without communicating (threads), a peer aborted:
+  // a rank stuck in its own work (an injected hang) polls it to leave.
+  [[nodiscard]] virtual bool abort_seen() const noexcept { return aborted(); }
+
+  // The step this rank is taking, quoted by timeout and desync reports.
+  void set_step(std::int64_t step) noexcept { step_ = step; }
+  [[nodiscard]] std::int64_t step() const noexcept { return step_; }
+  // Collectives started so far on this rank.
+  [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
+  [[nodiscard]] const CommOptions& options() const noexcept { return options_; }
+
+ protected:
+  // What the implementation is asked to do: a description for reports.
+  struct Call {
+    std::string_view name;  // "agree", "all_reduce", ...
+    std::uint64_t sequence = 0;
+    std::int64_t step = 0;
+  };
+  // "all_reduce #12 at step 40 on rank 1": for messages.
+  [[nodiscard]] std::string describe(const Call& call) const;
+  // Whether do_* may be handed memory of this device directly; otherwise the base stages
+  // through host buffers.
+  [[nodiscard]] virtual bool accepts(Device device) const noexcept { return device.is_cpu(); }
+
+  // Implementations. Pointers are to accepts()-able memory; counts are elements of `dtype`.
+  // Each throws CommFaultError (naming describe(call)) on failure or after the deadline.
+  virtual void do_all_reduce(const Call& call, void* data, std::int64_t count, DType dtype,
+                             ReduceOp op) = 0;
+  virtual void do_all_gather(const Call& call, const void* send, std::size_t bytes,
+                             void* out) = 0;
+  virtual void do_broadcast(const Call& call, void* data, std::size_t bytes, int root) = 0;
+  virtual void do_send(const Call& call, const void* data, std::size_t bytes, int peer,
+                       int tag) = 0;
+  virtual void do_receive(const Call& call, void* data, std::size_t bytes, int peer, int tag) = 0;
+  virtual void do_barrier(const Call& call) = 0;
+  virtual void do_abort(std::string_view reason) noexcept = 0;
+
+ private:
+  // Checks usability, counts the call, and wraps it: an exception from it leaves the
+  // communicator aborted.
+  template <class F>
+  void collective(std::string_view name, F&& body);
+  // The same for send/receive, which do not advance the sequence: ranks exchange with different
+  // numbers of neighbours, so only collectives can be matched by count.
+  template <class F>
+  void point_to_point(std::string_view name, F&& body);
+  [[nodiscard]] Call next_call(std::string_view name, bool counted);
+
+  CommOptions options_;
+  std::uint64_t sequence_ = 0;
+  std::int64_t step_ = 0;
+  std::string abort_reason_;
+};
+
+// One rank: collectives return the rank's own data.
 class SingleRankCommunicator final : public Communicator {
  public:
+  explicit SingleRankCommunicator(CommOptions options = {}) : Communicator(options) {}
   [[nodiscard]] int rank() const noexcept override { return 0; }
   [[nodiscard]] int size() const noexcept override { return 1; }
-  [[nodiscard]] std::int64_t agree(std::int64_t proposal) override { return proposal; }
-  void barrier() override {}
+  [[nodiscard]] std::string_view name() const noexcept override { return "single"; }
+
+ private:
+  [[nodiscard]] bool accepts(Device) const noexcept override { return true; }
+  void do_all_reduce(const Call&, void*, std::int64_t, DType, ReduceOp) override {}
+  void do_all_gather(const Call& call, const void* send, std::size_t bytes, void* out) override;
+  void do_broadcast(const Call& call, void* data, std::size_t bytes, int root) override;
+  void do_send(const Call& call, const void* data, std::size_t bytes, int peer, int tag) override;
+  void do_receive(const Call& call, void* data, std::size_t bytes, int peer, int tag) override;
+  void do_barrier(const Call&) override {}
+  void do_abort(std::string_view) noexcept override {}
 };
+
+// N ranks as N threads of one process (tests of every multi-rank policy without a launcher).
+// Returns one communicator per rank, index = rank; each must be used by its own thread.
+// Sums run in rank order, so results are deterministic. A rank that does not arrive within the
+// deadline is named by the others' timeout errors.
+[[nodiscard]] std::vector<std::shared_ptr<Communicator>> make_thread_communicators(
+    int size, CommOptions options = {});
+
+enum class CommKind : std::uint8_t { automatic, single, threads, mpi, nccl };
+// "auto", "single", "mpi" or "nccl" (a --comm flag); UsageError naming them otherwise.
+[[nodiscard]] CommKind parse_comm_kind(std::string_view text);
+[[nodiscard]] std::string_view to_string(CommKind kind) noexcept;
+
+// Whether this process was started by a parallel launcher (mpirun/mpiexec, srun): their
+// environment variables (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, SLURM_NTASKS > 1...).
+[[nodiscard]] bool launched_by_mpi_launcher();
+
+// The communicator a program asked for with --comm: automatic is MPI under a launcher and a
+// single rank otherwise; mpi is the MPI one (NotCompiledError with the fix in a build without
+// MPI); nccl is MPI for the agreement and host data with NCCL for device tensors (a CUDA build
+// with NCCL). threads is refused here (it makes several ranks in one process; use
+// make_thread_communicators). Throws EnvironmentError when MPI cannot start.
+[[nodiscard]] std::shared_ptr<Communicator> make_communicator(CommKind kind,
+                                                              CommOptions options = {});
 
 }  // namespace tenax::runtime
