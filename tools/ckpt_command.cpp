@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -19,6 +18,7 @@
 
 #include "doctor.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/state_file.hpp"
 
@@ -29,62 +29,9 @@ constexpr std::string_view kPathFix =
     "pass a run directory (the job's --run-dir), one of its checkpoints/step-<N> directories, "
     "or a rank-<r>.h5 file in one";
 
-template <class T>
-std::optional<T> parse_integer(std::string_view digits) {
-  if (digits.empty() || digits.size() > 18 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  T value{};
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
-  return value;
-}
-
-// The step of a directory named step-<N>, as the checkpoint store names them.
-std::optional<std::int64_t> step_of_dir_name(const std::string& name) {
-  if (!name.starts_with("step-")) return std::nullopt;
-  return parse_integer<std::int64_t>(std::string_view(name).substr(5));
-}
-
 bool is_dir(const std::filesystem::path& path) {
   std::error_code ec;
   return std::filesystem::is_directory(path, ec);
-}
-
-// Step directories under RUN_DIR/checkpoints, committed or not, newest first.
-std::vector<std::int64_t> step_directories(const std::filesystem::path& checkpoints_dir) {
-  std::vector<std::int64_t> steps;
-  std::error_code ec;
-  if (!is_dir(checkpoints_dir)) return steps;
-  std::filesystem::directory_iterator it(checkpoints_dir, ec);
-  if (ec) {
-    throw IoError("cannot list '" + checkpoints_dir.string() + "': " + ec.message(),
-                  "check that the directory is readable by this user");
-  }
-  for (const auto& entry : it) {
-    std::error_code type_ec;
-    if (!entry.is_directory(type_ec)) continue;
-    if (const auto step = step_of_dir_name(entry.path().filename().string())) {
-      steps.push_back(*step);
-    }
-  }
-  std::sort(steps.rbegin(), steps.rend());
-  return steps;
-}
-
-// The world size a commit record claims, read without verifying it (verify() does that), so
-// that every rank's file is checked. nullopt when the record is missing or unreadable.
-std::optional<int> claimed_world_size(const std::filesystem::path& commit) {
-  std::ifstream in(commit);
-  std::string line;
-  for (int lines = 0; lines < 8 && std::getline(in, line); ++lines) {
-    if (line.starts_with("world_size ")) {
-      const auto size = parse_integer<int>(std::string_view(line).substr(11));
-      if (size && *size >= 1 && *size <= (1 << 20)) return size;
-    }
-  }
-  return std::nullopt;
 }
 
 struct Problem {
@@ -141,7 +88,7 @@ Report inspect_checkpoint(const io::CheckpointStore& store, std::int64_t step, b
   report.path = store.step_dir(step);
   report.step = step;
   std::error_code ec;
-  const std::filesystem::path commit = report.path / "COMMIT";
+  const std::filesystem::path commit = report.path / io::kCommitFileName;
   report.committed = std::filesystem::exists(commit, ec);
   int highest_rank = -1;
   std::filesystem::path newest_file;
@@ -150,7 +97,7 @@ Report inspect_checkpoint(const io::CheckpointStore& store, std::int64_t step, b
     std::error_code entry_ec;
     if (!entry.is_regular_file(entry_ec)) continue;
     report.bytes += entry.file_size(entry_ec);
-    if (const auto rank = rank_of_file_name(entry.path().filename().string())) {
+    if (const auto rank = io::parse_rank_file_name(entry.path().filename().string())) {
       ++report.rank_files;
       highest_rank = std::max(highest_rank, *rank);
     }
@@ -168,9 +115,12 @@ Report inspect_checkpoint(const io::CheckpointStore& store, std::int64_t step, b
                "ignores this directory)");
     return report;
   }
-  const int world = claimed_world_size(commit).value_or(std::max(highest_rank + 1, 1));
+  // Every rank's file is checked: as many as the record lists, or when the record itself is
+  // damaged (and says nothing trustworthy), as many as the directory holds.
+  const io::ParsedCommitRecord record = io::read_commit_record(commit);
+  const int world = record.ok() ? record.record.world_size : std::max(highest_rank + 1, 1);
   for (int rank = 0; rank < world; ++rank) {
-    const std::filesystem::path file = report.path / rank_file_name(rank);
+    const std::filesystem::path file = report.path / io::rank_file_name(rank);
     if (auto problem = store.verify(step, rank, /*deep=*/false)) {
       report.add(file.string(), std::move(*problem));
     }
@@ -192,7 +142,8 @@ Report inspect_file(const CheckpointPath& where) {
   report.created = modification_time(where.path);
   if (where.step && where.rank) {
     const io::CheckpointStore store(where.run_dir);
-    report.committed = std::filesystem::exists(store.step_dir(*where.step) / "COMMIT", ec);
+    report.committed =
+        std::filesystem::exists(store.step_dir(*where.step) / io::kCommitFileName, ec);
     if (*report.committed) {
       if (auto problem = store.verify(*where.step, *where.rank, /*deep=*/false)) {
         report.add(where.path.string(), std::move(*problem));
@@ -250,13 +201,6 @@ CheckpointPath need_run_dir(const std::filesystem::path& path, std::string_view 
 
 }  // namespace
 
-std::string rank_file_name(int rank) { return "rank-" + std::to_string(rank) + ".h5"; }
-
-std::optional<int> rank_of_file_name(const std::string& name) {
-  if (!name.starts_with("rank-") || !name.ends_with(".h5")) return std::nullopt;
-  return parse_integer<int>(std::string_view(name).substr(5, name.size() - 8));
-}
-
 bool has_hdf5_signature(const std::filesystem::path& path) {
   static constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
   std::ifstream in(path, std::ios::binary);
@@ -289,18 +233,18 @@ CheckpointPath resolve_checkpoint_path(const std::filesystem::path& path) {
   }
   const std::filesystem::path parent = where.path.parent_path();
   const std::string name = where.path.filename().string();
-  const bool in_checkpoints = parent.filename() == "checkpoints";
+  const bool in_checkpoints = parent.filename() == io::kCheckpointsDirName;
   if (status.type() == std::filesystem::file_type::directory) {
-    if (is_dir(where.path / "checkpoints") ||
+    if (is_dir(io::checkpoints_path(where.path)) ||
         std::filesystem::exists(where.path / "events.jsonl", ec)) {
       where.run_dir = where.path;
       return where;
     }
-    if (name == "checkpoints") {
+    if (name == io::kCheckpointsDirName) {
       where.path = where.run_dir = parent;
       return where;
     }
-    if (const auto step = step_of_dir_name(name); step && in_checkpoints) {
+    if (const auto step = io::parse_step_dir_name(name); step && in_checkpoints) {
       where.kind = CheckpointPath::Kind::step_dir;
       where.run_dir = parent.parent_path();
       where.step = step;
@@ -316,11 +260,11 @@ CheckpointPath resolve_checkpoint_path(const std::filesystem::path& path) {
                      std::string(kPathFix));
   }
   where.kind = CheckpointPath::Kind::file;
-  const auto step = step_of_dir_name(parent.filename().string());
-  if (step && parent.parent_path().filename() == "checkpoints") {
+  const auto step = io::parse_step_dir_name(parent.filename().string());
+  if (step && parent.parent_path().filename() == io::kCheckpointsDirName) {
     where.step = step;
     where.run_dir = parent.parent_path().parent_path();
-    where.rank = rank_of_file_name(name);
+    where.rank = io::parse_rank_file_name(name);
   }
   return where;
 }
@@ -330,7 +274,7 @@ int run_ckpt_list(const std::filesystem::path& path, const CkptListOptions& opti
   const CheckpointPath where = need_run_dir(path, "list");
   const io::CheckpointStore store(where.run_dir);
   std::vector<Report> reports;
-  for (const std::int64_t step : step_directories(store.checkpoints_dir())) {
+  for (const std::int64_t step : io::list_step_dirs(where.run_dir)) {
     reports.push_back(inspect_checkpoint(store, step, options.deep));
   }
   const auto resume = resume_step(reports);
@@ -376,7 +320,7 @@ int run_ckpt_verify(const std::filesystem::path& path, const CkptVerifyOptions& 
     case CheckpointPath::Kind::run_dir: {
       const io::CheckpointStore store(where.run_dir);
       int committed = 0;
-      for (const std::int64_t step : step_directories(store.checkpoints_dir())) {
+      for (const std::int64_t step : io::list_step_dirs(where.run_dir)) {
         reports.push_back(inspect_checkpoint(store, step, /*deep=*/true));
         // An uncommitted directory is an interrupted write, not a damaged checkpoint.
         if (*reports.back().committed) {

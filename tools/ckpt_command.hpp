@@ -1,5 +1,6 @@
-// `tenax ckpt list|verify|show`: read-only inspection of the checkpoints of a run (layout and
-// commit protocol in tenax/io/checkpoint_store.hpp, file format in tenax/io/state_file.hpp).
+// `tenax ckpt list|verify|show`: read-only inspection of the checkpoints of a run (layout,
+// names and commit record in tenax/io/checkpoint_layout.hpp, commit protocol in
+// tenax/io/checkpoint_store.hpp, file format in tenax/io/state_file.hpp).
 //
 // Exit statuses: 0 when everything checked is valid, 1 when something is not (or cannot be
 // read), 2 for usage errors (a path that does not exist or is not a run directory, checkpoint
@@ -37,10 +38,6 @@ struct CheckpointPath {
 // them. A run directory holds checkpoints/ or events.jsonl; RUN_DIR/checkpoints counts as its
 // run directory.
 [[nodiscard]] CheckpointPath resolve_checkpoint_path(const std::filesystem::path& path);
-
-// "rank-<r>.h5", and the rank of such a name (nullopt for other names).
-[[nodiscard]] std::string rank_file_name(int rank);
-[[nodiscard]] std::optional<int> rank_of_file_name(const std::string& name);
 
 // Whether the file starts with the HDF5 signature (tenax writes no user block before it).
 [[nodiscard]] bool has_hdf5_signature(const std::filesystem::path& path);

@@ -15,6 +15,7 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/half.hpp"
 #include "tenax/core/state_dict.hpp"
+#include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/checksum.hpp"
 #include "tenax/io/state_file.hpp"
@@ -69,10 +70,10 @@ Shown load(const CheckpointPath& where, int rank) {
       return shown;
     }
     case CheckpointPath::Kind::step_dir: {
-      shown.file = where.path / rank_file_name(rank);
+      shown.file = where.path / io::rank_file_name(rank);
       std::error_code ec;
       if (!std::filesystem::is_regular_file(shown.file, ec)) {
-        throw UsageError("'" + where.path.string() + "' has no " + rank_file_name(rank),
+        throw UsageError("'" + where.path.string() + "' has no " + io::rank_file_name(rank),
                          "pick a rank that wrote this checkpoint with --rank, or pass the file");
       }
       const auto problem =

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 
 #include "io/io_test_helpers.hpp"
 #include "tenax/io/checksum.hpp"
@@ -253,6 +254,248 @@ TEST(CheckpointStore, RewritingACommittedStepReplacesIt) {
   const LoadedCheckpoint loaded = store.load_latest();
   EXPECT_EQ(loaded.step, 5);
   EXPECT_TRUE(bitwise_equal(loaded.state, sample_state(2)));
+}
+
+// Corrupts one value of `step`'s rank-0 file and re-commits it with the digest of the corrupt
+// bytes, as a disk that corrupted data before the digest was taken would: only the dataset
+// checksums can tell.
+void corrupt_behind_the_digest(CheckpointStore& store, std::int64_t step, unsigned seed) {
+  const std::filesystem::path path = store.step_dir(step) / "rank-0.h5";
+  const double original = sample_state(seed).tensor("solver/x").data_as<double>()[0];
+  const std::string bytes = read_bytes(path);
+  const std::size_t at = bytes.find(std::string(reinterpret_cast<const char*>(&original), 8));
+  ASSERT_NE(at, std::string::npos);
+  flip_byte(path, at);
+  const std::string corrupt = read_bytes(path);
+  std::filesystem::remove(store.step_dir(step) / "COMMIT");
+  store.commit(
+      step, 1,
+      {CheckpointFile{"rank-0.h5", corrupt.size(), xxh64(corrupt.data(), corrupt.size())}});
+}
+
+FileMetadata rank_metadata(int rank, int world_size) {
+  FileMetadata meta;
+  meta.rank = rank;
+  meta.world_size = world_size;
+  return meta;
+}
+
+// Writes and commits `step` for a world of `world_size` ranks, each writing through its own
+// store (as each process of a job does).
+void write_world(Fixture& fx, std::int64_t step, int world_size, int keep_last = 3) {
+  std::vector<CheckpointFile> files;
+  for (int rank = 0; rank < world_size; ++rank) {
+    CheckpointStore rank_store(fx.dir.path(), fx.options(keep_last));
+    files.push_back(
+        rank_store.write_rank_file(step, sample_state(static_cast<unsigned>(step * 10 + rank)),
+                                   rank_metadata(rank, world_size)));
+  }
+  CheckpointStore(fx.dir.path(), fx.options(keep_last)).commit(step, world_size, files);
+}
+
+TEST(CheckpointStore, LoadLatestHonoursTheStepBound) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options(10));
+  for (int step = 1; step <= 4; ++step) store.write(step, sample_state(step), {});
+  flip_byte(store.step_dir(2) / "rank-0.h5", 200);
+
+  const LoadedCheckpoint at_3 = store.load_latest(0, 3);
+  ASSERT_TRUE(at_3.found) << reasons(at_3);
+  EXPECT_EQ(at_3.step, 3);
+  EXPECT_TRUE(at_3.skipped.empty()) << reasons(at_3);  // step 4 is beyond the bound, not bad
+  EXPECT_TRUE(bitwise_equal(at_3.state, sample_state(3)));
+
+  const LoadedCheckpoint at_2 = store.load_latest(0, 2);
+  EXPECT_EQ(at_2.step, 1) << reasons(at_2);
+  ASSERT_EQ(at_2.skipped.size(), 1u) << reasons(at_2);
+  EXPECT_TRUE(has_reason(at_2, 2, "digest mismatch")) << reasons(at_2);
+
+  EXPECT_FALSE(store.load_latest(0, 0).found);
+  EXPECT_FALSE(store.load_latest(0, -1).found);
+  EXPECT_EQ(store.load_latest(0, std::nullopt).step, 4);
+  EXPECT_EQ(store.load_latest(0, 1000).step, 4);
+}
+
+TEST(CheckpointStore, LoadOneStepVerifiesItOrSaysWhyNot) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options(10));
+  for (int step = 1; step <= 3; ++step) store.write(step, sample_state(step), {});
+  std::filesystem::resize_file(store.step_dir(2) / "rank-0.h5", 100);
+  corrupt_behind_the_digest(store, 3, 3);
+
+  const LoadedCheckpoint one = store.load(1);
+  ASSERT_TRUE(one.found) << reasons(one);
+  EXPECT_EQ(one.step, 1);
+  EXPECT_EQ(one.world_size, 1);
+  EXPECT_EQ(one.file, store.step_dir(1) / "rank-0.h5");
+  EXPECT_TRUE(bitwise_equal(one.state, sample_state(1)));
+  EXPECT_TRUE(one.skipped.empty());
+
+  const LoadedCheckpoint truncated = store.load(2);
+  EXPECT_FALSE(truncated.found);
+  EXPECT_EQ(truncated.step, -1);
+  EXPECT_TRUE(has_reason(truncated, 2, "truncated")) << reasons(truncated);
+  const LoadedCheckpoint corrupt = store.load(3);
+  EXPECT_FALSE(corrupt.found);
+  EXPECT_TRUE(has_reason(corrupt, 3, "checksum mismatch")) << reasons(corrupt);
+  const LoadedCheckpoint absent = store.load(9);
+  EXPECT_FALSE(absent.found);
+  EXPECT_TRUE(has_reason(absent, 9, "no checkpoint directory step-9")) << reasons(absent);
+  const LoadedCheckpoint other_rank = store.load(1, 1);
+  EXPECT_FALSE(other_rank.found);
+  EXPECT_TRUE(has_reason(other_rank, 1, "not in its world of 1")) << reasons(other_rank);
+  EXPECT_THROW((void)store.load(-1), UsageError);
+}
+
+TEST(CheckpointStore, NewestValidStepVerifiesWithoutLoading) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options(10));
+  for (int step = 1; step <= 4; ++step) store.write(step, sample_state(step), {});
+  corrupt_behind_the_digest(store, 3, 3);
+  flip_byte(store.step_dir(4) / "COMMIT", 30);
+
+  const ValidCheckpoint shallow = store.newest_valid_step(0);
+  EXPECT_EQ(shallow.step, 3);  // the digest matches the corrupt bytes; only a deep check sees it
+  EXPECT_EQ(shallow.world_size, 1);
+  ASSERT_EQ(shallow.skipped.size(), 1u);
+  EXPECT_EQ(shallow.skipped[0].step, 4);
+  EXPECT_NE(shallow.skipped[0].reason.find("commit record"), std::string::npos);
+
+  const ValidCheckpoint deep = store.newest_valid_step(0, std::nullopt, /*deep=*/true);
+  EXPECT_EQ(deep.step, 2);
+  ASSERT_EQ(deep.skipped.size(), 2u);
+  EXPECT_NE(deep.skipped[1].reason.find("solver/x"), std::string::npos) << deep.skipped[1].reason;
+
+  EXPECT_EQ(store.newest_valid_step(0, 1).step, 1);
+  EXPECT_FALSE(store.newest_valid_step(0, 0).step.has_value());
+  const ValidCheckpoint wrong_rank = store.newest_valid_step(3);
+  EXPECT_FALSE(wrong_rank.step.has_value());
+  EXPECT_EQ(wrong_rank.world_size, 0);
+  EXPECT_EQ(wrong_rank.skipped.size(), 4u);
+}
+
+TEST(CheckpointStore, MultiRankCheckpointsCarryTheirCommittedWorldSize) {
+  Fixture fx;
+  write_world(fx, 5, 2);
+  write_world(fx, 6, 3);
+  CheckpointStore store(fx.dir.path(), fx.options());
+  EXPECT_EQ(store.committed_world_size(5), 2);
+  EXPECT_EQ(store.committed_world_size(6), 3);
+  EXPECT_FALSE(store.committed_world_size(7).has_value());
+
+  for (int rank = 0; rank < 2; ++rank) {
+    const LoadedCheckpoint loaded = store.load(5, rank);
+    ASSERT_TRUE(loaded.found) << reasons(loaded);
+    EXPECT_EQ(loaded.world_size, 2);
+    EXPECT_EQ(loaded.metadata.rank, rank);
+    EXPECT_TRUE(bitwise_equal(loaded.state, sample_state(50u + static_cast<unsigned>(rank))));
+  }
+  // A resume with two ranks finds step 6 valid for both, and learns it was written by three.
+  const LoadedCheckpoint latest = store.load_latest(1);
+  EXPECT_EQ(latest.step, 6);
+  EXPECT_EQ(latest.world_size, 3);
+  EXPECT_EQ(store.newest_valid_step(1).world_size, 3);
+  // Rank 2 exists only in step 6's world.
+  EXPECT_EQ(store.newest_valid_step(2).step, 6);
+  EXPECT_FALSE(store.newest_valid_step(2, 5).step.has_value());
+  EXPECT_TRUE(has_reason(store.load(5, 2), 5, "not in its world of 2"));
+}
+
+TEST(CheckpointStore, RankFileThatDisagreesWithItsCommitRecordIsRejected) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options());
+  // Rank 1's file says it belongs to a world of three, the record says two.
+  const CheckpointFile zero = store.write_rank_file(4, sample_state(1), rank_metadata(0, 2));
+  const CheckpointFile one = store.write_rank_file(4, sample_state(2), rank_metadata(1, 3));
+  store.commit(4, 2, {zero, one});
+  EXPECT_TRUE(store.load(4, 0).found);
+  const LoadedCheckpoint loaded = store.load(4, 1);
+  EXPECT_FALSE(loaded.found);
+  EXPECT_TRUE(has_reason(loaded, 4, "does not match its directory and commit record"))
+      << reasons(loaded);
+  EXPECT_TRUE(store.verify(4, 1, /*deep=*/true).has_value());
+}
+
+TEST(CheckpointStore, CommitRefusesRecordsThatCouldNeverVerify) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options());
+  const CheckpointFile zero = store.write_rank_file(1, sample_state(1), rank_metadata(0, 2));
+  EXPECT_THROW(store.commit(1, 2, {zero}), UsageError);
+  EXPECT_THROW(store.commit(1, 1, {CheckpointFile{"rank-1.h5", 1, 1}}), UsageError);
+  EXPECT_THROW(store.commit(1, kMaxWorldSize + 1, {}), UsageError);
+  EXPECT_FALSE(std::filesystem::exists(store.step_dir(1) / "COMMIT"));
+  EXPECT_THROW((void)store.write_rank_file(1, sample_state(1), rank_metadata(-1, 2)), UsageError);
+}
+
+TEST(CheckpointStore, AFailedRankWriteRemovesOnlyItsOwnFiles) {
+  const CheckpointPhase rank_phases[] = {
+      CheckpointPhase::after_data_write, CheckpointPhase::after_data_fsync,
+      CheckpointPhase::after_rename, CheckpointPhase::after_dir_fsync};
+  for (const CheckpointPhase failing : rank_phases) {
+    for (const bool peer_first : {true, false}) {
+      SCOPED_TRACE(std::string(to_string(failing)) + (peer_first ? ", peer first" : ", peer last"));
+      Fixture fx;
+      write_world(fx, 1, 2, /*keep_last=*/1);  // the previous checkpoint, committed
+      CheckpointStore peer(fx.dir.path(), fx.options(1));
+      CheckpointOptions failing_options = fx.options(1);
+      failing_options.on_phase = [&](CheckpointPhase phase, std::int64_t) {
+        if (phase == failing) throw IoError("injected", "none");
+      };
+      CheckpointStore failing_rank(fx.dir.path(), failing_options);
+
+      std::optional<CheckpointFile> survivor;
+      if (peer_first) survivor = peer.write_rank_file(2, sample_state(20), rank_metadata(0, 2));
+      EXPECT_THROW((void)failing_rank.write_rank_file(2, sample_state(21), rank_metadata(1, 2)),
+                   IoError);
+      if (!peer_first) survivor = peer.write_rank_file(2, sample_state(20), rank_metadata(0, 2));
+
+      // The peer's file is whole, and nothing of the failed rank is left.
+      const std::filesystem::path dir = peer.step_dir(2);
+      ASSERT_TRUE(std::filesystem::exists(dir / "rank-0.h5"));
+      const std::string bytes = read_bytes(dir / "rank-0.h5");
+      EXPECT_EQ(bytes.size(), survivor->size);
+      EXPECT_EQ(xxh64(bytes.data(), bytes.size()), survivor->digest);
+      for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        EXPECT_EQ(entry.path().filename(), "rank-0.h5") << entry.path();
+      }
+      // The step never committed: the previous checkpoint is still the one every rank resumes.
+      for (int rank = 0; rank < 2; ++rank) {
+        EXPECT_FALSE(peer.verify(1, rank).has_value()) << rank;
+        EXPECT_EQ(peer.load_latest(rank).step, 1) << rank;
+        EXPECT_EQ(peer.newest_valid_step(rank).step, 1) << rank;
+      }
+      // Retention of the next commit (once, by rank 0) removes the failed step's leftovers.
+      write_world(fx, 3, 2, /*keep_last=*/1);
+      peer.wait_for_background_work();
+      EXPECT_FALSE(std::filesystem::exists(dir));
+      EXPECT_EQ(peer.committed_steps(), (std::vector<std::int64_t>{3}));
+    }
+  }
+}
+
+TEST(CheckpointStore, AnyRankRewritingACommittedStepRemovesItsCommitFirst) {
+  Fixture fx;
+  write_world(fx, 5, 2);
+  bool commit_seen_after_rename = true;
+  CheckpointOptions options = fx.options();
+  CheckpointStore* observer = nullptr;
+  options.on_phase = [&](CheckpointPhase phase, std::int64_t) {
+    if (phase == CheckpointPhase::after_rename) {
+      commit_seen_after_rename = std::filesystem::exists(observer->step_dir(5) / "COMMIT");
+    }
+  };
+  CheckpointStore rank_one(fx.dir.path(), options);
+  observer = &rank_one;
+  // Rank 1 gets there before rank 0: the old record must not describe its new file.
+  const CheckpointFile one = rank_one.write_rank_file(5, sample_state(9), rank_metadata(1, 2));
+  EXPECT_FALSE(commit_seen_after_rename);
+  EXPECT_TRUE(rank_one.verify(5, 0).has_value());  // step 5 no longer exists ...
+  CheckpointStore rank_zero(fx.dir.path(), fx.options());
+  const CheckpointFile zero = rank_zero.write_rank_file(5, sample_state(8), rank_metadata(0, 2));
+  rank_zero.commit(5, 2, {zero, one});  // ... until it is committed again
+  const LoadedCheckpoint loaded = rank_zero.load(5, 1);
+  ASSERT_TRUE(loaded.found) << reasons(loaded);
+  EXPECT_TRUE(bitwise_equal(loaded.state, sample_state(9)));
 }
 
 TEST(CheckpointStore, BadOptionsAreUsageErrors) {

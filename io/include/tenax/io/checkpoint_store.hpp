@@ -1,8 +1,9 @@
 // CheckpointStore: crash-consistent checkpoints of a run, one directory per checkpoint.
 //
-// Layout: RUN_DIR/checkpoints/step-<N>/ holds rank-<r>.h5 for every rank r of the world (state
-// files, see state_file.hpp) and COMMIT, the commit record. A checkpoint exists only when its
-// COMMIT exists and verifies; a directory without one is an interrupted write and is ignored.
+// The names, the commit record's format and the limits are in checkpoint_layout.hpp:
+// RUN_DIR/checkpoints/step-<N>/ holds rank-<r>.h5 for every rank r of the world (state files,
+// see state_file.hpp) and COMMIT, the commit record. A checkpoint exists only when its COMMIT
+// exists and verifies; a directory without one is an interrupted write and is ignored.
 //
 // Commit protocol (every step survives a crash or power loss at any point):
 //   1. Each rank writes its state to rank-<r>.h5.tmp-<pid>, fsyncs it, renames it to
@@ -13,17 +14,31 @@
 //   3. The new checkpoint is verified (the record read back and parsed, every file present with
 //      its recorded size; the digests were taken after the files' fsync), and only then
 //      does retention remove older checkpoints: all but the newest keep_last committed ones, and
-//      every uncommitted directory older than the new one. Removal deletes COMMIT first (and
-//      fsyncs), so a crash mid-removal leaves an uncommitted directory, never a damaged
-//      checkpoint that claims to be valid.
-// Rewriting a step that is already committed first removes its COMMIT (that checkpoint stops
-// existing while it is rewritten; the older ones are untouched). A failure (disk full, I/O
-// error) removes this attempt's temporary files and throws IoError; committed checkpoints are
-// never modified.
+//      every uncommitted directory older than the new one. Retention runs once per checkpoint, in
+//      rank 0's commit. Removal deletes COMMIT first, so a crash mid-removal leaves an
+//      uncommitted directory or files that no longer match their record, never a damaged
+//      checkpoint that verifies.
+// Rewriting a step that is already committed first removes its COMMIT (every rank does, before
+// it renames its file into place, so no committed record ever describes a replaced file; that
+// checkpoint stops existing while it is rewritten, the older ones are untouched). Committed
+// checkpoints are never modified.
+//
+// Failures (disk full, I/O error, a throwing on_phase) throw IoError and remove only what the
+// failing call wrote: write_rank_file its own rank-<r>.h5.tmp-<pid> (and its rank-<r>.h5 when
+// it had renamed it already), commit its COMMIT.tmp-<pid>, write() both halves. In a world of
+// one the step directory then goes when it is empty (rmdir, never a recursive removal); in a
+// larger world it stays, since a peer may be writing into it, and what a failed step leaves
+// behind is removed by the retention of the next commit, like any uncommitted directory.
 //
 // Loading verifies the commit record, the size and digest of every file, and every dataset
 // checksum (read_state_file) before returning anything, takes the newest checkpoint that
 // passes, and reports each newer one it skipped with the reason.
+//
+// Resuming N ranks on the newest step valid on every rank: each rank asks newest_valid_step
+// (rank, bound), the job agrees on the minimum (one all-reduce), and repeats with that bound
+// until all ranks answer the same step, which each then loads with load(step, rank); a load
+// that fails lowers the bound again. The committed world size is in every answer, so a resume
+// on a different number of ranks than the checkpoint's is detected before anything is loaded.
 //
 // Fault injection: options.on_phase is called after each protocol step, on the thread that
 // writes (the AsyncCheckpointer's background thread in asynchronous mode); tests use it to kill
@@ -33,8 +48,8 @@
 // disk would. PHASE is one of the names of CheckpointPhase.
 //
 // Thread-safety: one store object must not be used by two threads at once; separate objects
-// on separate run directories are independent. Several processes must not write the same run
-// directory at once (one job owns a run directory).
+// on separate run directories are independent. Only one job may write a run directory at a time;
+// within it each rank writes its own files and only rank 0 commits.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +63,7 @@
 #include <vector>
 
 #include "tenax/core/fault_injection.hpp"
+#include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/state_file.hpp"
 
 namespace tenax::io {
@@ -79,13 +95,6 @@ struct CheckpointOptions {
   ReadOptions read_options;
 };
 
-// One rank's file as listed in the commit record.
-struct CheckpointFile {
-  std::string name;  // "rank-0.h5"
-  std::uint64_t size = 0;
-  std::uint64_t digest = 0;  // XXH64 of the whole file
-};
-
 struct SkippedCheckpoint {
   std::int64_t step = 0;
   std::string reason;
@@ -94,10 +103,18 @@ struct SkippedCheckpoint {
 struct LoadedCheckpoint {
   bool found = false;  // false: no valid checkpoint (state empty, step -1)
   std::int64_t step = -1;
+  int world_size = 0;  // ranks in the world that committed `step` (0 when not found)
   StateDict state;
   FileMetadata metadata;
   std::filesystem::path file;
   std::vector<SkippedCheckpoint> skipped;  // newer checkpoints that failed verification
+};
+
+// What newest_valid_step found: the step, its committed world size, and why newer ones failed.
+struct ValidCheckpoint {
+  std::optional<std::int64_t> step;  // nullopt: no valid checkpoint within the bound
+  int world_size = 0;                // of `step`'s commit record (0 when there is none)
+  std::vector<SkippedCheckpoint> skipped;
 };
 
 class CheckpointStore {
@@ -139,16 +156,41 @@ class CheckpointStore {
   // file sizes and digests, and (when deep) every dataset checksum.
   [[nodiscard]] std::optional<std::string> verify(std::int64_t step, int rank = 0,
                                                   bool deep = true) const;
-  // Loads the newest valid checkpoint for `rank` (see the protocol above). Never throws for
-  // bad checkpoints, only lists them in skipped; throws IoError when the directory cannot be
-  // listed.
-  [[nodiscard]] LoadedCheckpoint load_latest(int rank = 0) const;
+  // The world size in step's commit record, or nullopt when the step has no valid record (only
+  // the record is read and checked, not the files).
+  [[nodiscard]] std::optional<int> committed_world_size(std::int64_t step) const;
+
+  // Loads the newest valid checkpoint for `rank` whose step is at most `at_most_step` (no bound
+  // when nullopt; see the protocol above). skipped lists the checkpoints within the bound that
+  // failed, newest first. Never throws for bad checkpoints; throws IoError when the directory
+  // cannot be listed.
+  [[nodiscard]] LoadedCheckpoint load_latest(
+      int rank = 0, std::optional<std::int64_t> at_most_step = std::nullopt) const;
+  // Loads checkpoint `step` for `rank`, verified as load_latest verifies; when it is not valid,
+  // found is false and skipped holds the one reason. Throws nothing for bad checkpoints, and
+  // UsageError for a negative step.
+  [[nodiscard]] LoadedCheckpoint load(std::int64_t step, int rank = 0) const;
+  // The newest step <= at_most_step whose checkpoint is valid for `rank`, verified as
+  // verify(step, rank, deep) does, keeping nothing it read. Without deep, a dataset whose bytes
+  // were damaged before their digest was taken passes here and fails the load. Throws IoError
+  // when the directory cannot be listed.
+  [[nodiscard]] ValidCheckpoint newest_valid_step(
+      int rank = 0, std::optional<std::int64_t> at_most_step = std::nullopt,
+      bool deep = false) const;
 
  private:
   // How much check() reads: the commit record and file sizes; also every file's digest; also
   // every dataset's checksum.
   enum class Depth { record, digest, datasets };
   [[nodiscard]] std::optional<std::string> check(std::int64_t step, int rank, Depth depth) const;
+  // The commit record of `step`, or why it is not valid (missing, damaged, for another step).
+  [[nodiscard]] std::optional<std::string> check_record(std::int64_t step,
+                                                        CommitRecord& record) const;
+  // rank's file as `record` lists it, to `depth`; the record has passed check_record.
+  [[nodiscard]] std::optional<std::string> check_file(const CommitRecord& record, int rank,
+                                                      Depth depth) const;
+  // load(): the state of a step whose record has passed check_record.
+  [[nodiscard]] LoadedCheckpoint load_verified(const CommitRecord& record, int rank) const;
   void phase(CheckpointPhase phase, std::int64_t step);
   void apply_retention(std::int64_t newest);
   // Waits for the background removal, keeping its failure for the next commit.
