@@ -32,6 +32,7 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/random.hpp"
 #include "tenax/core/tensor.hpp"
+#include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/runner.hpp"
@@ -238,11 +239,27 @@ class Heat2d final : public tenax::runtime::Workload {
   std::vector<double> step_seconds_;    // of every step taken by this process
 };
 
+// The settings that decide the field, stored in every checkpoint; a resume compares them with
+// its own (see config_policy). The Courant fraction matters only without --dt, the seed only for
+// a random initial field and the solver tolerance only for the schemes that solve, so they are
+// recorded only then.
 std::string config_json(const Options& o) {
-  return "{\"n\":" + std::to_string(o.n) + ",\"steps\":" + std::to_string(o.steps) +
-         ",\"alpha\":" + std::to_string(o.alpha) + ",\"courant\":" + std::to_string(o.courant) +
-         ",\"scheme\":\"" + o.scheme + "\",\"dt\":" + std::to_string(o.dt) + ",\"initial\":\"" +
-         o.initial + "\",\"seed\":" + std::to_string(o.seed) + "}";
+  tenax::io::ConfigWriter config("heat2d");
+  config.set("n", o.n).set("steps", o.steps).set("alpha", o.alpha);
+  if (o.dt == 0) config.set("courant", o.courant);
+  config.set("scheme", o.scheme).set("dt", o.dt).set("initial", o.initial);
+  if (o.initial == "random") config.set("seed", o.seed);
+  if (o.scheme == "implicit" || o.scheme == "cn") config.set("solver_tol", o.solver_tol);
+  return config.text();
+}
+
+// What a resume may change: --steps freely (a longer or shorter run of the same steps); the time
+// step (--courant, --dt) and the implicit solve's tolerance with --allow-config-change (the field
+// stays a valid state at its time t; the steps still to run are computed differently). The grid,
+// the diffusivity, the scheme (whose state the checkpoint holds) and the initial condition
+// define the problem being run and never change.
+tenax::io::ConfigPolicy config_policy() {
+  return {.free_keys = {"steps"}, .safe_keys = {"courant", "dt", "solver_tol"}};
 }
 
 int run(const Options& options) {
@@ -280,7 +297,8 @@ int run(const Options& options) {
   Heat2d heat(options, device);
 
   tenax::runtime::Runner runner(
-      heat, tenax::examples::runner_options(options.run, options.steps, config_json(options)));
+      heat, tenax::examples::runner_options(options.run, options.steps, "heat2d",
+                                            config_json(options), config_policy()));
   const tenax::runtime::RunResult result = runner.run();
   if (result.status != tenax::runtime::RunStatus::completed) {
     std::fprintf(stderr, "heat2d: %s: %s\n", std::string(to_string(result.status)).c_str(),

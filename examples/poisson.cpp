@@ -35,7 +35,9 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
+#include "tenax/io/checksum.hpp"
 #include "tenax/io/matrix_market.hpp"
+#include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/runner.hpp"
@@ -379,11 +381,43 @@ void validate(const Options& o) {
                 "--iterations-per-step " + std::to_string(o.iterations_per_step), "use at least 1");
 }
 
-std::string config_json(const Options& o) {
-  return "{\"dim\":" + std::to_string(o.dim) + ",\"n\":" + std::to_string(o.n) + ",\"problem\":\"" +
-         o.problem + "\",\"operator\":\"" + o.op + "\",\"solver\":\"" + o.solver +
-         "\",\"precond\":\"" + o.precond + "\",\"precision\":\"" + o.precision +
-         "\",\"matrix\":\"" + o.matrix + "\"}";
+// The settings that decide the solution and the solver's iterates, stored in every checkpoint; a
+// resume compares them with its own (see config_policy). Solver settings are the effective ones
+// (after --solver-options). A matrix or right-hand side from a file is recorded by path and by
+// the XXH64 of its bytes, so a file edited in place is a change and a file moved is not.
+std::string config_json(const Options& o, const solvers::SolverOptions& solver) {
+  tenax::io::ConfigWriter config("poisson");
+  if (o.matrix.empty()) {
+    config.set("problem", o.problem).set("dim", o.dim).set("n", o.n);
+    if (o.problem == "convdiff") config.set("beta_h", o.beta_h);
+  } else {
+    config.set("matrix", o.matrix)
+        .set("matrix_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.matrix)));
+    if (!o.rhs.empty()) {
+      config.set("rhs", o.rhs).set("rhs_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.rhs)));
+    }
+  }
+  config.set("operator", o.matrix.empty() ? o.op : "csr").set("index", o.index);
+  config.set("precision", o.precision)
+      .set("solver", o.solver)
+      .set("precond", solver.preconditioner);
+  if (o.solver == "gmres") config.set("restart", solver.restart);
+  config.set("tol", solver.tolerance).set("atol", solver.absolute_tolerance);
+  config.set("divtol", solver.divergence_factor).set("max_iters", solver.max_iterations);
+  config.set("iterations_per_step", o.iterations_per_step);
+  return config.text();
+}
+
+// What a resume may change: the iteration limit freely (the iterates do not depend on it), and
+// the files' paths (their contents are the digests). With --allow-config-change: the stopping
+// tolerances (the iterates are the same, the solve stops elsewhere), and how the same operator is
+// applied (assembled or matrix-free, the CSR index type: the same matrix, possibly other
+// rounding). The system, the method, its preconditioner and restart length, the precision and
+// the iterations per Runner step (which fix what a step count in the checkpoint means) never
+// change.
+tenax::io::ConfigPolicy config_policy() {
+  return {.free_keys = {"max_iters", "matrix", "rhs"},
+          .safe_keys = {"tol", "atol", "divtol", "operator", "index"}};
 }
 
 // Largest and root-mean-square difference between x and the known solution.
@@ -418,6 +452,7 @@ int run(const Options& o) {
   const auto setup_start = std::chrono::steady_clock::now();
   System system = build_system(o, dtype, device);
   wait_for(device);
+  const std::string config = config_json(o, solver_options);  // after the files proved readable
 
   solvers::SolveResult result;
   double solve_seconds = 0.0;
@@ -447,9 +482,9 @@ int run(const Options& o) {
                           o.iterations_per_step);
     const tenax::runtime::RunnerOptions runner_options = tenax::examples::runner_options(
         o.run,
-        std::max<std::int64_t>(1,
-                               (o.max_iters + o.iterations_per_step - 1) / o.iterations_per_step),
-        config_json(o));
+        std::max<std::int64_t>(
+            1, (solver_options.max_iterations + o.iterations_per_step - 1) / o.iterations_per_step),
+        "poisson", config, config_policy());
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
     tenax::runtime::Runner runner(workload, runner_options);
@@ -496,7 +531,7 @@ int run(const Options& o) {
   if (!o.output.empty()) {
     tenax::io::FileMetadata metadata;
     metadata.step = result.iterations;
-    metadata.config = config_json(o);
+    metadata.config = config;
     tenax::io::write_tensor_file(
         o.output, "x", tenax::ops::cast(x, DType::f64).to(Device::cpu()),
         {{"iterations", static_cast<double>(result.iterations)}, {"residual", result.residual}},

@@ -1,7 +1,15 @@
 // The command-line flags every example job shares: where the run lives, when it checkpoints,
-// which faults to inject, how it reports progress. Each example embeds a RunFlags (with its
-// own defaults), registers them with add_run_flags and builds its RunnerOptions with
-// runner_options, so the flags mean the same in every program.
+// which faults to inject, how it reports progress, which configuration changes a resume may
+// accept. Each example embeds a RunFlags (with its own defaults), registers them with
+// add_run_flags and builds its RunnerOptions with runner_options, so the flags mean the same in
+// every program. None of these flags changes results, so none of them is part of the
+// configuration an example stores in its checkpoints.
+//
+// The run directory is locked by the job that runs in it (a second job on it is refused, naming
+// the first one's pid). A resume checks the stored configuration against the current flags
+// (tenax/io/run_config.hpp): each example names its free keys (changed with a notice, e.g.
+// --steps) and its safe keys, which change only with --allow-config-change KEY; any other
+// change is refused, listing what changed.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -10,8 +18,10 @@
 #include <cstdlib>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tenax/core/fault_injection.hpp"
+#include "tenax/io/run_config.hpp"
 #include "tenax/runtime/runner.hpp"
 
 namespace tenax::examples {
@@ -25,6 +35,7 @@ struct RunFlags {
   std::string inject;
   std::string progress = "auto";
   std::int64_t anomaly_check_every = 1;
+  std::vector<std::string> allow_config_change;
 };
 
 inline void add_run_flags(CLI::App& app, RunFlags& flags) {
@@ -46,6 +57,13 @@ inline void add_run_flags(CLI::App& app, RunFlags& flags) {
   app.add_option("--anomaly-check-every", flags.anomaly_check_every,
                  "steps between NaN/Inf scans of the state (0: only before checkpoints)")
       ->capture_default_str();
+  app.add_option("--allow-config-change", flags.allow_config_change,
+                 "resume even though configuration key KEY changed, for a key that is safe to "
+                 "change (the refusal of a resume names them); repeat it or separate keys with "
+                 "commas")
+      ->type_name("KEY")
+      ->delimiter(',')
+      ->allow_extra_args(false);
 }
 
 // --inject is TENAX_FAULTS by another name: a malformed spec is rejected here, before anything
@@ -57,10 +75,16 @@ inline void apply_inject_flag(const RunFlags& flags) {
   ::setenv("TENAX_FAULTS", flags.inject.c_str(), 1);
 }
 
-// The Runner's options from the flags.
+// The Runner's options from the flags, for `program` with its configuration (built with
+// io::ConfigWriter) and the policy of what may change in it on resume (the flags add what the
+// user allowed).
 inline runtime::RunnerOptions runner_options(const RunFlags& flags, std::int64_t total_steps,
-                                             std::string config) {
+                                             std::string program, std::string config,
+                                             io::ConfigPolicy policy) {
   runtime::RunnerOptions options;
+  options.program = std::move(program);
+  policy.allowed = flags.allow_config_change;
+  options.config_policy = std::move(policy);
   options.run_dir = flags.run_dir;
   options.total_steps = total_steps;
   options.checkpoint_every = flags.checkpoint_every;

@@ -34,7 +34,9 @@
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/core/philox.hpp"
+#include "tenax/io/checksum.hpp"
 #include "tenax/io/dataset_file.hpp"
+#include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/loss_scaler.hpp"
@@ -478,14 +480,44 @@ void validate(const Options& o) {
                 "use a positive learning rate");
 }
 
+// The settings that decide the trained parameters, stored in every checkpoint; a resume compares
+// them with its own (see config_policy). Files (--data, --init) are recorded by path and by the
+// XXH64 of their bytes, so a file edited in place is a change and a file moved is not. The
+// micro-batch is not recorded: whole grains give the same bits at any micro-batch.
 std::string config_json(const Options& o) {
-  std::ostringstream c;
-  c << "{\"example\":\"train_mlp\",\"task\":\"" << o.task << "\",\"layers\":\"" << o.layers
-    << "\",\"activation\":\"" << o.activation << "\",\"precision\":\"" << o.precision
-    << "\",\"batch\":" << o.batch << ",\"grain\":" << o.grain << ",\"optimizer\":\"" << o.optimizer
-    << "\",\"lr\":" << o.lr << ",\"steps\":" << o.steps << ",\"seed\":" << o.seed << ",\"data\":\""
-    << o.data << "\"}";
-  return c.str();
+  tenax::io::ConfigWriter config("train_mlp");
+  if (o.data.empty()) {
+    config.set("task", o.task).set("samples", o.samples).set("noise", o.noise);
+  } else {
+    config.set("data", o.data)
+        .set("data_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.data)));
+  }
+  if (!o.init.empty()) {
+    config.set("init", o.init)
+        .set("init_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.init)));
+  }
+  config.set("layers", o.layers).set("activation", o.activation).set("precision", o.precision);
+  config.set("batch", o.batch).set("grain", std::min(o.grain, o.batch)).set("shuffle", o.shuffle);
+  config.set("seed", o.seed).set("optimizer", o.optimizer).set("lr", o.lr);
+  config.set("optimizer_options", o.optimizer_options).set("schedule", o.schedule);
+  config.set("clip_grad_norm", o.clip_grad_norm).set("steps", o.steps);
+  if (o.precision == "f16") config.set("loss_scaler", o.loss_scaler);
+  return config.text();
+}
+
+// What a resume may change: --steps freely, unless the learning-rate schedule is stretched over
+// the run's length (cosine), where it changes the rate of every step still to run and needs
+// --allow-config-change; the files' paths (their contents are the digests). With
+// --allow-config-change: what the advice after an overflow or an anomaly suggests changing on a
+// resume (--lr, --clip-grad-norm, --loss-scaler, --precision among f32, f16 and bf16, all of
+// which keep f32 master weights): the stored parameters and optimizer state stay valid, the
+// steps still to run differ. The data, the model, the batch and its order, the optimizer and the
+// schedule never change.
+tenax::io::ConfigPolicy config_policy(const Options& o) {
+  tenax::io::ConfigPolicy policy{.free_keys = {"data", "init"},
+                                 .safe_keys = {"lr", "clip_grad_norm", "loss_scaler", "precision"}};
+  (o.schedule.starts_with("cosine") ? policy.safe_keys : policy.free_keys).push_back("steps");
+  return policy;
 }
 
 int run(Options& o) {
@@ -497,7 +529,8 @@ int run(Options& o) {
                                                : spirals_set(o.samples, o.noise, o.seed))
                      : load_data(o.data);
   TrainMlp workload(o, std::move(data), device);
-  runtime::RunnerOptions options = tenax::examples::runner_options(o.run, o.steps, config_json(o));
+  runtime::RunnerOptions options = tenax::examples::runner_options(
+      o.run, o.steps, "train_mlp", config_json(o), config_policy(o));
   options.min_micro_batch = std::min(o.grain, o.batch);
   options.regrow_micro_batch_after = o.regrow_after;
   runtime::Runner runner(workload, options);

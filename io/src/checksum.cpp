@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "durable_file.hpp"
+
 // XXH64 as specified in xxHash's doc/xxhash_spec.md: four 64-bit accumulator lanes over 32-byte
 // stripes, then the remainder in 8-, 4- and 1-byte steps, then an avalanche. Reads are
 // little-endian; every platform tenax builds on is little-endian, so memcpy loads suffice.
@@ -154,6 +156,10 @@ bool parse_hex64(std::string_view text, std::uint64_t& value) noexcept {
   }
   value = v;
   return true;
+}
+
+std::uint64_t xxh64_file(const std::filesystem::path& path) {
+  return detail::digest_file(path).digest;
 }
 
 }  // namespace tenax::io

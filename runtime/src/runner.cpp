@@ -13,11 +13,14 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/io/async_checkpointer.hpp"
 #include "tenax/io/checkpoint_store.hpp"
+#include "tenax/io/run_config.hpp"
+#include "tenax/io/run_directory_lock.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/event_log.hpp"
 #include "tenax/runtime/progress.hpp"
@@ -107,6 +110,39 @@ void poison_state(const StateDict& state, double value) {
       ops::fill(tensor->reshape({tensor->numel()}).slice(0, 1), value);
       return;
     }
+  }
+}
+
+// The run directory belongs to this job until run() returns. Taken before anything in it is
+// opened, so a second job on the same directory is refused before it reads or writes anything.
+io::RunDirectoryLock lock_run_directory(const RunnerOptions& options,
+                                        const Communicator& communicator) {
+  return io::RunDirectoryLock::acquire(options.run_dir, communicator.rank(), options.program);
+}
+
+// At resume (not at a rollback): the configuration stored with the checkpoint against this
+// run's. Accepted changes are printed and logged; a refused one is logged and thrown before the
+// checkpoint's state is loaded, so the run directory keeps the run it holds.
+void check_resumed_config(const io::LoadedCheckpoint& loaded, const RunnerOptions& options,
+                          EventLog& events) {
+  if (options.config.empty()) return;
+  std::vector<io::ConfigChange> changes;
+  try {
+    changes = io::check_resume_config(loaded.metadata.config, options.config, options.config_policy,
+                                      options.run_dir);
+  } catch (const UsageError& e) {
+    events.append("config_refused", {{"step", loaded.step}, {"reason", e.cause()}});
+    throw;
+  }
+  for (const io::ConfigChange& change : changes) {
+    std::fprintf(stderr, "tenax: resuming with %s changed %s -> %s%s\n", change.key.c_str(),
+                 change.old_value.c_str(), change.new_value.c_str(),
+                 change.allowed ? " (--allow-config-change)" : "");
+    events.append("config_changed", {{"step", loaded.step},
+                                     {"key", change.key},
+                                     {"old", change.old_value},
+                                     {"new", change.new_value},
+                                     {"allowed", change.allowed}});
   }
 }
 
@@ -262,6 +298,7 @@ struct Runner::Impl {
                    static_cast<long long>(skipped.step), skipped.reason.c_str());
     }
     if (!loaded.found) return false;
+    if (std::string_view(event) == "resumed") check_resumed_config(loaded, options, *events);
     workload.load_state(loaded.state.scope("workload"));
     step = loaded.state.integer("runner/step");
     micro_batch = std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
@@ -434,6 +471,7 @@ struct Runner::Impl {
   }
 
   RunResult run() {
+    const io::RunDirectoryLock lock = lock_run_directory(options, *communicator);
     events.emplace(options.run_dir / "events.jsonl");
     io::CheckpointOptions checkpoint_options;
     checkpoint_options.keep_last = options.keep_last;
@@ -613,6 +651,7 @@ Runner::Runner(Workload& workload, RunnerOptions options,
                 "use a count >= 0");
   TENAX_EXPECTS(communicator != nullptr, UsageError, "the runner was given a null communicator",
                 "pass a communicator or use the default single-rank one");
+  io::check_allowed_changes(options.config, options.config_policy);
   impl_ = std::make_unique<Impl>(workload, std::move(options), std::move(communicator));
 }
 

@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <vector>
+
+#include "tenax/core/error.hpp"
 
 namespace tenax::io {
 namespace {
@@ -72,6 +78,18 @@ TEST(Xxh64, HexRoundTripsAndRejectsJunk) {
   EXPECT_FALSE(parse_hex64("ef46db3751d8e99", value));
   EXPECT_FALSE(parse_hex64("EF46DB3751D8E999", value));
   EXPECT_FALSE(parse_hex64("ef46db3751d8e99g", value));
+}
+
+TEST(Xxh64, OfAFileIsOfItsBytesAndAMissingFileIsAnIoError) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("tenax-xxh64-file-" + std::to_string(::getpid()));
+  const std::vector<unsigned char> bytes = sanity_buffer(100000);
+  std::ofstream(file, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+  EXPECT_EQ(xxh64_file(file), xxh64(bytes.data(), bytes.size()));
+  std::filesystem::remove(file);
+  EXPECT_THROW((void)xxh64_file(file), IoError);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -35,5 +36,9 @@ class Xxh64 {
 // 16 lower-case hex digits, and back. parse_hex64 returns false for anything else.
 [[nodiscard]] std::string to_hex64(std::uint64_t value);
 [[nodiscard]] bool parse_hex64(std::string_view text, std::uint64_t& value) noexcept;
+
+// XXH64 of a whole file's bytes (e.g. to record which input a run was started with). Throws
+// IoError naming the file and the errno reason when it cannot be read.
+[[nodiscard]] std::uint64_t xxh64_file(const std::filesystem::path& path);
 
 }  // namespace tenax::io

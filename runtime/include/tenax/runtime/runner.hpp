@@ -1,9 +1,16 @@
 // Runner: drives a Workload to completion and keeps the promise that no work is lost.
 //
 // It owns the step loop and, around it:
+//  - the run directory's lock (io::RunDirectoryLock), taken for this rank before anything in
+//    RUN_DIR is read or written and held until run() returns: a second job on the same
+//    directory is refused (UsageError naming the holder's pid, host and program);
 //  - resume: at start, the newest valid checkpoint in RUN_DIR is loaded (newer broken ones are
 //    skipped and reported); without one the workload is initialised and checkpointed as step 0,
-//    so that there is always a state to roll back to;
+//    so that there is always a state to roll back to. With a configuration (`config`), the one
+//    stored in the checkpoint must match it under `config_policy` (io::check_resume_config):
+//    accepted changes are printed ("tenax: resuming with steps changed 100 -> 200") and logged
+//    as config_changed events; any other change throws UsageError before the state is loaded,
+//    and the run directory is left as it was (a rollback does not check again);
 //  - checkpoints every `checkpoint_every` steps and/or `checkpoint_seconds` seconds, at the end,
 //    and on SIGTERM/SIGINT (the current step finishes, the state is checkpointed, and the run
 //    returns the restart exit code 75 so a supervisor resumes it);
@@ -42,6 +49,7 @@
 #include <string>
 
 #include "tenax/core/fault_injection.hpp"
+#include "tenax/io/run_config.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/workload.hpp"
 
@@ -76,7 +84,16 @@ struct RunnerOptions {
   // regrows where an uninterrupted one would; a rollback keeps it with the micro-batch it keeps.
   // The results do not change (Workload::step's contract), only the speed. 0: never regrow.
   std::int64_t regrow_micro_batch_after = 0;
-  std::string config;  // run configuration (JSON text) stored in checkpoints
+  // Run configuration stored in checkpoints: a flat JSON object with "program" (build it with
+  // io::ConfigWriter), or "" for none (then nothing is checked on resume).
+  std::string config;
+  // Which changes of `config` a resume accepts (free keys, safe keys the user allowed with
+  // --allow-config-change). The constructor refuses an allowed key that is not a safe or free
+  // key of `config`.
+  io::ConfigPolicy config_policy;
+  // The program's name, recorded in the run directory's lock so that a refused second job is
+  // told who holds it ("" records the process's command name).
+  std::string program;
   ProgressMode progress = ProgressMode::automatic;
   const FaultPlan* faults = nullptr;  // nullptr: the process plan (TENAX_FAULTS)
 };
@@ -100,7 +117,8 @@ struct RunResult {
 
 class Runner {
  public:
-  // Throws UsageError for inconsistent options (naming the option and the fix).
+  // Throws UsageError for inconsistent options (naming the option and the fix), including an
+  // --allow-config-change key (config_policy.allowed) that the configuration does not accept.
   Runner(Workload& workload, RunnerOptions options,
          std::shared_ptr<Communicator> communicator = std::make_shared<SingleRankCommunicator>());
   ~Runner();
@@ -108,7 +126,8 @@ class Runner {
   Runner& operator=(const Runner&) = delete;
 
   // Runs to completion or to the first fault the policies cannot absorb. Throws only for errors
-  // outside the policies (usage errors, an unusable run directory).
+  // outside the policies (usage errors, an unusable run directory, a run directory in use by
+  // another job, a resume with a configuration the policy refuses).
   [[nodiscard]] RunResult run();
 
  private:

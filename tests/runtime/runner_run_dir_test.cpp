@@ -1,0 +1,190 @@
+// The Runner and its run directory, in process: the directory is locked for the whole run (a
+// run on a directory held by someone else throws before anything is written, and the lock is
+// free again when run() returns), and a resume checks the stored configuration: a refused
+// change throws before the state is loaded and leaves the checkpoints alone, a free change is
+// logged as config_changed once (a rollback does not check again), and an --allow-config-change
+// that the configuration does not accept is refused by the constructor.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/toy_workload.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/fault_injection.hpp"
+#include "tenax/io/checkpoint_store.hpp"
+#include "tenax/io/run_config.hpp"
+#include "tenax/io/run_directory_lock.hpp"
+#include "tenax/runtime/runner.hpp"
+
+namespace tenax::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::toy_expected;
+using test::ToyWorkload;
+
+constexpr std::int64_t kSize = 8;
+
+class RunnerRunDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tenax-runner-dir-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Options of a toy run of `steps` steps whose configuration records its size and steps.
+  [[nodiscard]] RunnerOptions options(std::int64_t steps, std::int64_t size = kSize) const {
+    RunnerOptions o;
+    o.run_dir = dir_;
+    o.total_steps = steps;
+    o.progress = ProgressMode::quiet;
+    o.faults = &no_faults_;
+    o.program = "toy";
+    o.config = io::ConfigWriter("toy").set("size", size).set("steps", steps).text();
+    o.config_policy.free_keys = {"steps"};
+    return o;
+  }
+
+  [[nodiscard]] std::vector<json> events(std::string_view event) const {
+    std::ifstream in(dir_ / "events.jsonl");
+    std::vector<json> lines;
+    for (std::string line; std::getline(in, line);) {
+      json parsed = json::parse(line);
+      if (parsed.at("event") == event) lines.push_back(std::move(parsed));
+    }
+    return lines;
+  }
+
+  [[nodiscard]] std::string bytes_of_checkpoints() const {
+    std::string all;
+    for (const auto& entry : fs::recursive_directory_iterator(dir_ / "checkpoints")) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path(), std::ios::binary);
+      all += entry.path().string() + ":" + std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return all;
+  }
+
+  fs::path dir_;
+  FaultPlan no_faults_;
+};
+
+TEST_F(RunnerRunDirTest, TheRunHoldsTheLockAndADirectoryInUseIsRefusedBeforeAnythingIsWritten) {
+  {
+    const io::RunDirectoryLock other = io::RunDirectoryLock::acquire(dir_, 0, "other-job");
+    ToyWorkload toy(kSize);
+    Runner runner(toy, options(4));
+    try {
+      (void)runner.run();
+      ADD_FAILURE() << "ran in a directory in use";
+    } catch (const UsageError& e) {
+      EXPECT_NE(e.cause().find("is in use by other-job (pid " + std::to_string(::getpid())),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(toy.init_calls, 0);
+    EXPECT_FALSE(fs::exists(dir_ / "events.jsonl"));
+    EXPECT_FALSE(fs::exists(dir_ / "checkpoints"));
+  }
+  // Free again: the run takes the lock under its program's name, for as long as it runs.
+  ToyWorkload toy(kSize);
+  std::vector<std::string> holders;
+  toy.problem = [&](std::int64_t) -> std::optional<std::string> {
+    std::ifstream in(io::RunDirectoryLock::lock_file(dir_, 0));
+    holders.push_back(
+        io::RunDirectoryLock::parse_holder(std::string(std::istreambuf_iterator<char>(in), {}))
+            .program);
+    return std::nullopt;
+  };
+  Runner runner(toy, options(4));
+  EXPECT_EQ(runner.run().status, RunStatus::completed);
+  ASSERT_GE(holders.size(), 4u);  // after each step, and before the final checkpoint
+  EXPECT_EQ(holders, std::vector<std::string>(holders.size(), "toy"));
+  EXPECT_TRUE(io::RunDirectoryLock::acquire(dir_, 0, "after").held()) << "released at the end";
+}
+
+TEST_F(RunnerRunDirTest, ARefusedConfigurationChangeThrowsBeforeTheStateIsLoaded) {
+  {
+    ToyWorkload toy(kSize);
+    Runner runner(toy, options(4));
+    ASSERT_EQ(runner.run().status, RunStatus::completed);
+  }
+  const std::string before = bytes_of_checkpoints();
+  ToyWorkload toy(kSize);
+  Runner runner(toy, options(6, /*size=*/9));
+  try {
+    (void)runner.run();
+    ADD_FAILURE() << "resumed with another size";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find("size: 8 -> 9; steps: 4 -> 6"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(toy.loads, 0);
+  EXPECT_EQ(toy.init_calls, 0);
+  EXPECT_EQ(bytes_of_checkpoints(), before);
+  ASSERT_EQ(events("config_refused").size(), 1u);
+  EXPECT_EQ(events("config_refused")[0].at("step"), 4);
+}
+
+TEST_F(RunnerRunDirTest, AFreeChangeIsLoggedOnceAndARollbackDoesNotCheckAgain) {
+  {
+    ToyWorkload toy(kSize);
+    Runner runner(toy, options(4));
+    ASSERT_EQ(runner.run().status, RunStatus::completed);
+  }
+  ToyWorkload toy(kSize);
+  toy.nan = [](std::int64_t step, int attempt, std::int64_t) { return step == 6 && attempt == 0; };
+  Runner runner(toy, options(8));
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::completed);
+  EXPECT_EQ(toy.values(), toy_expected(kSize, 8));
+  EXPECT_EQ(events("rollback").size(), 1u);
+  const std::vector<json> changed = events("config_changed");
+  ASSERT_EQ(changed.size(), 1u);
+  EXPECT_EQ(changed[0].at("key"), "steps");
+  EXPECT_EQ(changed[0].at("old"), "4");
+  EXPECT_EQ(changed[0].at("new"), "8");
+  EXPECT_EQ(changed[0].at("allowed"), false);
+}
+
+TEST_F(RunnerRunDirTest, AnAllowedKeyTheConfigurationDoesNotAcceptIsRefusedAtOnce) {
+  ToyWorkload toy(kSize);
+  RunnerOptions o = options(4);
+  o.config_policy.allowed = {"size"};
+  EXPECT_THROW((void)Runner(toy, o), UsageError);
+  o.config_policy.allowed = {"missing"};
+  EXPECT_THROW((void)Runner(toy, o), UsageError);
+  o.config_policy.safe_keys = {"size"};
+  o.config_policy.allowed = {"size"};
+  EXPECT_NO_THROW((void)Runner(toy, o));
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+TEST_F(RunnerRunDirTest, WithoutAConfigurationNothingIsChecked) {
+  {
+    ToyWorkload toy(kSize);
+    RunnerOptions o = options(4);
+    o.config.clear();
+    Runner runner(toy, o);
+    ASSERT_EQ(runner.run().status, RunStatus::completed);
+  }
+  ToyWorkload toy(kSize);
+  RunnerOptions o = options(6);
+  o.config.clear();
+  Runner runner(toy, o);
+  EXPECT_EQ(runner.run().status, RunStatus::completed);
+  EXPECT_EQ(toy.loads, 1);
+  EXPECT_TRUE(events("config_changed").empty());
+}
+
+}  // namespace
+}  // namespace tenax::runtime
