@@ -155,13 +155,22 @@ class Heat2d final : public tenax::runtime::Workload {
       // in-place path below, which needs only two blocks beside the field.
       Tensor next = Tensor::empty_like(u_);
       tenax::ops::laplacian_5pt_update(u_, next, 0, factor, h_, h_);
-      u_ = std::move(next);
-      time_ += dt_;
+      staged_ = Staged{std::move(next), Tensor{}, 0};
       return;
     }
+    // In place: everything that can fail (the two block buffers) is taken now; the sweep itself,
+    // which overwrites u, runs in commit_step() once every rank agreed.
     const std::int64_t cache_rows = std::max<std::int64_t>(1, kBlockBytes / (8 * n));
     const std::int64_t rows = std::min({micro_batch, cache_rows, n});
-    const Tensor buffers = Tensor::empty({2, rows, n}, DType::f64, device_);  // from the pool
+    staged_ = Staged{Tensor{}, Tensor::empty({2, rows, n}, DType::f64, device_), rows};
+  }
+
+  // The blocked in-place FTCS sweep. A block's new rows go to a buffer and are copied into u one
+  // block later, after the next block (which reads this block's last row as its halo) has been
+  // computed from the old values.
+  void sweep_in_place(const Tensor& buffers, std::int64_t rows) {
+    const std::int64_t n = options_.n;
+    const double factor = options_.alpha * dt_;
     Tensor pending;  // the previous block's new rows, not yet in u
     std::int64_t pending_row = 0;
     for (std::int64_t r0 = 0, block = 0; r0 < n; r0 += rows, ++block) {
@@ -179,25 +188,54 @@ class Heat2d final : public tenax::runtime::Workload {
       pending_row = r0;
     }
     tenax::ops::copy(u_.slice(pending_row, pending_row + pending.shape()[0]), pending);
-    time_ += dt_;
   }
 
-  // One step of the integrator on a copy of u, so that a step that throws leaves the state as
-  // it was; the integrator's own counters are part of the state and advance with u.
+  // One step of the integrator on a copy of u; the integrator's own counters are part of the
+  // state and advance with u, so they are put back when the step is discarded.
   void integrate(std::int64_t step) {
     if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
     tenax::ops::copy(u_next_, u_);
-    const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
-    std::swap(u_, u_next_);
-    time_ += dt_;
-    problem_.reset();
-    if (!result.converged()) {
-      problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) + " ended with " +
-                 std::string(tenax::solvers::to_string(result.status)) + " after " +
-                 std::to_string(result.iterations) + " iterations (relative residual " +
-                 std::to_string(result.relative_residual) + ")" +
-                 (result.detail.empty() ? "" : ": " + result.detail);
+    integrator_before_ = StateDict{};
+    integrator_->save_state(integrator_before_, "integrator");
+    tenax::solvers::SolveResult result;
+    try {
+      result = integrator_->step(u_next_, dt_);
+    } catch (...) {
+      integrator_->load_state(integrator_before_, "integrator");
+      throw;
     }
+    staged_ = Staged{u_next_, Tensor{}, 0};
+    staged_problem_.reset();
+    if (!result.converged()) {
+      staged_problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) +
+                        " ended with " + std::string(tenax::solvers::to_string(result.status)) +
+                        " after " + std::to_string(result.iterations) +
+                        " iterations (relative residual " +
+                        std::to_string(result.relative_residual) + ")" +
+                        (result.detail.empty() ? "" : ": " + result.detail);
+    }
+  }
+
+  void commit_step() override {
+    TENAX_EXPECTS(staged_.has_value(), tenax::UsageError, "heat2d: commit with no step staged",
+                  "call step() before commit_step()");
+    if (staged_->field.defined()) {
+      if (integrator_) {
+        std::swap(u_, u_next_);
+        problem_ = staged_problem_;
+      } else {
+        u_ = staged_->field;
+      }
+    } else {
+      sweep_in_place(staged_->buffers, staged_->rows);
+    }
+    time_ += dt_;
+    staged_.reset();
+  }
+
+  void discard_step() override {
+    if (staged_ && integrator_) integrator_->load_state(integrator_before_, "integrator");
+    staged_.reset();
   }
 
   [[nodiscard]] StateDict save_state() const override {
@@ -216,6 +254,7 @@ class Heat2d final : public tenax::runtime::Workload {
                       std::to_string(options_.n),
                   "resume with the same --n, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
+    staged_.reset();
     if (integrator_) integrator_->load_state(state, "integrator");
   }
 
@@ -236,7 +275,17 @@ class Heat2d final : public tenax::runtime::Workload {
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
   std::optional<std::string> problem_;  // why the last step is not acceptable
-  std::vector<double> step_seconds_;    // of every step taken by this process
+  // The step computed but not yet applied: a new field (FTCS into a second field, or the
+  // integrator's u_next_), or the buffers of the in-place sweep.
+  struct Staged {
+    Tensor field;
+    Tensor buffers;
+    std::int64_t rows = 0;
+  };
+  std::optional<Staged> staged_;
+  std::optional<std::string> staged_problem_;
+  StateDict integrator_before_;       // the integrator's counters before the staged step
+  std::vector<double> step_seconds_;  // of every step taken by this process
 };
 
 // The settings that decide the field, stored in every checkpoint; a resume compares them with
@@ -296,9 +345,12 @@ int run(const Options& options) {
   const Device device = tenax::select_device(options.device);
   Heat2d heat(options, device);
 
+  const auto comm = tenax::examples::make_communicator(options.run, "heat2d", false);
   tenax::runtime::Runner runner(
-      heat, tenax::examples::runner_options(options.run, options.steps, "heat2d",
-                                            config_json(options), config_policy()));
+      heat,
+      tenax::examples::runner_options(options.run, options.steps, "heat2d", config_json(options),
+                                      config_policy()),
+      comm);
   const tenax::runtime::RunResult result = runner.run();
   if (result.status != tenax::runtime::RunStatus::completed) {
     std::fprintf(stderr, "heat2d: %s: %s\n", std::string(to_string(result.status)).c_str(),

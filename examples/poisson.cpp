@@ -317,7 +317,15 @@ class PoissonSolve final : public tenax::runtime::Workload {
 
   [[nodiscard]] std::int64_t work_units() const override { return 1; }
 
+  // The solver's iterations update x and its vectors in place and allocate nothing after
+  // start(), so nothing is staged: step() only checks that a session is open, and the
+  // iterations run in commit_step(), once every rank agreed to take the step.
   void step(std::int64_t /*step*/, std::int64_t /*micro_batch*/) override {
+    TENAX_EXPECTS(x_.defined(), UsageError, "poisson: a step before the solve was started",
+                  "call init() or load_state() first");
+  }
+
+  void commit_step() override {
     const auto start = std::chrono::steady_clock::now();
     solver_->iterate(iterations_per_step_);
     wait_for(system_.a->device());
@@ -487,7 +495,8 @@ int run(const Options& o) {
         "poisson", config, config_policy());
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
-    tenax::runtime::Runner runner(workload, runner_options);
+    const auto comm = tenax::examples::make_communicator(o.run, "poisson", false);
+    tenax::runtime::Runner runner(workload, runner_options, comm);
     const tenax::runtime::RunResult run = runner.run();
     if (run.status != tenax::runtime::RunStatus::completed) {
       std::fprintf(stderr, "poisson: %s: %s\n", std::string(to_string(run.status)).c_str(),

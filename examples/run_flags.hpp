@@ -14,14 +14,19 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/io/run_config.hpp"
+#include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/runner.hpp"
 
 namespace tenax::examples {
@@ -36,6 +41,8 @@ struct RunFlags {
   std::string progress = "auto";
   std::int64_t anomaly_check_every = 1;
   std::vector<std::string> allow_config_change;
+  std::string comm = "auto";
+  double comm_timeout = 300;
 };
 
 inline void add_run_flags(CLI::App& app, RunFlags& flags) {
@@ -64,6 +71,35 @@ inline void add_run_flags(CLI::App& app, RunFlags& flags) {
       ->type_name("KEY")
       ->delimiter(',')
       ->allow_extra_args(false);
+  app.add_option("--comm", flags.comm,
+                 "how ranks talk: auto (MPI when started by mpirun or srun, else one rank), "
+                 "single, mpi or nccl")
+      ->capture_default_str();
+  app.add_option("--comm-timeout", flags.comm_timeout,
+                 "seconds a collective may take before the job is declared hung (it then exits "
+                 "75 naming the call and the ranks that did not arrive, for a restart)")
+      ->capture_default_str();
+}
+
+// The communicator of --comm and --comm-timeout. `ranks_supported`: whether the program splits
+// its work across ranks; one that does not refuses a launch of several processes, which would
+// otherwise run the whole job once per rank.
+inline std::shared_ptr<runtime::Communicator> make_communicator(const RunFlags& flags,
+                                                                std::string_view program,
+                                                                bool ranks_supported) {
+  runtime::CommOptions options;
+  options.timeout_seconds = flags.comm_timeout;
+  TENAX_EXPECTS(std::isfinite(flags.comm_timeout) && flags.comm_timeout > 0, UsageError,
+                "--comm-timeout " + std::to_string(flags.comm_timeout),
+                "use a positive number of seconds (the default is 300)");
+  std::shared_ptr<runtime::Communicator> comm =
+      runtime::make_communicator(runtime::parse_comm_kind(flags.comm), options);
+  TENAX_EXPECTS(ranks_supported || comm->size() == 1, UsageError,
+                std::string(program) + " was started as " + std::to_string(comm->size()) +
+                    " ranks, but it does not divide its work across ranks yet: every rank "
+                    "would compute the whole job",
+                "run one process (without mpirun), or --comm single");
+  return comm;
 }
 
 // --inject is TENAX_FAULTS by another name: a malformed spec is rejected here, before anything

@@ -328,18 +328,31 @@ class TrainMlp : public runtime::Workload {
                                     loss);
         },
         &faults_);
-    // Nothing above changed the state when it threw; from here on nothing can throw.
-    loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
-    if (result.scaler.skip_step) ++skipped_;
-    last_ = result;
+    // Nothing above changed the state when it threw; the step waits for commit_step().
+    staged_ = result;
+    staged_step_ = step + 1;
     if (++steps_in_process_ == 2) {
       step_allocations_ = {allocations_before + 1, allocations_served()};
     }
-    if (o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
+  }
+
+  void commit_step() override {
+    trainer_->commit();
+    const runtime::TrainStepResult& result = *staged_;
+    loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
+    if (result.scaler.skip_step) ++skipped_;
+    last_ = result;
+    if (o_.log_every > 0 && staged_step_ % o_.log_every == 0) {
       std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
-                   static_cast<long long>(step + 1), result.loss, result.grad_norm, result.lr,
+                   static_cast<long long>(staged_step_), result.loss, result.grad_norm, result.lr,
                    result.scaler.scale_after, result.scaler.skip_step ? " (skipped)" : "");
     }
+    staged_.reset();
+  }
+
+  void discard_step() override {
+    trainer_->discard();
+    staged_.reset();
   }
 
   StateDict save_state() const override {
@@ -455,6 +468,8 @@ class TrainMlp : public runtime::Workload {
   std::int64_t loss_count_ = 0;
   std::int64_t skipped_ = 0;
   runtime::TrainStepResult last_;
+  std::optional<runtime::TrainStepResult> staged_;  // computed, not yet committed
+  std::int64_t staged_step_ = 0;
   std::int64_t steps_in_process_ = 0;
   std::pair<std::uint64_t, std::uint64_t> step_allocations_{0, 0};
 
@@ -533,7 +548,8 @@ int run(Options& o) {
       o.run, o.steps, "train_mlp", config_json(o), config_policy(o));
   options.min_micro_batch = std::min(o.grain, o.batch);
   options.regrow_micro_batch_after = o.regrow_after;
-  runtime::Runner runner(workload, options);
+  const auto comm = tenax::examples::make_communicator(o.run, "train_mlp", false);
+  runtime::Runner runner(workload, options, comm);
   const auto start = std::chrono::steady_clock::now();
   const runtime::RunResult result = runner.run();
   const double seconds =

@@ -10,13 +10,13 @@
 namespace tenax {
 namespace {
 
-constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill, enospc, overflow";
+constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill, enospc, overflow, hang";
 constexpr std::string_view kPoints = "alloc, step, checkpoint";
 constexpr std::string_view kSyntax =
     "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), optionally "
-    "followed by :phase, e.g. TENAX_FAULTS=oom@alloc=37,nan@step=50x2,kill@checkpoint=2:after_"
-    "rename; kinds: oom, nan, inf, device, comm, io, kill, enospc, overflow; points: alloc, step, "
-    "checkpoint";
+    "followed by :phase and/or :rank=R (step and checkpoint points), e.g. "
+    "TENAX_FAULTS=oom@alloc=37,nan@step=50x2:rank=1,kill@checkpoint=2:after_rename; kinds: oom, "
+    "nan, inf, device, comm, io, kill, enospc, overflow, hang; points: alloc, step, checkpoint";
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -31,11 +31,11 @@ std::string_view trim(std::string_view s) {
 
 FaultKind parse_kind(std::string_view item, std::string_view token) {
   static constexpr std::pair<std::string_view, FaultKind> kTable[] = {
-      {"oom", FaultKind::oom},          {"nan", FaultKind::nan},
-      {"inf", FaultKind::inf},          {"device", FaultKind::device},
-      {"comm", FaultKind::comm},        {"io", FaultKind::io},
-      {"kill", FaultKind::kill},        {"enospc", FaultKind::enospc},
-      {"overflow", FaultKind::overflow}};
+      {"oom", FaultKind::oom},           {"nan", FaultKind::nan},
+      {"inf", FaultKind::inf},           {"device", FaultKind::device},
+      {"comm", FaultKind::comm},         {"io", FaultKind::io},
+      {"kill", FaultKind::kill},         {"enospc", FaultKind::enospc},
+      {"overflow", FaultKind::overflow}, {"hang", FaultKind::hang}};
   for (const auto& [name, kind] : kTable) {
     if (token == name) return kind;
   }
@@ -72,16 +72,42 @@ FaultSpec parse_item(std::string_view item) {
   std::string_view number = trim(item.substr(eq + 1));
   const std::size_t colon = number.find(':');
   if (colon != std::string_view::npos) {
-    const std::string_view phase = trim(number.substr(colon + 1));
-    const bool valid = !phase.empty() && std::all_of(phase.begin(), phase.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    });
-    if (!valid) {
-      bad(item, "phase '" + std::string(phase) +
-                    "' is not a name of lower-case letters, digits and underscores");
-    }
-    spec.phase = std::string(phase);
+    std::string_view qualifiers = number.substr(colon + 1);
     number = trim(number.substr(0, colon));
+    while (true) {
+      const std::size_t next = qualifiers.find(':');
+      const std::string_view qualifier = trim(qualifiers.substr(0, next));
+      if (qualifier.starts_with("rank=")) {
+        if (spec.rank >= 0) bad(item, "the rank is given twice");
+        if (spec.point == FaultPoint::alloc) {
+          bad(item,
+              "a rank applies to step and checkpoint points only (allocation faults count the "
+              "allocations of the whole process; set TENAX_FAULTS on that rank alone instead)");
+        }
+        const std::string_view value = qualifier.substr(5);
+        int rank = -1;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rank);
+        if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || rank < 0 ||
+            rank > (1 << 20)) {
+          bad(item, "rank '" + std::string(value) + "' is not a whole number from 0 to 1048576");
+        }
+        spec.rank = rank;
+      } else {
+        const bool valid =
+            !qualifier.empty() && std::all_of(qualifier.begin(), qualifier.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+            });
+        if (!valid) {
+          bad(item, "phase '" + std::string(qualifier) +
+                        "' is not a name of lower-case letters, digits and underscores (nor "
+                        "rank=R)");
+        }
+        if (!spec.phase.empty()) bad(item, "the phase is given twice");
+        spec.phase = std::string(qualifier);
+      }
+      if (next == std::string_view::npos) break;
+      qualifiers.remove_prefix(next + 1);
+    }
   }
   const std::size_t x = number.find_first_of("xX");
   if (x != std::string_view::npos) {
@@ -114,6 +140,8 @@ std::string_view to_string(FaultKind kind) noexcept {
       return "enospc";
     case FaultKind::overflow:
       return "overflow";
+    case FaultKind::hang:
+      return "hang";
   }
   return "unknown";
 }
@@ -213,8 +241,17 @@ std::string FaultPlan::to_string() const {
     out += std::to_string(f.first);
     if (f.count != 1) out += 'x' + std::to_string(f.count);
     if (!f.phase.empty()) out += ':' + f.phase;
+    if (f.rank >= 0) out += ":rank=" + std::to_string(f.rank);
   }
   return out;
+}
+
+FaultPlan FaultPlan::for_rank(int rank) const {
+  std::vector<FaultSpec> kept;
+  for (const FaultSpec& f : faults_) {
+    if (f.rank < 0 || f.rank == rank) kept.push_back(f);
+  }
+  return FaultPlan(std::move(kept));
 }
 
 FaultPlan& process_fault_plan() {

@@ -114,8 +114,7 @@ struct WireProposal {
 static_assert(sizeof(WireProposal) == 32);
 
 void check_contiguous_tensor(const Tensor& tensor, std::string_view call) {
-  TENAX_EXPECTS(tensor.defined(), UsageError,
-                std::string(call) + " was given an undefined tensor",
+  TENAX_EXPECTS(tensor.defined(), UsageError, std::string(call) + " was given an undefined tensor",
                 "pass an allocated tensor (Tensor::empty)");
 }
 
@@ -126,11 +125,10 @@ std::size_t checked_bytes(std::int64_t numel, DType dtype) {
 }  // namespace
 
 Communicator::Communicator(CommOptions options) : options_(options) {
-  TENAX_EXPECTS(options_.timeout_seconds > 0 && options_.timeout_seconds <= 7 * 86400.0,
-                UsageError,
-                "the communication timeout is " + std::to_string(options_.timeout_seconds) +
-                    " seconds",
-                "use a positive number of seconds up to a week (--comm-timeout)");
+  TENAX_EXPECTS(
+      options_.timeout_seconds > 0 && options_.timeout_seconds <= 7 * 86400.0, UsageError,
+      "the communication timeout is " + std::to_string(options_.timeout_seconds) + " seconds",
+      "use a positive number of seconds up to a week (--comm-timeout)");
 }
 
 std::string Communicator::describe(const Call& call) const {
@@ -141,9 +139,8 @@ std::string Communicator::describe(const Call& call) const {
 
 Communicator::Call Communicator::next_call(std::string_view name, bool counted) {
   if (aborted()) {
-    throw CommFaultError("the communicator of rank " + std::to_string(rank()) +
-                             " was aborted (" + abort_reason_ + "); " + std::string(name) +
-                             " is not attempted",
+    throw CommFaultError("the communicator of rank " + std::to_string(rank()) + " was aborted (" +
+                             abort_reason_ + "); " + std::string(name) + " is not attempted",
                          "exit with the restart code (75): the job restarts from its checkpoint");
   }
   return Call{name, counted ? ++sequence_ : sequence_, step_};
@@ -191,20 +188,23 @@ StepAgreement Communicator::agree(const StepProposal& proposal) {
       if (w.sequence != call.sequence) {
         throw CommFaultError(
             "rank " + std::to_string(r) + " answered " + describe(call) +
-                " with the record of its collective #" + std::to_string(w.sequence) +
-                " (step " + std::to_string(w.step) + "): the ranks called different collectives",
+                " with the record of its collective #" + std::to_string(w.sequence) + " (step " +
+                std::to_string(w.step) + "): the ranks called different collectives",
             "a desync is a bug in the job's control flow; the job restarts from its checkpoint");
       }
       if (w.decision > static_cast<std::uint8_t>(StepDecision::restart) ||
           w.reason > static_cast<std::uint8_t>(StepReason::usage)) {
-        throw CommFaultError("rank " + std::to_string(r) + " sent a malformed step proposal in " +
-                                 describe(call),
-                             "the ranks run different builds of the program: launch one build");
+        throw CommFaultError(
+            "rank " + std::to_string(r) + " sent a malformed step proposal in " + describe(call),
+            "the ranks run different builds of the program: launch one build");
       }
-      proposals[r] = StepProposal{w.step,   static_cast<StepDecision>(w.decision),
+      proposals[r] = StepProposal{w.step,
+                                  static_cast<StepDecision>(w.decision),
                                   static_cast<StepReason>(w.reason),
-                                  w.signal, w.checkpoint_due != 0,
-                                  w.finished != 0, w.seconds};
+                                  w.signal,
+                                  w.checkpoint_due != 0,
+                                  w.finished != 0,
+                                  w.seconds};
     }
     agreement = settle(proposals);
   });
@@ -234,11 +234,11 @@ void on_host(const Tensor& tensor, bool accepted, bool reads, bool writes, F&& b
 void Communicator::all_reduce(const Tensor& tensor, ReduceOp op) {
   check_contiguous_tensor(tensor, "all_reduce");
   const DType dtype = tensor.dtype();
-  TENAX_EXPECTS(dtype == DType::f64 || dtype == DType::f32 || dtype == DType::i64 ||
-                    dtype == DType::i32,
-                UsageError, "all_reduce of a " + std::string(to_string(dtype)) + " tensor",
-                "reduce f64, f32, i64 or i32 (cast 16-bit values to f32 first: a 16-bit sum "
-                "over ranks loses the low bits)");
+  TENAX_EXPECTS(
+      dtype == DType::f64 || dtype == DType::f32 || dtype == DType::i64 || dtype == DType::i32,
+      UsageError, "all_reduce of a " + std::string(to_string(dtype)) + " tensor",
+      "reduce f64, f32, i64 or i32 (cast 16-bit values to f32 first: a 16-bit sum "
+      "over ranks loses the low bits)");
   collective("all_reduce", [&](const Call& call) {
     on_host(tensor, accepts(tensor.device()), true, true,
             [&](void* data) { do_all_reduce(call, data, tensor.numel(), dtype, op); });
@@ -266,14 +266,13 @@ void Communicator::all_gather(const Tensor& send, const Tensor& out) {
 
 void Communicator::broadcast(const Tensor& tensor, int root) {
   check_contiguous_tensor(tensor, "broadcast");
-  TENAX_EXPECTS(root >= 0 && root < size(), UsageError,
-                "broadcast from root " + std::to_string(root) + " on " + std::to_string(size()) +
-                    " ranks",
-                "pass a root in [0, size())");
+  TENAX_EXPECTS(
+      root >= 0 && root < size(), UsageError,
+      "broadcast from root " + std::to_string(root) + " on " + std::to_string(size()) + " ranks",
+      "pass a root in [0, size())");
   collective("broadcast", [&](const Call& call) {
-    on_host(tensor, accepts(tensor.device()), rank() == root, rank() != root, [&](void* data) {
-      do_broadcast(call, data, tensor.nbytes(), root);
-    });
+    on_host(tensor, accepts(tensor.device()), rank() == root, rank() != root,
+            [&](void* data) { do_broadcast(call, data, tensor.nbytes(), root); });
   });
 }
 

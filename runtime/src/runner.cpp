@@ -1,20 +1,37 @@
+// The Runner's step loop. Every step is a transaction across ranks:
+//   1. each rank computes the step (Workload::step stages the result; nothing visible changes);
+//   2. the ranks agree on its outcome (one collective): proceed, or the most severe fault any
+//      rank met, with that rank and the reason;
+//   3. proceed: every rank commits; otherwise every rank discards its staged result and all act
+//      on the same decision (retry, back off, roll back, stop, restart);
+//   4. after the commit, the ranks agree on the state (one collective): its health (the NaN
+//      scan and Workload::check), a stop signal seen by any rank, the checkpoint trigger of any
+//      rank, finished(), and the slowest rank's step time.
+// The policies live in their own files (micro_batch_policy, anomaly_policy,
+// checkpoint_schedule, stop_signals, collective_checkpoint); this file only sequences them.
 #include "tenax/runtime/runner.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "anomaly_policy.hpp"
+#include "checkpoint_schedule.hpp"
+#include "collective_checkpoint.hpp"
+#include "micro_batch_policy.hpp"
+#include "stop_signals.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/io/async_checkpointer.hpp"
@@ -47,44 +64,10 @@ std::string_view to_string(RunStatus status) noexcept {
 
 namespace {
 
-// What a step's outcome asks the ranks to do, ordered by severity: agree() returns the most
-// severe proposal of all ranks.
-enum Decision : std::int64_t {
-  kContinue = 0,
-  kRetry = 1,     // OOM: retry the step after emptying the cache
-  kBackoff = 2,   // OOM again: halve the micro-batch and retry
-  kRollback = 3,  // anomaly: reload the last checkpoint
-  kStop = 4,      // a policy is exhausted: checkpoint (when the state is good) and stop
-  kRestart = 5,   // device or communication fault: exit for a restart at once
-};
-
-std::atomic<int> pending_signal{0};
-
-extern "C" void record_signal(int signal_number) { pending_signal.store(signal_number); }
-
-// Installs SIGTERM/SIGINT handlers that only record the signal (the step loop acts on it at the
-// next step boundary) and restores the previous handlers when the run ends.
-class SignalGuard {
- public:
-  SignalGuard() {
-    pending_signal.store(0);
-    struct sigaction action {};
-    action.sa_handler = record_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, &previous_term_);
-    sigaction(SIGINT, &action, &previous_int_);
-  }
-  ~SignalGuard() {
-    sigaction(SIGTERM, &previous_term_, nullptr);
-    sigaction(SIGINT, &previous_int_, nullptr);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-
- private:
-  struct sigaction previous_term_ {};
-  struct sigaction previous_int_ {};
-};
+using detail::AnomalyPolicy;
+using detail::CheckpointSchedule;
+using detail::MicroBatchPolicy;
+using detail::StopSignals;
 
 bool first_attempt() {
   const char* restarts = std::getenv("TENAX_RESTART_COUNT");
@@ -111,6 +94,33 @@ void poison_state(const StateDict& state, double value) {
       return;
     }
   }
+}
+
+std::string signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "signal " + std::to_string(signal_number);
+  }
+}
+
+// "SIGTERM (signal 15)".
+std::string describe_signal(int signal_number) {
+  return signal_name(signal_number) + " (signal " + std::to_string(signal_number) + ")";
+}
+
+// events.jsonl for rank 0 (and a single rank); events-rank-<r>.jsonl for the others, so that no
+// rank ever writes into another's log.
+std::filesystem::path event_log_path(const std::filesystem::path& run_dir, int rank) {
+  return rank == 0 ? run_dir / "events.jsonl"
+                   : run_dir / ("events-rank-" + std::to_string(rank) + ".jsonl");
 }
 
 // The run directory belongs to this job until run() returns. Taken before anything in it is
@@ -153,15 +163,23 @@ struct Runner::Impl {
       : workload(workload),
         options(std::move(options)),
         communicator(std::move(communicator)),
-        faults(this->options.faults != nullptr ? *this->options.faults : process_fault_plan()),
+        rank(this->communicator->rank()),
+        world(this->communicator->size()),
         may_end_process(first_attempt()),
-        checkpoint_faults(without_process_ending_faults(faults, may_end_process)) {}
+        faults((this->options.faults != nullptr ? *this->options.faults : process_fault_plan())
+                   .for_rank(rank)),
+        checkpoint_faults(without_process_ending_faults(faults, may_end_process)),
+        micro(this->options.min_micro_batch, this->options.regrow_micro_batch_after),
+        anomalies(this->options.max_anomaly_retries),
+        schedule(this->options.checkpoint_every, this->options.checkpoint_seconds) {}
 
   Workload& workload;
   RunnerOptions options;
   std::shared_ptr<Communicator> communicator;
-  const FaultPlan& faults;
+  const int rank;
+  const int world;
   const bool may_end_process;
+  FaultPlan faults;                                 // the items for this rank
   FaultPlan checkpoint_faults;                      // what the checkpoint store may inject
   std::map<const FaultSpec*, std::uint64_t> fired;  // times each plan item fired here
 
@@ -170,18 +188,28 @@ struct Runner::Impl {
   std::optional<io::AsyncCheckpointer> async;
   std::optional<Progress> progress;
 
+  MicroBatchPolicy micro;
+  AnomalyPolicy anomalies;
+  CheckpointSchedule schedule;
+
   std::int64_t step = 0;
-  std::int64_t micro_batch = 1;
-  // Steps completed in a row without an out-of-memory error at a micro-batch below
-  // work_units(), since the last such error or regrowth (RunnerOptions::regrow_micro_batch_after).
-  // It travels with the micro-batch: in checkpoints, and through restore().
-  std::int64_t clean_steps = 0;
-  bool step_had_oom = false;  // the step being taken ran out of memory (agreed by all ranks)
-  std::int64_t last_checkpoint_step = -1;  // anchor of the checkpoint_every schedule
   std::int64_t saved_step = -1;    // newest step checkpointed (asynchronously: write started)
   std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
-  std::chrono::steady_clock::time_point last_checkpoint_time;
   int checkpoint_failures = 0;
+
+  // A line on stderr; ranks other than 0 say who they are.
+  template <class... Args>
+  void say(const char* format, Args... args) const {
+    if (world > 1)
+      std::fprintf(stderr, "tenax [rank %d/%d]: ", rank, world);
+    else
+      std::fputs("tenax: ", stderr);
+    std::fprintf(stderr, format, args...);
+    std::fputc('\n', stderr);
+  }
+  [[nodiscard]] std::string on_rank(int who) const {
+    return world > 1 && who >= 0 ? " on rank " + std::to_string(who) : std::string();
+  }
 
   // True when the plan asks for `kind` at step `step_number`. An item S[xM] fires M times at
   // step S (for oom: M attempts of the step in a row), then never again in this process.
@@ -189,8 +217,8 @@ struct Runner::Impl {
     for (const FaultSpec& spec : faults.faults()) {
       if (spec.kind != kind || spec.point != FaultPoint::step) continue;
       if (static_cast<std::uint64_t>(step_number) != spec.first) continue;
-      const bool ends_process =
-          kind == FaultKind::kill || kind == FaultKind::device || kind == FaultKind::comm;
+      const bool ends_process = kind == FaultKind::kill || kind == FaultKind::device ||
+                                kind == FaultKind::comm || kind == FaultKind::hang;
       if (ends_process && !may_end_process) continue;
       std::uint64_t& times = fired[&spec];
       if (times >= spec.count) continue;
@@ -200,50 +228,43 @@ struct Runner::Impl {
     return false;
   }
 
-  std::int64_t agree_decision(std::int64_t decision) {
-    StepProposal proposal;
-    proposal.step = step + 1;
-    proposal.decision = static_cast<StepDecision>(decision);
-    return static_cast<std::int64_t>(communicator->agree(proposal).decision);
-  }
-
   StateDict checkpoint_state() const {
     StateDict state;
     state.merge("workload", workload.save_state());
     state.set("runner/step", step);
-    state.set("runner/micro_batch", micro_batch);
-    state.set("runner/regrow_clean_steps", clean_steps);
+    state.set("runner/micro_batch", micro.micro_batch());
+    state.set("runner/regrow_clean_steps", micro.clean_steps());
     state.set("runner/total_steps", options.total_steps);
     return state;
   }
 
-  // Writes a checkpoint of the current state. A failed write is reported and the run goes on
-  // (the previous checkpoint is intact); three failures in a row end the run.
+  // Writes a checkpoint of the current state, which the ranks agreed is healthy. A failure on
+  // any rank is reported on every rank and the run goes on (the previous checkpoint is intact);
+  // three failures in a row end the run.
   void checkpoint(bool wait_for_it) {
-    // A checkpoint never holds a non-finite value: a state the step loop did not scan (with
-    // anomaly_check_every > 1) is scanned now, and an unhealthy one is not written, so the last
-    // good checkpoint stays the newest.
-    if (scanned_step != step) {
-      if (const std::optional<std::string> anomaly = scan_state()) {
-        events->append("checkpoint_skipped", {{"step", step}, {"reason", *anomaly}});
-        std::fprintf(stderr,
-                     "tenax: checkpoint of step %lld skipped, the state is not healthy: %s\n",
-                     static_cast<long long>(step), anomaly->c_str());
-        return;
-      }
-    }
     io::FileMetadata metadata;
     metadata.config = options.config;
-    metadata.rank = communicator->rank();
-    metadata.world_size = communicator->size();
     const auto start = std::chrono::steady_clock::now();
-    try {
-      if (async) {
+    bool written = true;
+    std::string reason;
+    if (async) {
+      try {
+        metadata.rank = rank;
+        metadata.world_size = world;
         async->save(step, checkpoint_state(), metadata);
         if (wait_for_it) async->wait();
-      } else {
-        store->write(step, checkpoint_state(), metadata);
+      } catch (const IoError& e) {
+        written = false;
+        reason = e.what();
       }
+    } else {
+      const detail::CheckpointOutcome outcome = detail::write_collective_checkpoint(
+          *store, *communicator, step, checkpoint_state(), metadata);
+      written = outcome.committed;
+      if (!written) reason = outcome.reason + on_rank(outcome.failed_rank);
+    }
+    schedule.checkpointed(step);
+    if (written) {
       checkpoint_failures = 0;
       saved_step = step;
       events->append(
@@ -252,33 +273,25 @@ struct Runner::Impl {
            {"seconds",
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()},
            {"async", async.has_value() && !wait_for_it}});
-    } catch (const IoError& e) {
-      ++checkpoint_failures;
-      events->append("checkpoint_failed", {{"step", step}, {"reason", std::string(e.what())}});
-      std::fprintf(stderr, "tenax: checkpoint of step %lld failed, the previous one is kept: %s\n",
-                   static_cast<long long>(step), e.what());
-      if (checkpoint_failures >= 3) throw;
+      return;
     }
-    last_checkpoint_step = step;
-    last_checkpoint_time = std::chrono::steady_clock::now();
+    ++checkpoint_failures;
+    events->append("checkpoint_failed", {{"step", step}, {"reason", reason}});
+    const std::string kept =
+        saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) + " is kept"
+                        : std::string("there is no earlier checkpoint");
+    say("checkpoint of step %lld failed, %s: %s", static_cast<long long>(step), kept.c_str(),
+        reason.c_str());
+    if (checkpoint_failures >= 3) {
+      throw IoError("3 checkpoints in a row failed; the last: " + reason,
+                    "free space in or fix " + options.run_dir.string() +
+                        ", then run again: the job resumes from the newest valid checkpoint");
+    }
   }
 
-  bool checkpoint_due() const {
-    if (options.checkpoint_every > 0 && step - last_checkpoint_step >= options.checkpoint_every) {
-      return true;
-    }
-    if (options.checkpoint_seconds > 0) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - last_checkpoint_time)
-              .count();
-      return elapsed >= options.checkpoint_seconds;
-    }
-    return false;
-  }
-
-  // Loads the newest valid checkpoint into the workload; false when there is none.
-  // On a rollback the micro-batch learned since that checkpoint is kept when it is not larger,
-  // with its count of clean steps (the two go together: a regrowth since the checkpoint is undone).
+  // Loads the newest checkpoint valid on every rank; false when there is none. On a rollback
+  // the micro-batch learned since that checkpoint is kept when it is not larger, with its count
+  // of clean steps (the two go together: a regrowth since the checkpoint is undone).
   bool restore(const char* event) {
     if (async) {
       try {
@@ -289,30 +302,37 @@ struct Runner::Impl {
                        {{"step", saved_step}, {"reason", std::string(e.what())}});
       }
     }
-    const std::int64_t learned_micro_batch = micro_batch;
-    const std::int64_t learned_clean_steps = clean_steps;
-    io::LoadedCheckpoint loaded = store->load_latest(communicator->rank());
-    for (const auto& skipped : loaded.skipped) {
+    const std::int64_t learned_micro_batch = micro.micro_batch();
+    const std::int64_t learned_clean_steps = micro.clean_steps();
+    detail::AgreedCheckpoint agreed = detail::load_agreed_checkpoint(*store, *communicator);
+    for (const auto& skipped : agreed.skipped) {
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
-      std::fprintf(stderr, "tenax: skipped checkpoint of step %lld: %s\n",
-                   static_cast<long long>(skipped.step), skipped.reason.c_str());
+      say("skipped checkpoint of step %lld: %s", static_cast<long long>(skipped.step),
+          skipped.reason.c_str());
     }
-    if (!loaded.found) return false;
+    if (!agreed.found) return false;
+    const io::LoadedCheckpoint& loaded = agreed.loaded;
     if (std::string_view(event) == "resumed") check_resumed_config(loaded, options, *events);
     workload.load_state(loaded.state.scope("workload"));
     step = loaded.state.integer("runner/step");
-    micro_batch = std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
+    std::int64_t micro_batch =
+        std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
     // Checkpoints written before the regrowth policy existed lack the count.
-    clean_steps = loaded.state.contains("runner/regrow_clean_steps")
-                      ? loaded.state.integer("runner/regrow_clean_steps")
-                      : 0;
+    std::int64_t clean_steps = loaded.state.contains("runner/regrow_clean_steps")
+                                   ? loaded.state.integer("runner/regrow_clean_steps")
+                                   : 0;
     if (std::string_view(event) == "rollback" && learned_micro_batch <= micro_batch) {
       micro_batch = learned_micro_batch;
       clean_steps = learned_clean_steps;
     }
-    last_checkpoint_step = step;
+    micro.reset(micro_batch, clean_steps);
+    schedule.restored(step);
     saved_step = step;
+    scanned_step = step;
     events->append(event, {{"step", step}, {"micro_batch", micro_batch}});
+    if (std::string_view(event) == "resumed") {
+      say("resumed from the checkpoint of step %lld", static_cast<long long>(step));
+    }
     return true;
   }
 
@@ -323,8 +343,8 @@ struct Runner::Impl {
       } catch (const IoError& e) {
         events->append("checkpoint_failed",
                        {{"step", saved_step}, {"reason", std::string(e.what())}});
-        std::fprintf(stderr, "tenax: background checkpoint of step %lld failed: %s\n",
-                     static_cast<long long>(saved_step), e.what());
+        say("background checkpoint of step %lld failed: %s", static_cast<long long>(saved_step),
+            e.what());
         // The state in memory is still good (unless it is the anomaly that ends the run):
         // write it again, synchronously, so the run ends with it on disk.
         saved_step = -1;
@@ -346,7 +366,21 @@ struct Runner::Impl {
                             {"exit_code", std::int64_t{exit_code}},
                             {"step", step},
                             {"message", message}});
-    return {status, exit_code, step, micro_batch, std::move(message)};
+    return {status, exit_code, step, micro.micro_batch(), std::move(message)};
+  }
+
+  // A communication fault (a hung or dead peer, an aborted communicator): nothing more is said
+  // to the peers; the job exits for a restart from the newest checkpoint every rank committed.
+  RunResult comm_failure(const Error& e) {
+    communicator->abort(e.what());
+    events->append("fault", {{"kind", std::string("comm_fault")},
+                             {"step", step + 1},
+                             {"reason", std::string(e.what())}});
+    say("communication fault: %s", e.what());
+    if (async) async.reset();  // joins a write in flight; its failure is moot now
+    return finish(RunStatus::restart, std::string(e.what()) +
+                                          "; exiting for a restart from the checkpoint of step " +
+                                          std::to_string(saved_step));
   }
 
   // Runs `action` (building or loading the state), retrying it once after emptying the device
@@ -362,82 +396,9 @@ struct Runner::Impl {
     }
   }
 
-  // Takes step `step` -> `step + 1` under the out-of-memory policy. Returns kContinue when the
-  // step is done, kStop when the policy is exhausted, kRestart when another rank had a device or
-  // communication fault.
-  Decision take_step_with_oom_policy(std::string& report) {
-    step_had_oom = false;
-    bool cache_emptied = false;
-    while (true) {
-      Decision proposal = kContinue;
-      try {
-        if (inject(FaultKind::oom, step + 1)) {
-          throw OutOfMemoryError("injected out-of-memory at step " + std::to_string(step + 1),
-                                 "none needed: the fault was requested by TENAX_FAULTS");
-        }
-        workload.step(step, micro_batch);
-      } catch (const OutOfMemoryError& e) {
-        report = e.what();
-        proposal = !cache_emptied                          ? kRetry
-                   : micro_batch > options.min_micro_batch ? kBackoff
-                                                           : kStop;
-      }
-      const auto decision = static_cast<Decision>(agree_decision(proposal));
-      switch (decision) {
-        case kContinue:
-          return kContinue;
-        case kRetry:
-          empty_cache(workload.device());
-          cache_emptied = true;
-          clean_steps = 0;
-          step_had_oom = true;
-          events->append("oom_retry", {{"step", step + 1}, {"micro_batch", micro_batch}});
-          break;
-        case kBackoff:
-          micro_batch = std::max(options.min_micro_batch, micro_batch / 2);
-          cache_emptied = false;
-          clean_steps = 0;
-          step_had_oom = true;
-          events->append("backoff", {{"step", step + 1}, {"micro_batch", micro_batch}});
-          std::fprintf(stderr, "tenax: out of memory at step %lld; micro-batch halved to %lld\n",
-                       static_cast<long long>(step + 1), static_cast<long long>(micro_batch));
-          break;
-        case kRestart:
-          return kRestart;
-        default:
-          return kStop;
-      }
-    }
-  }
-
-  // Counts a step that passed its health check under the regrowth policy (one that ran out of
-  // memory restarted the count and does not count itself) and doubles the micro-batch once
-  // regrow_micro_batch_after steps in a row went without running out of memory. Every input is
-  // agreed by all ranks (the step's outcome, its health), so all ranks regrow alike.
-  void regrow_after_clean_step() {
-    const std::int64_t full = workload.work_units();
-    if (options.regrow_micro_batch_after <= 0 || micro_batch >= full) {
-      clean_steps = 0;
-      return;
-    }
-    if (step_had_oom) return;
-    ++clean_steps;
-    if (clean_steps < options.regrow_micro_batch_after || step >= options.total_steps) return;
-    const std::int64_t previous = micro_batch;
-    micro_batch = micro_batch > full / 2 ? full : micro_batch * 2;
-    events->append("regrow", {{"step", step + 1},
-                              {"micro_batch", micro_batch},
-                              {"previous_micro_batch", previous},
-                              {"clean_steps", clean_steps}});
-    std::fprintf(stderr,
-                 "tenax: %lld steps without running out of memory; micro-batch doubled to %lld\n",
-                 static_cast<long long>(clean_steps), static_cast<long long>(micro_batch));
-    clean_steps = 0;
-  }
-
   // Why the state is not healthy after a step, or nothing. The state's tensors are scanned when
-  // `scan` is set (anomaly_check_every) or a fault is injected at this step; the workload's own
-  // check() runs after every step.
+  // `scan` is set (anomaly_check_every, a checkpoint or the end ahead) or a fault is injected
+  // at this step; the workload's own check() runs after every step.
   std::optional<std::string> find_anomaly(bool scan) {
     const bool nan = inject(FaultKind::nan, step);
     const bool inf = inject(FaultKind::inf, step);
@@ -445,20 +406,13 @@ struct Runner::Impl {
       const StateDict state = workload.save_state();
       if (nan) poison_state(state, std::numeric_limits<double>::quiet_NaN());
       if (inf) poison_state(state, std::numeric_limits<double>::infinity());
+      scanned_step = step;
       if (auto problem = scan_tensors(state)) return problem;
     }
     return workload.check();
   }
 
-  // scan_tensors of the workload's state and its check(); records the step as scanned.
-  std::optional<std::string> scan_state() {
-    scanned_step = step;
-    if (auto problem = scan_tensors(workload.save_state())) return problem;
-    return workload.check();
-  }
-
-  std::optional<std::string> scan_tensors(const StateDict& state) {
-    scanned_step = step;
+  static std::optional<std::string> scan_tensors(const StateDict& state) {
     for (const auto& [name, entry] : state.entries()) {
       const Tensor* tensor = std::get_if<Tensor>(&entry);
       if (tensor == nullptr || !is_floating(tensor->dtype()) || tensor->numel() == 0) continue;
@@ -470,16 +424,172 @@ struct Runner::Impl {
     return std::nullopt;
   }
 
+  // A rank told to hang (hang@step=S): it stops making progress, as a rank stuck in a driver
+  // call or a deadlocked kernel would. It leaves only when it can see that the job gave up on it
+  // (threads) or when the launcher kills it (MPI: the peers time out and exit).
+  void hang() {
+    events->append("fault", {{"kind", std::string("hang")}, {"step", step + 1}});
+    say("injected hang at step %lld", static_cast<long long>(step + 1));
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::hours(24);
+    while (!communicator->abort_seen() && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const std::string what = "rank " + std::to_string(rank) + " was hung at step " +
+                             std::to_string(step + 1) + " and its peers gave up on it";
+    communicator->abort(what);
+    throw CommFaultError(what, "none needed: the hang was requested by TENAX_FAULTS");
+  }
+
+  // What the step's computation proposes, with the error behind it (kept to rethrow an error
+  // outside the policies once every rank knows to stop).
+  struct Outcome {
+    StepProposal proposal;
+    std::string report;
+    std::exception_ptr error;
+    bool computed = false;  // step() returned: a result is staged
+  };
+
+  Outcome compute_step() {
+    Outcome outcome;
+    outcome.proposal.step = step + 1;
+    const auto start = std::chrono::steady_clock::now();
+    auto propose = [&](StepDecision decision, StepReason reason, const std::string& report) {
+      outcome.proposal.decision = decision;
+      outcome.proposal.reason = reason;
+      outcome.report = report;
+    };
+    try {
+      if (inject(FaultKind::kill, step + 1)) {
+        events->append("fault", {{"kind", std::string("kill")}, {"step", step + 1}});
+        std::raise(SIGKILL);
+      }
+      if (inject(FaultKind::hang, step + 1)) hang();
+      if (inject(FaultKind::device, step + 1)) {
+        throw DeviceFaultError("injected device fault at step " + std::to_string(step + 1),
+                               "none needed: the fault was requested by TENAX_FAULTS");
+      }
+      if (inject(FaultKind::comm, step + 1)) {
+        throw CommFaultError("injected communication fault at step " + std::to_string(step + 1),
+                             "none needed: the fault was requested by TENAX_FAULTS");
+      }
+      if (inject(FaultKind::oom, step + 1)) {
+        throw OutOfMemoryError("injected out-of-memory at step " + std::to_string(step + 1),
+                               "none needed: the fault was requested by TENAX_FAULTS");
+      }
+      workload.step(step, micro.micro_batch());
+      outcome.computed = true;
+    } catch (const Error& e) {
+      switch (e.fault_class()) {
+        case FaultClass::out_of_memory:
+          propose(micro.on_out_of_memory(), StepReason::out_of_memory, e.what());
+          break;
+        case FaultClass::anomaly:
+          // The step met a NaN/Inf it could not go on with (a non-finite loss, an anomaly-mode
+          // report) and left the state as it was: roll back, as for an unhealthy state.
+          propose(StepDecision::rollback, StepReason::anomaly, e.what());
+          break;
+        case FaultClass::overflow:
+          propose(StepDecision::stop, StepReason::overflow, e.what());
+          break;
+        case FaultClass::device_fault:
+          propose(StepDecision::restart, StepReason::device_fault, e.what());
+          break;
+        case FaultClass::comm_fault:
+          // A collective of the step failed (a peer hung or died): the communicator is unusable
+          // and the peers learn it from their own collective's timeout or abort.
+          if (communicator->aborted()) throw;
+          propose(StepDecision::restart, StepReason::comm_fault, e.what());
+          break;
+        default:
+          propose(StepDecision::stop, StepReason::usage, e.what());
+          outcome.error = std::current_exception();
+          break;
+      }
+    } catch (const std::exception& e) {
+      propose(StepDecision::stop, StepReason::usage, e.what());
+      outcome.error = std::current_exception();
+    }
+    outcome.proposal.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return outcome;
+  }
+
+  // The reason a peer's decision is told on this rank.
+  [[nodiscard]] std::string peer_report(const StepAgreement& agreed, const Outcome& mine) const {
+    if (agreed.asking_rank == rank && !mine.report.empty()) return mine.report;
+    return std::string(to_string(agreed.reason)) + " on rank " +
+           std::to_string(agreed.asking_rank) + " (its log has the details)";
+  }
+
+  // The anomaly policy after an agreed rollback; a RunResult when the run stops.
+  std::optional<RunResult> roll_back(std::int64_t anomalous_step, const std::string& reason) {
+    events->append("anomaly", {{"step", anomalous_step}, {"reason", reason}});
+    if (!anomalies.on_anomaly(anomalous_step)) {
+      say("anomaly at step %lld (%s), the %d rollbacks allowed are spent; stopping",
+          static_cast<long long>(anomalous_step), reason.c_str(), anomalies.max_retries());
+      return finish(RunStatus::anomaly,
+                    "anomaly at step " + std::to_string(anomalous_step) + " (" + reason +
+                        ") after " + std::to_string(anomalies.max_retries()) +
+                        " rollbacks; the last good checkpoint is kept. fix: lower the time "
+                        "step or learning rate, or check the input data");
+    }
+    say("anomaly at step %lld (%s); rolling back", static_cast<long long>(anomalous_step),
+        reason.c_str());
+    if (!restore("rollback")) {
+      throw AnomalyError("anomaly at step " + std::to_string(anomalous_step) + " (" + reason +
+                             ") and no valid checkpoint to roll back to",
+                         "check the run directory " + options.run_dir.string());
+    }
+    say("rolled back to the checkpoint of step %lld", static_cast<long long>(step));
+    return std::nullopt;
+  }
+
+  // The state agreement after a commit (or at the start): health, signals, the checkpoint
+  // trigger, finished(), timing.
+  StepAgreement agree_on_state(bool scan, double seconds, std::optional<std::string>& anomaly) {
+    anomaly = find_anomaly(scan);
+    StepProposal proposal;
+    proposal.step = step;
+    if (anomaly) {
+      proposal.decision = StepDecision::rollback;
+      proposal.reason = StepReason::anomaly;
+    }
+    proposal.signal = StopSignals::pending();
+    proposal.checkpoint_due = schedule.due(step);
+    proposal.finished = workload.finished();
+    proposal.seconds = seconds;
+    return communicator->agree(proposal);
+  }
+
+  [[nodiscard]] bool scan_due(bool checkpoint_ahead) const {
+    return options.anomaly_check_every == 1 || checkpoint_ahead || step == options.total_steps ||
+           StopSignals::pending() != 0 || workload.finished() ||
+           (options.anomaly_check_every > 1 && step % options.anomaly_check_every == 0);
+  }
+
   RunResult run() {
     const io::RunDirectoryLock lock = lock_run_directory(options, *communicator);
-    events.emplace(options.run_dir / "events.jsonl");
+    events.emplace(event_log_path(options.run_dir, rank));
     io::CheckpointOptions checkpoint_options;
     checkpoint_options.keep_last = options.keep_last;
     checkpoint_options.fault_plan = &checkpoint_faults;
     store.emplace(options.run_dir, checkpoint_options);
-    if (options.async_checkpoints) async.emplace(*store);
-    SignalGuard signals;
+    if (options.async_checkpoints) {
+      TENAX_EXPECTS(world == 1, UsageError,
+                    "asynchronous checkpoints with " + std::to_string(world) + " ranks",
+                    "drop --async: a job of several ranks writes its checkpoints synchronously "
+                    "(every rank's file must be durable before rank 0 commits)");
+      async.emplace(*store);
+    }
+    StopSignals signals;
+    try {
+      return run_steps();
+    } catch (const CommFaultError& e) {
+      return comm_failure(e);
+    }
+  }
 
+  RunResult run_steps() {
     const bool resumed = with_cache_retry([&] { return restore("resumed"); });
     if (!resumed) {
       with_cache_retry([&] {
@@ -487,138 +597,174 @@ struct Runner::Impl {
         return true;
       });
       step = 0;
-      micro_batch = workload.work_units();
-      events->append("started",
-                     {{"total_steps", options.total_steps}, {"micro_batch", micro_batch}});
+      micro.reset(workload.work_units(), 0);
+      events->append("started", {{"total_steps", options.total_steps},
+                                 {"micro_batch", micro.micro_batch()},
+                                 {"ranks", std::int64_t{world}}});
       checkpoint(/*wait_for_it=*/true);  // there is always a state to roll back to
     }
-    last_checkpoint_time = std::chrono::steady_clock::now();
-    progress.emplace(options.progress, options.total_steps, step);
+    if (rank == 0) {
+      progress.emplace(options.progress, options.total_steps, step);
+    } else {
+      progress.emplace(ProgressMode::quiet, options.total_steps, step);
+    }
+    if (resumed && step >= options.total_steps) {
+      say("the run in %s is already at step %lld of %lld: nothing to do",
+          options.run_dir.string().c_str(), static_cast<long long>(step),
+          static_cast<long long>(options.total_steps));
+    }
 
-    int anomalies_in_a_row = 0;
-    std::int64_t anomaly_step = -1;  // the furthest step found anomalous
-    while (step < options.total_steps && !workload.finished()) {
-      if (pending_signal.load() != 0) {
-        // Rewriting a committed step would uncommit it first; skip it when it is known to be on
-        // disk (an asynchronous write may still fail, so it is written again then).
-        if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
-        return finish(RunStatus::interrupted,
-                      "stopped by signal " + std::to_string(pending_signal.load()) +
-                          " after checkpointing step " + std::to_string(step) +
-                          "; run again (or under `tenax run`) to resume");
-      }
-      std::optional<std::string> step_anomaly;
-      try {
-        if (inject(FaultKind::kill, step + 1)) {
-          events->append("fault", {{"kind", std::string("kill")}, {"step", step + 1}});
-          std::raise(SIGKILL);
-        }
-        if (inject(FaultKind::device, step + 1)) {
-          throw DeviceFaultError("injected device fault at step " + std::to_string(step + 1),
-                                 "none needed: the fault was requested by TENAX_FAULTS");
-        }
-        if (inject(FaultKind::comm, step + 1)) {
-          throw CommFaultError("injected communication fault at step " + std::to_string(step + 1),
-                               "none needed: the fault was requested by TENAX_FAULTS");
-        }
-        std::string oom_report;
-        const Decision outcome = take_step_with_oom_policy(oom_report);
-        if (outcome == kRestart) {
-          // Already agreed: another rank had a device or communication fault.
-          events->append("fault", {{"kind", std::string("peer")}, {"step", step + 1}});
-          return finish(RunStatus::restart,
-                        "another rank had a device or communication fault at step " +
-                            std::to_string(step + 1) +
-                            "; exiting for a restart from the checkpoint of step " +
-                            std::to_string(saved_step));
-        }
-        if (outcome == kStop) {
-          if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
-          return finish(RunStatus::out_of_memory,
-                        "out of memory at step " + std::to_string(step + 1) +
-                            " even with the smallest micro-batch (" + std::to_string(micro_batch) +
-                            "); state checkpointed at step " + std::to_string(step) + ". " +
-                            oom_report + "\n" + memory_summary(workload.device()) +
-                            "\nfix: run on a device with more memory, lower the problem size, "
-                            "or raise TENAX_MEMORY_LIMIT; the run resumes from its checkpoint");
-        }
-      } catch (const Error& e) {
-        if (e.fault_class() == FaultClass::anomaly) {
-          // The step met a NaN/Inf it could not go on with (a non-finite loss, an anomaly-mode
-          // report) and left the state as it was: the anomaly policy below decides, as for an
-          // unhealthy state after a step.
-          step_anomaly = e.what();
-        } else if (e.fault_class() == FaultClass::overflow) {
-          // The loss scale cannot go lower and the step still overflows: no retry can help. The
-          // step changed nothing, so the state is the last good one: keep it and stop.
-          (void)agree_decision(kStop);
-          events->append("overflow", {{"step", step + 1}, {"reason", std::string(e.what())}});
-          if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
-          return finish(RunStatus::overflow, std::string(e.what()) +
-                                                 "\nstate checkpointed at step " +
-                                                 std::to_string(step) +
-                                                 "; the run resumes from it once the cause is "
-                                                 "fixed");
-        } else {
-          if (e.fault_class() != FaultClass::device_fault &&
-              e.fault_class() != FaultClass::comm_fault) {
-            throw;
-          }
-          (void)agree_decision(kRestart);
-          events->append("fault", {{"kind", std::string(tenax::to_string(e.fault_class()))},
-                                   {"step", step + 1},
-                                   {"reason", std::string(e.what())}});
-          // Nothing derived from device memory is written after a device fault.
-          return finish(RunStatus::restart, std::string(e.what()) +
-                                                "; exiting for a restart from the checkpoint of "
-                                                "step " +
-                                                std::to_string(saved_step));
-        }
-      }
-      ++step;
-
-      // Decided once: a time-based trigger could otherwise fire between the scan and the write.
-      const bool due = checkpoint_due();
-      const bool scan =
-          options.anomaly_check_every == 1 || due || step == options.total_steps ||
-          pending_signal.load() != 0 || workload.finished() ||
-          (options.anomaly_check_every > 1 && step % options.anomaly_check_every == 0);
-      const std::optional<std::string> anomaly =
-          step_anomaly.has_value() ? step_anomaly : find_anomaly(scan);
-      const auto decision =
-          static_cast<Decision>(agree_decision(anomaly ? kRollback : kContinue));
-      if (decision == kRollback) {
-        ++anomalies_in_a_row;
-        anomaly_step = std::max(anomaly_step, step);
-        const std::string reason = anomaly.value_or("another rank found an anomaly");
-        events->append("anomaly", {{"step", step}, {"reason", reason}});
-        if (anomalies_in_a_row > options.max_anomaly_retries) {
-          return finish(RunStatus::anomaly,
-                        "anomaly at step " + std::to_string(step) + " (" + reason + ") after " +
-                            std::to_string(options.max_anomaly_retries) +
-                            " rollbacks; the last good checkpoint is kept. fix: lower the time "
-                            "step or learning rate, or check the input data");
-        }
-        if (!restore("rollback")) {
-          throw AnomalyError("anomaly at step " + std::to_string(step) + " (" + reason +
-                                 ") and no valid checkpoint to roll back to",
-                             "check the run directory " + options.run_dir.string());
-        }
+    std::optional<std::string> anomaly;
+    StepAgreement state = agree_on_state(false, 0.0, anomaly);
+    while (true) {
+      if (state.decision == StepDecision::rollback) {
+        const std::string reason =
+            anomaly.value_or(std::string("an anomaly") + on_rank(state.asking_rank));
+        if (auto stopped = roll_back(step, reason)) return *stopped;
+        state = agree_on_state(false, 0.0, anomaly);
         continue;
       }
-      // Only getting past the failing step ends the streak: the steps redone between the
-      // checkpoint and that step are healthy every time.
-      if (step > anomaly_step) anomalies_in_a_row = 0;
+      if (state.signal != 0) {
+        // Rewriting a committed step would uncommit it first; skip it when it is known to be on
+        // disk (an asynchronous write may still fail, so it is written again then).
+        const std::string who = describe_signal(state.signal) + on_rank(state.signal_rank);
+        events->append("signal", {{"step", step},
+                                  {"signal", std::int64_t{state.signal}},
+                                  {"rank", std::int64_t{state.signal_rank}}});
+        say("%s: finishing with a checkpoint of step %lld", who.c_str(),
+            static_cast<long long>(step));
+        if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
+        return finish(RunStatus::interrupted, "stopped by " + who + " after checkpointing step " +
+                                                  std::to_string(step) +
+                                                  "; run again (or under `tenax run`) to resume");
+      }
+      if (step >= options.total_steps || state.finished) break;
+
+      communicator->set_step(step + 1);
+      micro.begin_step();
+      StepAgreement outcome;
+      Outcome mine;
+      while (true) {
+        mine = compute_step();
+        outcome = communicator->agree(mine.proposal);
+        if (outcome.decision == StepDecision::proceed) break;
+        if (mine.computed) workload.discard_step();
+        if (outcome.decision != StepDecision::retry && outcome.decision != StepDecision::backoff) {
+          break;
+        }
+        if (mine.proposal.reason == StepReason::out_of_memory) {
+          const char* event = micro.apply(mine.proposal.decision);
+          events->append(event, {{"step", step + 1}, {"micro_batch", micro.micro_batch()}});
+          if (mine.proposal.decision == StepDecision::retry) {
+            empty_cache(workload.device());
+            say("out of memory at step %lld; device cache emptied, retrying",
+                static_cast<long long>(step + 1));
+          } else {
+            say("out of memory at step %lld; micro-batch halved to %lld",
+                static_cast<long long>(step + 1), static_cast<long long>(micro.micro_batch()));
+          }
+        } else {
+          events->append("peer_retry", {{"step", step + 1},
+                                        {"rank", std::int64_t{outcome.asking_rank}},
+                                        {"decision", std::string(to_string(outcome.decision))}});
+        }
+      }
+
+      if (outcome.decision == StepDecision::rollback) {
+        anomaly = mine.proposal.decision == StepDecision::rollback
+                      ? std::optional<std::string>(mine.report)
+                      : std::optional<std::string>(peer_report(outcome, mine));
+        if (auto stopped = roll_back(step + 1, *anomaly)) return *stopped;
+        state = agree_on_state(false, 0.0, anomaly);
+        continue;
+      }
+      if (outcome.decision == StepDecision::restart) {
+        const std::string report = peer_report(outcome, mine);
+        std::string kind(to_string(outcome.reason));
+        std::replace(kind.begin(), kind.end(), ' ', '_');
+        events->append("fault", {{"kind", kind},
+                                 {"step", step + 1},
+                                 {"rank", std::int64_t{outcome.asking_rank}},
+                                 {"reason", report}});
+        say("%s at step %lld%s; exiting for a restart",
+            std::string(to_string(outcome.reason)).c_str(), static_cast<long long>(step + 1),
+            on_rank(outcome.asking_rank).c_str());
+        if (outcome.reason == StepReason::comm_fault) communicator->abort(report);
+        // Nothing derived from device memory is written after a device fault.
+        if (async) async.reset();
+        return finish(RunStatus::restart,
+                      report + "; exiting for a restart from the checkpoint of step " +
+                          std::to_string(saved_step));
+      }
+      if (outcome.decision == StepDecision::stop) {
+        const std::string report = peer_report(outcome, mine);
+        if (outcome.reason == StepReason::usage) {
+          events->append("error", {{"step", step + 1},
+                                   {"rank", std::int64_t{outcome.asking_rank}},
+                                   {"reason", report}});
+          if (mine.error) std::rethrow_exception(mine.error);
+          throw UsageError("step " + std::to_string(step + 1) + " failed" +
+                               on_rank(outcome.asking_rank) + ": " + report,
+                           "read that rank's message; this rank stopped with it");
+        }
+        if (async || saved_step != step) checkpoint(/*wait_for_it=*/true);
+        if (outcome.reason == StepReason::overflow) {
+          events->append("overflow", {{"step", step + 1},
+                                      {"rank", std::int64_t{outcome.asking_rank}},
+                                      {"reason", report}});
+          return finish(RunStatus::overflow,
+                        report + on_rank(outcome.asking_rank) + "\nstate checkpointed at step " +
+                            std::to_string(step) +
+                            "; the run resumes from it once the cause is fixed");
+        }
+        return finish(RunStatus::out_of_memory,
+                      "out of memory at step " + std::to_string(step + 1) +
+                          on_rank(outcome.asking_rank) + " even with the smallest micro-batch (" +
+                          std::to_string(micro.micro_batch()) + "); state checkpointed at step " +
+                          std::to_string(step) + ". " + report + "\n" +
+                          memory_summary(workload.device()) +
+                          "\nfix: run on a device with more memory, lower the problem size, "
+                          "or raise TENAX_MEMORY_LIMIT; the run resumes from its checkpoint");
+      }
+
+      // Every rank computed the step: apply it everywhere.
+      workload.commit_step();
+      ++step;
+      const bool checkpoint_ahead = schedule.due(step);
+      state = agree_on_state(scan_due(checkpoint_ahead), mine.proposal.seconds, anomaly);
+      if (state.decision == StepDecision::rollback) continue;
+      anomalies.on_healthy(step);
 
       const MemoryStats memory = memory_stats(workload.device());
       events->append("step",
                      {{"step", step},
-                      {"micro_batch", micro_batch},
+                      {"micro_batch", micro.micro_batch()},
+                      {"seconds", mine.proposal.seconds},
+                      {"slowest_seconds", state.slowest_seconds},
+                      {"slowest_rank", std::int64_t{state.slowest_rank}},
                       {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
                       {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
       progress->update(step, memory.reserved_bytes.current);
-      regrow_after_clean_step();
-      if (due) checkpoint(/*wait_for_it=*/false);
+      std::int64_t previous = 0;
+      if (micro.after_clean_step(workload.work_units(), step >= options.total_steps, previous)) {
+        events->append("regrow", {{"step", step + 1},
+                                  {"micro_batch", micro.micro_batch()},
+                                  {"previous_micro_batch", previous},
+                                  {"clean_steps", micro.clean_steps()}});
+        say("%lld steps without running out of memory; micro-batch doubled to %lld",
+            static_cast<long long>(micro.clean_steps()),
+            static_cast<long long>(micro.micro_batch()));
+        micro.grown();
+      }
+      // The scan before a checkpoint is part of the agreement just taken, so an unhealthy state
+      // is never written (a rollback is taken above instead).
+      if (state.checkpoint_due && scanned_step != step) {
+        std::optional<std::string> late;
+        state = agree_on_state(true, mine.proposal.seconds, late);
+        anomaly = late;
+        if (state.decision == StepDecision::rollback) continue;
+      }
+      if (state.checkpoint_due) checkpoint(/*wait_for_it=*/false);
     }
     if (saved_step != step) checkpoint(/*wait_for_it=*/true);
     return finish(RunStatus::completed, "");

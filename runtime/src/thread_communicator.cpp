@@ -46,6 +46,7 @@ class ThreadGroup {
   void rendezvous(int rank, const Slot& mine, Clock::time_point deadline,
                   const std::string& description, F&& compute) {
     std::unique_lock lock(mutex_);
+    throw_if_aborted(description);
     const int size = static_cast<int>(slots_.size());
     // A previous round may still be draining (a fast rank came back before slow ones left).
     wait(lock, deadline, description, [&] { return leaving_ == 0; });
@@ -61,10 +62,10 @@ class ThreadGroup {
     for (int r = 0; r < size; ++r) {
       const Slot& peer = slots_[static_cast<std::size_t>(r)];
       if (peer.name != mine.name || peer.sequence != mine.sequence) {
-        const std::string what = "rank " + std::to_string(r) + " called " +
-                                 std::string(peer.name) + " #" + std::to_string(peer.sequence) +
-                                 " at step " + std::to_string(peer.step) + " while " +
-                                 description + " waited for it (a desync)";
+        const std::string what = "rank " + std::to_string(r) + " called " + std::string(peer.name) +
+                                 " #" + std::to_string(peer.sequence) + " at step " +
+                                 std::to_string(peer.step) + " while " + description +
+                                 " waited for it (a desync)";
         abort_locked(what);
         throw CommFaultError(what,
                              "the ranks of a job must call the same collectives in the same "
@@ -99,7 +100,8 @@ class ThreadGroup {
             const std::string& description) {
     std::unique_lock lock(mutex_);
     auto& box = mailboxes_[{from, to, tag}];
-    wait(lock, deadline, description, [&] { return !box.empty(); }, from);
+    wait(
+        lock, deadline, description, [&] { return !box.empty(); }, from);
     std::vector<std::byte> message = std::move(box.front());
     box.pop_front();
     if (message.size() != bytes) {
@@ -135,9 +137,9 @@ class ThreadGroup {
 
   void throw_if_aborted(const std::string& description) const {
     if (!abort_reason_.empty()) {
-      throw CommFaultError(description + " ended: a rank aborted the communicator (" +
-                               abort_reason_ + ")",
-                           "exit with the restart code (75): the job restarts from its checkpoint");
+      throw CommFaultError(
+          description + " ended: a rank aborted the communicator (" + abort_reason_ + ")",
+          "exit with the restart code (75): the job restarts from its checkpoint");
     }
   }
 
@@ -158,9 +160,9 @@ class ThreadGroup {
             if (!slots_[r].arrived) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
           }
         }
-        const std::string what = description + " timed out" +
-                                 (missing.empty() ? std::string()
-                                                  : "; rank(s) " + missing + " did not arrive");
+        const std::string what =
+            description + " timed out" +
+            (missing.empty() ? std::string() : "; rank(s) " + missing + " did not arrive");
         abort_locked(what);
         throw CommFaultError(what,
                              "a rank is hung or dead: the job exits with the restart code (75) "
@@ -214,9 +216,7 @@ class ThreadCommunicator final : public Communicator {
   [[nodiscard]] int rank() const noexcept override { return rank_; }
   [[nodiscard]] int size() const noexcept override { return size_; }
   [[nodiscard]] std::string_view name() const noexcept override { return "threads"; }
-  [[nodiscard]] bool abort_seen() const noexcept override {
-    return aborted() || group_->aborted();
-  }
+  [[nodiscard]] bool abort_seen() const noexcept override { return aborted() || group_->aborted(); }
 
  private:
   [[nodiscard]] Clock::time_point deadline() const {

@@ -69,6 +69,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                 "Trainer::step: micro-batch of " + std::to_string(micro_batch) + " rows",
                 "use a micro-batch of at least one row");
   TrainStepResult result;
+  staged_.reset();
   for (const autodiff::Variable& p : params_) p.zero_grad();
 
   // Constant over the accumulation window: it changes only in scaler_.update() below.
@@ -127,22 +128,24 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                        "rerun with --detect-anomaly to name the op that made them; lower the "
                        "learning rate, clip gradients (--clip-grad-norm) or check the data");
   }
+  // The scaler's decision is taken on a copy and the optimizer step waits for commit(): until
+  // then only the gradients have changed (Workload's step/commit contract).
+  DynamicLossScaler decided = scaler_;
   if (nonfinite > 0) {
-    // Decided on a copy: a scaler that takes the step anyway (on_min=clamp at the minimum
-    // scale) leaves the gradients to the anomaly policy, and this step must then change nothing.
-    const StateDict before = scaler_.state_dict();
-    result.scaler = scaler_.update(true, step + 1);
+    result.scaler = decided.update(true, step + 1);
     if (!result.scaler.skip_step) {
-      scaler_.load_state_dict(before);
+      // A scaler that takes the step anyway (on_min=clamp at the minimum scale) leaves the
+      // gradients to the anomaly policy, and this step changes nothing.
       throw AnomalyError(std::to_string(nonfinite) + " non-finite gradient values at step " +
                              std::to_string(step + 1) + " at the minimum loss scale " +
                              std::to_string(result.scaler.scale_before) + " (on_min=clamp)",
                          "rerun with --detect-anomaly to name the op that made them; lower the "
                          "learning rate or use --precision bf16");
     }
+    staged_ = Staged{decided, false, 1.0, 0.0};
     return result;
   }
-  result.scaler = scaler_.update(false, step + 1);
+  result.scaler = decided.update(false, step + 1);
 
   double clip = 1.0;
   if (options_.clip_grad_norm > 0 && result.grad_norm > options_.clip_grad_norm) {
@@ -150,9 +153,21 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
     clip = options_.clip_grad_norm / (result.grad_norm + 1e-6);
   }
   result.lr = schedule_.lr_at(optimizer_.steps_taken());
-  optimizer_.set_lr(result.lr);
-  optimizer_.step(clip);
+  staged_ = Staged{decided, true, clip, result.lr};
   return result;
 }
+
+void Trainer::commit() {
+  TENAX_EXPECTS(staged_.has_value(), UsageError, "Trainer::commit with no step computed",
+                "call Trainer::step first (once per commit)");
+  scaler_ = staged_->scaler;
+  if (staged_->apply) {
+    optimizer_.set_lr(staged_->lr);
+    optimizer_.step(staged_->clip);
+  }
+  staged_.reset();
+}
+
+void Trainer::discard() noexcept { staged_.reset(); }
 
 }  // namespace tenax::runtime

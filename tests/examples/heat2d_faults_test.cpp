@@ -107,7 +107,8 @@ TEST_F(Heat2dFaults, FullDiskKeepsThePreviousCheckpointAndSaysSo) {
   const Outcome outcome = run("enospc", {}, "enospc@checkpoint=3", false);
   expect_bitwise_reference("enospc", outcome);
   EXPECT_EQ(count(outcome.events, "\"event\":\"checkpoint_failed\""), 1u) << outcome.events;
-  EXPECT_NE(log_of("enospc").find("previous one is kept"), std::string::npos) << log_of("enospc");
+  EXPECT_NE(log_of("enospc").find("failed, the checkpoint of step 10 is kept"), std::string::npos)
+      << log_of("enospc");
   const io::CheckpointStore store(root_ / "enospc");
   const io::LoadedCheckpoint latest = store.load_latest();
   EXPECT_TRUE(latest.found);

@@ -45,12 +45,6 @@ using test::ToyWorkload;
 
 constexpr std::int64_t kSize = 8;  // work units of the toy workload: the first micro-batch
 
-// Decisions as Communicator::agree() orders them (runner.cpp).
-constexpr std::int64_t kRetry = 1;
-constexpr std::int64_t kBackoff = 2;
-constexpr std::int64_t kRollback = 3;
-constexpr std::int64_t kRestart = 5;
-
 std::vector<double> values_of(const Tensor& tensor) {
   const double* data = tensor.data_as<double>();
   return {data, data + tensor.numel()};
@@ -140,31 +134,6 @@ class ScopedEnv {
 
 volatile std::sig_atomic_t test_handler_calls = 0;
 extern "C" void count_signal(int /*signal_number*/) { test_handler_calls = test_handler_calls + 1; }
-
-// A peer rank: agree() returns the larger of this rank's proposal and what `peer` proposes for
-// the call (numbered from 0). Records this rank's proposals.
-class PeerCommunicator final : public Communicator {
- public:
-  explicit PeerCommunicator(std::function<std::int64_t(std::int64_t call)> peer)
-      : peer_(std::move(peer)) {}
-  [[nodiscard]] int rank() const noexcept override { return 0; }
-  [[nodiscard]] int size() const noexcept override { return 2; }
-  [[nodiscard]] std::int64_t agree(std::int64_t proposal) override {
-    const std::int64_t call = static_cast<std::int64_t>(proposals.size());
-    proposals.push_back(proposal);
-    return std::max(proposal, peer_(call));
-  }
-  void barrier() override {}
-  std::vector<std::int64_t> proposals;
-
- private:
-  std::function<std::int64_t(std::int64_t call)> peer_;
-};
-
-// Without an out-of-memory error the runner agrees twice per step: on the step's outcome, then
-// on the health of the new state. These are the numbers of those calls for step `s` (from 1).
-constexpr std::int64_t outcome_call(std::int64_t s) { return 2 * (s - 1); }
-constexpr std::int64_t health_call(std::int64_t s) { return 2 * (s - 1) + 1; }
 
 class RunnerTest : public ::testing::Test {
  protected:
@@ -1082,66 +1051,6 @@ TEST_F(RunnerTest, InconsistentOptionsAreUsageErrorsNamingTheOption) {
   EXPECT_THROW((void)Runner(toy, options(5), nullptr), UsageError);
   EXPECT_EQ(toy.init_calls, 0);
   EXPECT_FALSE(fs::exists(dir_));  // nothing was created
-}
-
-TEST_F(RunnerTest, AnotherRanksAnomalyMakesThisRankRollBack) {
-  ToyWorkload toy(kSize);
-  auto peer = std::make_shared<PeerCommunicator>(
-      [](std::int64_t call) { return call == health_call(5) ? kRollback : 0; });
-  RunnerOptions o = options(6);
-  o.checkpoint_every = 2;
-  Runner runner(toy, o, peer);
-  const RunResult result = runner.run();
-  EXPECT_EQ(result.status, RunStatus::completed);
-  EXPECT_EQ(peer->proposals.at(health_call(5)), 0);  // this rank found nothing wrong
-  std::map<std::int64_t, int> expected = once_each(1, 6);
-  expected[5] = 2;  // redone from the checkpoint of step 4
-  EXPECT_EQ(toy.completions, expected);
-  EXPECT_EQ(toy.values(), toy_expected(kSize, 6));
-  const std::vector<json> anomalies = only(events(), "anomaly");
-  ASSERT_EQ(anomalies.size(), 1u);
-  EXPECT_EQ(anomalies[0].at("step"), 5);
-  EXPECT_EQ(anomalies[0].at("reason"), "another rank found an anomaly");
-  const std::vector<json> rollbacks = only(events(), "rollback");
-  ASSERT_EQ(rollbacks.size(), 1u);
-  EXPECT_EQ(rollbacks[0].at("step"), 4);
-}
-
-TEST_F(RunnerTest, AnotherRanksBackoffIsFollowed) {
-  // This rank's first attempt of step 3 runs out of memory (it proposes a retry); the other rank
-  // is already at its second failure and proposes a backoff, which both ranks take.
-  ToyWorkload toy(kSize);
-  toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 3 && attempt == 0; };
-  auto peer = std::make_shared<PeerCommunicator>(
-      [](std::int64_t call) { return call == outcome_call(3) ? kBackoff : 0; });
-  Runner runner(toy, options(4), peer);
-  const RunResult result = runner.run();
-  EXPECT_EQ(result.status, RunStatus::completed);
-  EXPECT_EQ(peer->proposals.at(outcome_call(3)), kRetry);
-  EXPECT_EQ(toy.micro_batches[3], (std::vector<std::int64_t>{kSize, kSize / 2}));
-  EXPECT_TRUE(only(events(), "oom_retry").empty());
-  EXPECT_EQ(only(events(), "backoff").size(), 1u);
-  EXPECT_EQ(toy.values(), toy_expected(kSize, 4));
-}
-
-TEST_F(RunnerTest, AnotherRanksDeviceFaultMakesThisRankExitForRestart) {
-  // This rank's step 3 runs out of memory; the other rank has a device fault at the same step.
-  ToyWorkload toy(kSize);
-  toy.oom = [](std::int64_t step, int, std::int64_t) { return step == 3; };
-  auto peer = std::make_shared<PeerCommunicator>(
-      [](std::int64_t call) { return call == outcome_call(3) ? kRestart : 0; });
-  RunnerOptions o = options(6);
-  o.checkpoint_every = 1;
-  Runner runner(toy, o, peer);
-  const RunResult result = runner.run();
-  EXPECT_EQ(result.status, RunStatus::restart);
-  EXPECT_EQ(result.exit_code, 75);
-  EXPECT_EQ(result.step, 2);
-  EXPECT_EQ(toy.attempts[3], 1);
-  EXPECT_EQ(committed().front(), 2);
-  const std::vector<json> lines = events();
-  EXPECT_EQ(lines.back().at("status"), "restart");
-  EXPECT_EQ(only(lines, "fault").size(), 1u);
 }
 
 }  // namespace

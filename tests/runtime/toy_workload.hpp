@@ -3,7 +3,9 @@
 // The state is a vector x of `size` doubles (one work unit per element). Step s -> s + 1 sets
 // x[i] <- toy_update(x[i], i, s + 1), processed in micro-batches of elements into a scratch
 // buffer that replaces x only when the whole step is done, so the result does not depend on the
-// micro-batch and a step that throws leaves the state as it was. Hooks, keyed by the step being
+// micro-batch and a step that throws leaves the state as it was. step() stages the result in the
+// scratch buffer; commit_step() swaps it in (and counts commits per step, so a test can prove no
+// step was applied twice); discard_step() drops it. Hooks, keyed by the step being
 // taken (counted from 1, as the Runner reports it) and the attempt (0 for the first call of
 // step() for that step in this object), make a step throw OutOfMemoryError, DeviceFaultError,
 // AnomalyError or OverflowError,
@@ -74,6 +76,7 @@ class ToyWorkload : public Workload {
     for (std::int64_t i = 0; i < size_; ++i) x[i] = toy_initial(i);
     scratch_ = Tensor::empty_like(x_);
     step_ = 0;
+    staged_ = -1;
   }
 
   [[nodiscard]] std::int64_t work_units() const override { return size_; }
@@ -128,12 +131,30 @@ class ToyWorkload : public Workload {
       }
       if (sigterm && sigterm(taking, attempt, micro_batch)) std::raise(SIGTERM);
     }
+    staged_ = taking;  // the result waits in scratch_ until commit_step()
+    staged_attempt_ = attempt;
+    staged_micro_batch_ = micro_batch;
+  }
+
+  void commit_step() override {
+    if (staged_ != step_ + 1) {
+      throw UsageError("toy workload asked to commit with no step staged (state at step " +
+                           std::to_string(step_) + ")",
+                       "the runner committed a step twice or without computing it");
+    }
     std::swap(x_, scratch_);  // only now does the state change
-    step_ = taking;
-    ++completions[taking];
-    if (nan && nan(taking, attempt, micro_batch)) {
+    step_ = staged_;
+    staged_ = -1;
+    ++completions[step_];
+    ++commits[step_];
+    if (nan && nan(step_, staged_attempt_, staged_micro_batch_)) {
       x_.data_as<double>()[0] = std::numeric_limits<double>::quiet_NaN();
     }
+  }
+
+  void discard_step() override {
+    if (staged_ >= 0) ++discards[staged_];
+    staged_ = -1;
   }
 
   [[nodiscard]] StateDict save_state() const override {
@@ -148,6 +169,7 @@ class ToyWorkload : public Workload {
     x_ = state.tensor("x").clone();
     scratch_ = Tensor::empty_like(x_);
     step_ = state.integer("step");
+    staged_ = -1;
   }
 
   [[nodiscard]] std::optional<std::string> check() const override {
@@ -167,7 +189,9 @@ class ToyWorkload : public Workload {
   int init_calls = 0;
   int loads = 0;
   std::map<std::int64_t, int> attempts;     // calls of step() per step taken
-  std::map<std::int64_t, int> completions;  // calls that completed, per step taken
+  std::map<std::int64_t, int> completions;  // steps committed, per step taken
+  std::map<std::int64_t, int> commits;      // commit_step() calls, per step taken
+  std::map<std::int64_t, int> discards;     // staged results dropped, per step taken
   std::map<std::int64_t, std::vector<std::int64_t>> micro_batches;  // per call, per step
 
  private:
@@ -175,6 +199,9 @@ class ToyWorkload : public Workload {
   Tensor x_;
   Tensor scratch_;
   std::int64_t step_ = 0;
+  std::int64_t staged_ = -1;  // the step whose result waits in scratch_, -1: none
+  int staged_attempt_ = 0;
+  std::int64_t staged_micro_batch_ = 0;
 };
 
 }  // namespace tenax::runtime::test

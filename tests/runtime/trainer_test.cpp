@@ -24,6 +24,14 @@
 namespace tenax::runtime {
 namespace {
 
+// A Trainer step as the Runner takes it on a single rank: computed, then committed.
+template <class... Args>
+TrainStepResult step_and_commit(Trainer& trainer, Args&&... args) {
+  const TrainStepResult result = trainer.step(std::forward<Args>(args)...);
+  trainer.commit();
+  return result;
+}
+
 namespace autodiff = solvers::autodiff;
 namespace nn = solvers::nn;
 
@@ -96,7 +104,7 @@ TEST(Trainer, OverflowedStepsAreSkippedWithoutChangingAnything) {
   for (std::int64_t step = 0; step < 9; ++step) {
     const std::string before = s.snapshot();
     const std::int64_t taken = s.optimizer.steps_taken();
-    const TrainStepResult r = s.trainer.step(step, kBatch, s.loss(), &faults);
+    const TrainStepResult r = step_and_commit(s.trainer, step, kBatch, s.loss(), &faults);
     scales.push_back(s.scaler.scale());
     if (step == 3 || step == 4) {
       EXPECT_TRUE(r.scaler.skip_step) << "step " << step + 1;
@@ -116,7 +124,7 @@ TEST(Trainer, OverflowedStepsAreSkippedWithoutChangingAnything) {
 
 TEST(Trainer, AnErrorInsideAMicroBatchLeavesTheStateAsItWas) {
   Training s(DType::f16);
-  (void)s.trainer.step(0, 8, s.loss());
+  (void)step_and_commit(s.trainer, 0, 8, s.loss());
   const std::string before = s.snapshot();
   const double scale = s.scaler.scale();
   int calls = 0;
@@ -126,12 +134,12 @@ TEST(Trainer, AnErrorInsideAMicroBatchLeavesTheStateAsItWas) {
     }
     return s.loss()(begin, end);
   };
-  EXPECT_THROW((void)s.trainer.step(1, 8, failing), OutOfMemoryError);
+  EXPECT_THROW((void)step_and_commit(s.trainer, 1, 8, failing), OutOfMemoryError);
   EXPECT_EQ(s.snapshot(), before);
   EXPECT_EQ(s.scaler.scale(), scale);
   EXPECT_EQ(autodiff::Tape::size(), 0u) << "the tape was cleared";
   // The retry (as the Runner makes it) takes the step normally.
-  EXPECT_FALSE(s.trainer.step(1, 8, s.loss()).scaler.skip_step);
+  EXPECT_FALSE(step_and_commit(s.trainer, 1, 8, s.loss()).scaler.skip_step);
 }
 
 TEST(Trainer, MicroBatchesOfWholeGrainsGiveTheSameBits) {
@@ -140,9 +148,10 @@ TEST(Trainer, MicroBatchesOfWholeGrainsGiveTheSameBits) {
     Training split(compute);
     Training odd(compute);
     for (std::int64_t step = 0; step < 3; ++step) {
-      const TrainStepResult a = whole.trainer.step(step, kBatch, whole.loss());
-      const TrainStepResult b = split.trainer.step(step, 8, split.loss());
-      const TrainStepResult c = odd.trainer.step(step, 13, odd.loss());  // rounded to 12
+      const TrainStepResult a = step_and_commit(whole.trainer, step, kBatch, whole.loss());
+      const TrainStepResult b = step_and_commit(split.trainer, step, 8, split.loss());
+      const TrainStepResult c =
+          step_and_commit(odd.trainer, step, 13, odd.loss());  // rounded to 12
       EXPECT_EQ(a.micro_batches, 1);
       EXPECT_EQ(b.micro_batches, 4);
       EXPECT_EQ(c.micro_batches, 3);
@@ -162,7 +171,7 @@ TEST(Trainer, NonFiniteLossOrUnscaledGradientIsAnAnomaly) {
     return autodiff::scale(s.loss()(begin, end), std::nan(""));
   };
   try {
-    (void)s.trainer.step(4, 8, nan_loss);
+    (void)step_and_commit(s.trainer, 4, 8, nan_loss);
     FAIL() << "no AnomalyError";
   } catch (const AnomalyError& e) {
     EXPECT_NE(std::string(e.what()).find("non-finite loss"), std::string::npos) << e.what();
@@ -172,7 +181,7 @@ TEST(Trainer, NonFiniteLossOrUnscaledGradientIsAnAnomaly) {
   EXPECT_EQ(s.snapshot(), before);
   // Without loss scaling an overflowing gradient is not skipped but reported.
   const FaultPlan faults = FaultPlan::parse("overflow@step=1");
-  EXPECT_THROW((void)s.trainer.step(0, 8, s.loss(), &faults), AnomalyError);
+  EXPECT_THROW((void)step_and_commit(s.trainer, 0, 8, s.loss(), &faults), AnomalyError);
   EXPECT_EQ(s.snapshot(), before);
 }
 
@@ -181,18 +190,18 @@ TEST(Trainer, AtTheMinimumScaleEachPolicyKeepsTheModelUnchanged) {
   for (MinScalePolicy policy :
        {MinScalePolicy::error, MinScalePolicy::skip, MinScalePolicy::clamp}) {
     Training s(DType::f16, LossScalerOptions{.init_scale = 1, .min_scale = 1, .on_min = policy});
-    (void)s.trainer.step(0, kBatch, s.loss(), &faults);
+    (void)step_and_commit(s.trainer, 0, kBatch, s.loss(), &faults);
     const std::string before = s.snapshot();
     const StateDict scaler_before = s.scaler.state_dict();
     switch (policy) {
       case MinScalePolicy::error:
-        EXPECT_THROW((void)s.trainer.step(1, kBatch, s.loss(), &faults), OverflowError);
+        EXPECT_THROW((void)step_and_commit(s.trainer, 1, kBatch, s.loss(), &faults), OverflowError);
         break;
       case MinScalePolicy::skip:
-        EXPECT_TRUE(s.trainer.step(1, kBatch, s.loss(), &faults).scaler.skip_step);
+        EXPECT_TRUE(step_and_commit(s.trainer, 1, kBatch, s.loss(), &faults).scaler.skip_step);
         break;
       case MinScalePolicy::clamp:  // the Inf gradients go to the anomaly policy, not the model
-        EXPECT_THROW((void)s.trainer.step(1, kBatch, s.loss(), &faults), AnomalyError);
+        EXPECT_THROW((void)step_and_commit(s.trainer, 1, kBatch, s.loss(), &faults), AnomalyError);
         EXPECT_EQ(s.scaler.state_dict().integer("growth_tracker"),
                   scaler_before.integer("growth_tracker"));
         break;
@@ -205,8 +214,8 @@ TEST(Trainer, AtTheMinimumScaleEachPolicyKeepsTheModelUnchanged) {
 TEST(Trainer, ClippingScalesTheUpdateAndTheNormIsReportedUnclipped) {
   Training plain(DType::f32);
   Training clipped(DType::f32, {}, 1e-3);
-  const TrainStepResult a = plain.trainer.step(0, kBatch, plain.loss());
-  const TrainStepResult b = clipped.trainer.step(0, kBatch, clipped.loss());
+  const TrainStepResult a = step_and_commit(plain.trainer, 0, kBatch, plain.loss());
+  const TrainStepResult b = step_and_commit(clipped.trainer, 0, kBatch, clipped.loss());
   EXPECT_EQ(a.grad_norm, b.grad_norm);
   EXPECT_GT(a.grad_norm, 1e-3) << "the clip is active";
   // The norm is the 2-norm of all gradients (after the step, grads are still the unscaled ones).
@@ -231,7 +240,7 @@ TEST(Trainer, TheScheduleFollowsTakenStepsNotAttemptedOnes) {
   const FaultPlan faults = FaultPlan::parse("overflow@step=2");
   std::vector<double> lrs;
   for (std::int64_t step = 0; step < 4; ++step) {
-    lrs.push_back(trainer.step(step, kBatch, s.loss(), &faults).lr);
+    lrs.push_back(step_and_commit(trainer, step, kBatch, s.loss(), &faults).lr);
   }
   EXPECT_EQ(lrs[0], warmup.lr_at(0));
   EXPECT_EQ(lrs[1], 0.0) << "skipped";

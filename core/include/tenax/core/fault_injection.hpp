@@ -3,20 +3,24 @@
 //
 // Grammar (whitespace around items is ignored; an empty string is an empty plan):
 //   plan  := item ("," item)*
-//   item  := kind "@" point "=" N ["x" M] [":" phase]
-//   kind  := oom | nan | inf | device | comm | io | kill | enospc | overflow
+//   item  := kind "@" point "=" N ["x" M] [":" phase] [":rank=" R]
+//   kind  := oom | nan | inf | device | comm | io | kill | enospc | overflow | hang
 //   point := alloc | step | checkpoint
 //   phase := [a-z0-9_]+
 // N (from 1) is the occurrence of the point at which the fault fires; "xM" makes it fire on M
 // consecutive occurrences N .. N+M-1. ":phase" narrows the fault to one phase of the point (the
 // owner of the point names its phases, e.g. the checkpoint store's commit-protocol steps); an
-// item without a phase fires at the first phase the owner checks. Examples:
+// item without a phase fires at the first phase the owner checks. ":rank=R" (step and checkpoint
+// points) fires only on rank R of a multi-rank job; without it an item fires on every rank.
+// Examples:
 //   oom@alloc=37       the 37th allocation through the fault-injecting resource fails
 //   oom@alloc=37x3     allocations 37, 38 and 39 fail
 //   oom@step=12, nan@step=50, device@step=120, kill@step=75
 //   kill@checkpoint=2:after_data_fsync   SIGKILL during the 2nd checkpoint, after the data fsync
 //   enospc@checkpoint=3                  the 3rd checkpoint fails as if the disk were full
 //   overflow@step=7                      step 7's gradients overflow (an Inf, as f16 makes)
+//   hang@step=40:rank=1                  rank 1 stops making progress in step 40 (a hung rank)
+//   enospc@checkpoint=2:rank=1           rank 1's file of the 2nd checkpoint hits a full disk
 // What a fault means at a point is up to the code that owns the point (the fault-injecting
 // memory resource for alloc, the runner for step and checkpoint).
 #pragma once
@@ -30,7 +34,18 @@
 
 namespace tenax {
 
-enum class FaultKind : unsigned char { oom, nan, inf, device, comm, io, kill, enospc, overflow };
+enum class FaultKind : unsigned char {
+  oom,
+  nan,
+  inf,
+  device,
+  comm,
+  io,
+  kill,
+  enospc,
+  overflow,
+  hang
+};
 enum class FaultPoint : unsigned char { alloc, step, checkpoint };
 
 [[nodiscard]] std::string_view to_string(FaultKind kind) noexcept;
@@ -42,6 +57,7 @@ struct FaultSpec {
   std::uint64_t first = 1;  // occurrence of the point, counted from 1
   std::uint64_t count = 1;  // consecutive occurrences that fail
   std::string phase;        // empty: any phase of the point
+  int rank = -1;            // the only rank it fires on; -1: every rank
 
   friend bool operator==(const FaultSpec&, const FaultSpec&) = default;
 };
@@ -77,6 +93,9 @@ class FaultPlan {
 
   // The plan in the grammar above; parse(to_string()) gives an equal plan.
   [[nodiscard]] std::string to_string() const;
+
+  // The items that fire on `rank` (those without a rank and those for it), counters reset.
+  [[nodiscard]] FaultPlan for_rank(int rank) const;
 
  private:
   std::vector<FaultSpec> faults_;

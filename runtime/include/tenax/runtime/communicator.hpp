@@ -3,10 +3,10 @@
 // Contract shared by every implementation (single rank, in-process threads, MPI, NCCL):
 //  - Every call except rank()/size()/local_rank()/name() is collective (or, for send/receive,
 //    matched with the peer's call) and carries a sequence number: the n-th collective of a rank
-//    must be the n-th collective of every other rank (send/receive are not counted). The communicator counts them
-//    (sequence()), and implementations that can see the peers' calls (threads, and the step
-//    agreement everywhere, whose record carries the sequence) detect a mismatch (a desync)
-//    and throw CommFaultError naming both ranks' calls.
+//    must be the n-th collective of every other rank (send/receive are not counted). The
+//    communicator counts them (sequence()), and implementations that can see the peers' calls
+//    (threads, and the step agreement everywhere, whose record carries the sequence) detect a
+//    mismatch (a desync) and throw CommFaultError naming both ranks' calls.
 //  - Every call runs under a deadline (CommOptions::timeout_seconds). A call that does not
 //    complete in time throws CommFaultError naming the call, its sequence number, this rank's
 //    step (set_step) and, where it can be known, the ranks that did not arrive. A peer's failure
@@ -79,9 +79,9 @@ struct StepAgreement {
   std::int64_t step = 0;
   StepDecision decision = StepDecision::proceed;
   StepReason reason = StepReason::none;
-  int asking_rank = -1;  // lowest rank that proposed `decision` (-1 when it is proceed)
-  int signal = 0;        // the first stop signal in rank order, 0: none
-  int signal_rank = -1;  // the rank that saw it
+  int asking_rank = -1;         // lowest rank that proposed `decision` (-1 when it is proceed)
+  int signal = 0;               // the first stop signal in rank order, 0: none
+  int signal_rank = -1;         // the rank that saw it
   bool checkpoint_due = false;  // any rank's trigger fired
   bool finished = false;        // any rank's workload reached its goal
   double slowest_seconds = 0;
@@ -163,8 +163,7 @@ class Communicator {
   // Each throws CommFaultError (naming describe(call)) on failure or after the deadline.
   virtual void do_all_reduce(const Call& call, void* data, std::int64_t count, DType dtype,
                              ReduceOp op) = 0;
-  virtual void do_all_gather(const Call& call, const void* send, std::size_t bytes,
-                             void* out) = 0;
+  virtual void do_all_gather(const Call& call, const void* send, std::size_t bytes, void* out) = 0;
   virtual void do_broadcast(const Call& call, void* data, std::size_t bytes, int root) = 0;
   virtual void do_send(const Call& call, const void* data, std::size_t bytes, int peer,
                        int tag) = 0;

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "tenax/core/fault_injection.hpp"
@@ -77,8 +78,17 @@ class Trainer {
   // injected faults name the step being taken, step + 1, as the Runner does) in micro-batches of at
   // most `micro_batch` rows. `faults` (may be null): overflow@step=S (S = step + 1) writes +Inf
   // into the first gradient before the fused pass, as an f16 overflow would.
+  //
+  // The step is computed and staged: the returned result says what commit() will do (the
+  // scaler's decision, the learning rate), but parameters, optimizer and scaler are unchanged
+  // until commit() applies it (the optimizer step and the scaler update, neither of which
+  // allocates or throws for memory); discard() drops it (a peer rank's step failed).
   TrainStepResult step(std::int64_t step, std::int64_t micro_batch, const MicroBatchLoss& loss,
                        const FaultPlan* faults = nullptr);
+  // Applies the step staged by the last successful step(). UsageError when none is staged.
+  void commit();
+  // Drops the staged step; the gradients are left as they are (the next step zeroes them).
+  void discard() noexcept;
 
   // Rows actually used per micro-batch for a requested micro-batch: rounded down to a whole
   // number of grains, at least one grain, at most the batch.
@@ -90,6 +100,13 @@ class Trainer {
   DynamicLossScaler& scaler_;
   const solvers::nn::LrSchedule& schedule_;
   TrainerOptions options_;
+  struct Staged {
+    DynamicLossScaler scaler;  // the scaler after this step's update
+    bool apply = false;        // false: the step is skipped (overflow)
+    double clip = 1;
+    double lr = 0;
+  };
+  std::optional<Staged> staged_;
 };
 
 }  // namespace tenax::runtime

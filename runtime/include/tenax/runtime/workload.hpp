@@ -23,15 +23,32 @@ class Workload {
   // micro-batches of this size and halves them when memory runs out; must be >= 1.
   [[nodiscard]] virtual std::int64_t work_units() const = 0;
 
-  // Advances the state from step `step` to step `step + 1`, processing the step's work in
-  // micro-batches of at most `micro_batch` units. Contract:
+  // A step is a transaction across ranks, in two calls:
+  //
+  // step() computes step `step` -> `step + 1` and STAGES the result: the state that
+  // save_state() shows must not change yet. It processes the step's work in micro-batches of at
+  // most `micro_batch` units. Contract:
   //  - the result must not depend on `micro_batch` (bit for bit), so that a backoff after an
   //    out-of-memory error changes nothing but speed;
-  //  - if it throws, the state must be as it was before the call (strong guarantee), so that
-  //    the Runner can retry the step without doing any work twice. OutOfMemoryError drives the
-  //    out-of-memory policy, AnomalyError (a NaN/Inf the step cannot go on with) the anomaly
-  //    policy, device and communication faults the restart; anything else ends the run.
+  //  - everything that can fail for a reason the Runner retries (memory above all) is acquired
+  //    here, so that commit_step() cannot fail that way;
+  //  - if it throws, the staged result is dropped and the state is as it was (strong guarantee).
+  //    OutOfMemoryError drives the out-of-memory policy, AnomalyError (a NaN/Inf the step cannot
+  //    go on with) the anomaly policy, OverflowError the overflow stop, device and communication
+  //    faults the restart; anything else ends the run.
+  // Collectives of the step (gradient all-reduce, halo exchange) belong in step(): every rank
+  // reaches them, or a rank's failure reaches its peers as a timeout, never as a hang.
   virtual void step(std::int64_t step, std::int64_t micro_batch) = 0;
+
+  // Makes the staged result of the last successful step() the state. The Runner calls it once
+  // every rank's step() succeeded and all agreed to go on; it must not throw OutOfMemoryError or
+  // AnomalyError (a device fault may still escape: the job then restarts from its checkpoint).
+  virtual void commit_step() = 0;
+
+  // Drops the staged result: a peer's step failed, so this rank's successful step is not applied
+  // (it will be computed again, with the same bits, when the step is retried). The default does
+  // nothing, for workloads whose next step() overwrites what is staged.
+  virtual void discard_step() {}
 
   // The complete state needed to continue the run (tensors may be views of the live state: the
   // Runner writes them out before the next step changes them, or snapshots them first).
