@@ -67,11 +67,16 @@ constexpr std::int64_t kBlockBytes = std::int64_t{2} << 20;
 
 class Heat2d final : public tenax::runtime::Workload {
  public:
-  Heat2d(const Options& options, Device device)
+  Heat2d(const Options& options, Device device, tenax::runtime::Communicator& comm)
       : options_(options),
         device_(device),
+        comm_(comm),
         h_(1.0 / static_cast<double>(options.n + 1)),
-        dt_(options.dt > 0 ? options.dt : options.courant * h_ * h_ / (4.0 * options.alpha)) {
+        dt_(options.dt > 0 ? options.dt : options.courant * h_ * h_ / (4.0 * options.alpha)),
+        row_begin_(first_row(comm.rank())),
+        rows_(first_row(comm.rank() + 1) - row_begin_),
+        ghost_top_(comm.rank() > 0 ? 1 : 0),
+        ghost_bottom_(comm.rank() + 1 < comm.size() ? 1 : 0) {
     if (options.scheme != "explicit") {
       tenax::solvers::IntegratorOptions integrator;
       integrator.scheme =
@@ -85,7 +90,31 @@ class Heat2d final : public tenax::runtime::Workload {
   }
 
   [[nodiscard]] double dt() const noexcept { return dt_; }
+  // This rank's rows of the field.
   [[nodiscard]] const Tensor& field() const noexcept { return u_; }
+  // The whole field on the CPU, gathered on rank 0 (undefined on the others). Collective.
+  [[nodiscard]] Tensor gather_field() const {
+    if (comm_.size() == 1) return u_.to(Device::cpu());
+    const std::int64_t n = options_.n;
+    const Tensor mine = u_.to(Device::cpu()).clone();
+    if (comm_.rank() != 0) {
+      comm_.send(mine, 0, kGatherTag);
+      return Tensor{};
+    }
+    Tensor whole = Tensor::empty({n, n}, DType::f64);
+    tenax::ops::copy(whole.slice(0, rows_), mine);
+    for (int r = 1; r < comm_.size(); ++r) {
+      comm_.receive(whole.slice(first_row(r), first_row(r + 1)), r, kGatherTag);
+    }
+    return whole;
+  }
+  // The largest value of the field over every rank. Collective.
+  [[nodiscard]] double max_value() const {
+    const Tensor value = Tensor::empty({1}, DType::f64);
+    value.data_as<double>()[0] = tenax::ops::max(u_);
+    comm_.all_reduce(value, tenax::runtime::ReduceOp::max);
+    return value.data_as<double>()[0];
+  }
   [[nodiscard]] double time() const noexcept { return time_; }
 
   void init() override {
@@ -106,11 +135,11 @@ class Heat2d final : public tenax::runtime::Workload {
         }
       }
     }
-    adopt(host.to(device_), 0.0);
+    adopt(host.slice(row_begin_, row_begin_ + rows_).to(device_), 0.0);
   }
 
   // Rows per block for FTCS; the integrators take the whole grid at once.
-  [[nodiscard]] std::int64_t work_units() const override { return integrator_ ? 1 : options_.n; }
+  [[nodiscard]] std::int64_t work_units() const override { return integrator_ ? 1 : rows_; }
 
   void step(std::int64_t step, std::int64_t micro_batch) override {
     const auto start = std::chrono::steady_clock::now();
@@ -148,46 +177,81 @@ class Heat2d final : public tenax::runtime::Workload {
   void ftcs(std::int64_t micro_batch) {
     const std::int64_t n = options_.n;
     const double factor = options_.alpha * dt_;
-    if (micro_batch >= n) {
+    exchange_halos();
+    if (micro_batch >= rows_) {
       // The whole grid in one pass into a second field from the pool (one parallel sweep, no
       // per-block dispatch): the fast path while memory allows. Under memory pressure the
       // allocation fails first, before the state changes, and the backoff leads to the blocked
       // in-place path below, which needs only two blocks beside the field.
-      Tensor next = Tensor::empty_like(u_);
-      tenax::ops::laplacian_5pt_update(u_, next, 0, factor, h_, h_);
+      Tensor next = Tensor::empty_like(slab_);
+      tenax::ops::laplacian_5pt_update(slab_, next.slice(ghost_top_, ghost_top_ + rows_),
+                                       ghost_top_, factor, h_, h_);
       staged_ = Staged{std::move(next), Tensor{}, 0};
       return;
     }
     // In place: everything that can fail (the two block buffers) is taken now; the sweep itself,
     // which overwrites u, runs in commit_step() once every rank agreed.
     const std::int64_t cache_rows = std::max<std::int64_t>(1, kBlockBytes / (8 * n));
-    const std::int64_t rows = std::min({micro_batch, cache_rows, n});
+    const std::int64_t rows = std::min({micro_batch, cache_rows, rows_});
     staged_ = Staged{Tensor{}, Tensor::empty({2, rows, n}, DType::f64, device_), rows};
   }
 
   // The blocked in-place FTCS sweep. A block's new rows go to a buffer and are copied into u one
   // block later, after the next block (which reads this block's last row as its halo) has been
   // computed from the old values.
+  // It runs over this rank's rows of the slab (the field with its halo rows from the
+  // neighbouring ranks, which are read, never written).
   void sweep_in_place(const Tensor& buffers, std::int64_t rows) {
     const std::int64_t n = options_.n;
+    const std::int64_t m = slab_.shape()[0];
+    const std::int64_t end = ghost_top_ + rows_;
     const double factor = options_.alpha * dt_;
     Tensor pending;  // the previous block's new rows, not yet in u
     std::int64_t pending_row = 0;
-    for (std::int64_t r0 = 0, block = 0; r0 < n; r0 += rows, ++block) {
-      const std::int64_t r1 = std::min(n, r0 + rows);
-      // The block with one halo row on each side inside the grid.
+    for (std::int64_t r0 = ghost_top_, block = 0; r0 < end; r0 += rows, ++block) {
+      const std::int64_t r1 = std::min(end, r0 + rows);
+      // The block with one halo row on each side inside the slab.
       const std::int64_t top = r0 > 0 ? r0 - 1 : 0;
-      const std::int64_t bottom = r1 < n ? r1 + 1 : n;
+      const std::int64_t bottom = r1 < m ? r1 + 1 : m;
       const Tensor next =
           buffers.slice(block % 2, block % 2 + 1).reshape({rows, n}).slice(0, r1 - r0);
-      tenax::ops::laplacian_5pt_update(u_.slice(top, bottom), next, r0 - top, factor, h_, h_);
+      tenax::ops::laplacian_5pt_update(slab_.slice(top, bottom), next, r0 - top, factor, h_, h_);
       if (pending.defined()) {
-        tenax::ops::copy(u_.slice(pending_row, pending_row + pending.shape()[0]), pending);
+        tenax::ops::copy(slab_.slice(pending_row, pending_row + pending.shape()[0]), pending);
       }
       pending = next;
       pending_row = r0;
     }
-    tenax::ops::copy(u_.slice(pending_row, pending_row + pending.shape()[0]), pending);
+    tenax::ops::copy(slab_.slice(pending_row, pending_row + pending.shape()[0]), pending);
+  }
+
+  // The halo rows from the neighbouring ranks: each rank's first and last rows go to the ranks
+  // above and below. Pairs (0,1), (2,3), ... exchange first, then (1,2), (3,4), ...; in each
+  // pair the lower rank sends first, so no two ranks wait on each other's send.
+  void exchange_halos() {
+    if (comm_.size() == 1) return;
+    const int rank = comm_.rank();
+    const std::int64_t m = slab_.shape()[0];
+    auto with = [&](int peer) {
+      const bool below = peer > rank;  // the peer holds the rows after ours
+      const Tensor mine = below ? slab_.slice(ghost_top_ + rows_ - 1, ghost_top_ + rows_)
+                                : slab_.slice(ghost_top_, ghost_top_ + 1);
+      const Tensor ghost = below ? slab_.slice(m - 1, m) : slab_.slice(0, 1);
+      const int send_tag = below ? kDownTag : kUpTag;
+      const int receive_tag = below ? kUpTag : kDownTag;
+      if (rank < peer) {
+        comm_.send(mine, peer, send_tag);
+        comm_.receive(ghost, peer, receive_tag);
+      } else {
+        comm_.receive(ghost, peer, receive_tag);
+        comm_.send(mine, peer, send_tag);
+      }
+    };
+    for (int phase = 0; phase < 2; ++phase) {
+      const bool leads = rank % 2 == phase;  // the lower rank of this phase's pair
+      const int peer = leads ? rank + 1 : rank - 1;
+      if (peer >= 0 && peer < comm_.size()) with(peer);
+    }
   }
 
   // One step of the integrator on a copy of u; the integrator's own counters are part of the
@@ -224,7 +288,8 @@ class Heat2d final : public tenax::runtime::Workload {
         std::swap(u_, u_next_);
         problem_ = staged_problem_;
       } else {
-        u_ = staged_->field;
+        slab_ = staged_->field;
+        u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
       }
     } else {
       sweep_in_place(staged_->buffers, staged_->rows);
@@ -240,7 +305,8 @@ class Heat2d final : public tenax::runtime::Workload {
 
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
-    state.set("u", u_);
+    state.set("u", u_);  // this rank's rows
+    state.set("row_begin", row_begin_);
     state.set("t", time_);
     if (integrator_) integrator_->save_state(state, "integrator");
     return state;
@@ -248,11 +314,13 @@ class Heat2d final : public tenax::runtime::Workload {
 
   void load_state(const StateDict& state) override {
     const Tensor& u = state.tensor("u");
-    TENAX_EXPECTS(u.shape() == (tenax::Shape{options_.n, options_.n}) && u.dtype() == DType::f64,
+    TENAX_EXPECTS(u.shape() == (tenax::Shape{rows_, options_.n}) && u.dtype() == DType::f64 &&
+                      (!state.contains("row_begin") || state.integer("row_begin") == row_begin_),
                   tenax::UsageError,
-                  "the checkpoint holds u as " + u.describe() + " but this run has --n " +
-                      std::to_string(options_.n),
-                  "resume with the same --n, or use a new --run-dir");
+                  "the checkpoint holds u as " + u.describe() + " but this rank of a run with --n " +
+                      std::to_string(options_.n) + " holds rows " + std::to_string(row_begin_) +
+                      ".." + std::to_string(row_begin_ + rows_ - 1),
+                  "resume with the same --n and number of ranks, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
     staged_.reset();
     if (integrator_) integrator_->load_state(state, "integrator");
@@ -261,16 +329,38 @@ class Heat2d final : public tenax::runtime::Workload {
   [[nodiscard]] Device device() const override { return device_; }
 
  private:
-  void adopt(Tensor u, double time) {
-    u_ = std::move(u);
+  // The first row of `rank`'s block (the rows split as evenly as they go).
+  [[nodiscard]] std::int64_t first_row(int rank) const {
+    return options_.n * static_cast<std::int64_t>(rank) / comm_.size();
+  }
+
+  // This rank's rows become the field, inside a slab with a halo row for each neighbour.
+  void adopt(Tensor rows, double time) {
+    if (ghost_top_ + ghost_bottom_ == 0) {
+      slab_ = std::move(rows);
+    } else {
+      slab_ = Tensor::empty({rows_ + ghost_top_ + ghost_bottom_, options_.n}, DType::f64, device_);
+      tenax::ops::copy(slab_.slice(ghost_top_, ghost_top_ + rows_), rows);
+    }
+    u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
     time_ = time;
   }
 
+  static constexpr int kDownTag = 1;    // a rank's last row, to the rank below
+  static constexpr int kUpTag = 2;      // a rank's first row, to the rank above
+  static constexpr int kGatherTag = 3;  // rows to rank 0 for the output
+
   Options options_;
   Device device_;
+  tenax::runtime::Communicator& comm_;
   double h_;
   double dt_;
-  Tensor u_;
+  std::int64_t row_begin_;  // this rank's first row of the grid
+  std::int64_t rows_;       // and its number of rows
+  std::int64_t ghost_top_;     // 1 when a rank above sends its last row into slab_'s first
+  std::int64_t ghost_bottom_;  // 1 when a rank below sends its first row into slab_'s last
+  Tensor slab_;  // [ghost_top_ + rows_ + ghost_bottom_, n]
+  Tensor u_;     // this rank's rows: a view of slab_
   Tensor u_next_;  // the integrators' working copy (FTCS updates u in place)
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
@@ -342,10 +432,18 @@ int run(const Options& options) {
       tenax::UsageError, "--initial " + options.initial + " is not known",
       "use sine, gauss or random");
   tenax::examples::apply_inject_flag(options.run);
+  const auto comm = tenax::examples::make_communicator(options.run, "heat2d", true);
+  TENAX_EXPECTS(comm->size() == 1 || options.scheme == "explicit", tenax::UsageError,
+                "--scheme " + options.scheme + " on " + std::to_string(comm->size()) + " ranks",
+                "run the implicit and Runge-Kutta schemes on one rank; --scheme explicit (FTCS) "
+                "divides the grid's rows across ranks");
+  TENAX_EXPECTS(options.n >= comm->size(), tenax::UsageError,
+                "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) +
+                    " ranks",
+                "give every rank at least one row: use --n >= the number of ranks");
   const Device device = tenax::select_device(options.device);
-  Heat2d heat(options, device);
-
-  const auto comm = tenax::examples::make_communicator(options.run, "heat2d", false);
+  Heat2d heat(options, device, *comm);
+  const bool leader = comm->rank() == 0;
   tenax::runtime::Runner runner(
       heat,
       tenax::examples::runner_options(options.run, options.steps, "heat2d", config_json(options),
@@ -358,15 +456,20 @@ int run(const Options& options) {
     return result.exit_code;
   }
 
+  const double max_u = heat.max_value();
+  const Tensor whole = options.output.empty() ? Tensor{} : heat.gather_field();
+  if (!leader) return 0;
+  const std::string where =
+      tenax::to_string(device) +
+      (comm->size() > 1 ? " x " + std::to_string(comm->size()) + " ranks" : std::string());
   std::printf("heat2d: %lld steps of %lldx%lld on %s done, t = %.9g, max u = %.17g\n",
               static_cast<long long>(options.steps), static_cast<long long>(options.n),
-              static_cast<long long>(options.n), tenax::to_string(device).c_str(), heat.time(),
-              tenax::ops::max(heat.field()));
+              static_cast<long long>(options.n), where.c_str(), heat.time(), max_u);
   if (!options.output.empty()) {
     tenax::io::FileMetadata metadata;
     metadata.step = options.steps;
     metadata.config = config_json(options);
-    tenax::io::write_tensor_file(options.output, "u", heat.field().to(Device::cpu()),
+    tenax::io::write_tensor_file(options.output, "u", whole,
                                  {{"t", heat.time()},
                                   {"alpha", options.alpha},
                                   {"steps", static_cast<double>(options.steps)}},
@@ -374,7 +477,8 @@ int run(const Options& options) {
     std::printf("heat2d: final field written to %s (dataset /u)\n", options.output.c_str());
   }
   // An FTCS step reads and writes the field once: 16 bytes per point (f64) at the least.
-  const double points = static_cast<double>(options.n) * static_cast<double>(options.n);
+  // Per rank: its own rows (the ranks run side by side).
+  const double points = static_cast<double>(heat.field().numel());
   const double step_seconds = heat.median_step_seconds();
   const double gbps =
       options.scheme == "explicit" && step_seconds > 0 ? 16.0 * points / step_seconds / 1e9 : 0.0;
