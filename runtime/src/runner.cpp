@@ -197,15 +197,20 @@ struct Runner::Impl {
   std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
   int checkpoint_failures = 0;
 
-  // A line on stderr; ranks other than 0 say who they are.
+  // A line on stderr, prefixed with the rank in a job of several, written with one call so that
+  // ranks sharing a terminal never interleave within a line.
   template <class... Args>
   void say(const char* format, Args... args) const {
-    if (world > 1)
-      std::fprintf(stderr, "tenax [rank %d/%d]: ", rank, world);
-    else
-      std::fputs("tenax: ", stderr);
-    std::fprintf(stderr, format, args...);
-    std::fputc('\n', stderr);
+    char body[2048];
+    std::snprintf(body, sizeof(body), format, args...);
+    char line[2200];
+    if (world > 1) {
+      std::snprintf(line, sizeof(line), "tenax [rank %d/%d]: %s\n", rank, world, body);
+    } else {
+      std::snprintf(line, sizeof(line), "tenax: %s\n", body);
+    }
+    std::fputs(line, stderr);
+    std::fflush(stderr);
   }
   [[nodiscard]] std::string on_rank(int who) const {
     return world > 1 && who >= 0 ? " on rank " + std::to_string(who) : std::string();

@@ -92,7 +92,7 @@ class RunnerMpiTest : public ::testing::TestWithParam<int> {
     fs::create_directories(root_);
   }
   void TearDown() override {
-    if (!HasFailure()) fs::remove_all(root_);
+    if (!HasFailure() && std::getenv("TENAX_KEEP_TEST_DIRS") == nullptr) fs::remove_all(root_);
   }
 
   [[nodiscard]] std::string job(const std::string& name, const std::string& extra,
