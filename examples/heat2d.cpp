@@ -441,7 +441,11 @@ int run(const Options& options) {
                 "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) +
                     " ranks",
                 "give every rank at least one row: use --n >= the number of ranks");
-  const Device device = tenax::select_device(options.device);
+  Device device = tenax::select_device(options.device);
+  // Several ranks on one host: each takes the GPU of its local rank (unless --device names one).
+  if (device.is_cuda() && comm->size() > 1 && options.device.find(':') == std::string::npos) {
+    device = Device::cuda(comm->local_rank());
+  }
   Heat2d heat(options, device, *comm);
   const bool leader = comm->rank() == 0;
   tenax::runtime::Runner runner(

@@ -2,7 +2,8 @@
 # On a machine with an NVIDIA GPU: builds what is missing (release preset), runs every test
 # labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth), the GPU
 # benchmarks, CG on a 4096^2 Poisson problem (ms per iteration and the fraction of the device's
-# copy bandwidth, from bench_gpu) and the explicit heat step on the device, then prints a short
+# copy bandwidth, from bench_gpu), the explicit heat step on the device, and with two GPUs the
+# NCCL communicator and heat2d across 2 ranks, then prints a short
 # table. Finishes in a few minutes on one GPU.
 # On a machine where the Debian packages are absent, point TENAX_BUILD_DIR at a build copied
 # there (with LD_LIBRARY_PATH set to its bundled libraries); the script then skips building.
@@ -64,6 +65,21 @@ timeout 60 "$build_dir/bin/train_mlp" --device cuda --precision f16 --steps 20 \
   --checkpoint-every 0 --progress quiet --json --inject overflow@step=5 \
   --run-dir "$out/train-overflow" | tee "$out/train-overflow.txt" || train_rc=$?
 
+# Many ranks on devices: the communicators' device test at world size 1 ran with the gpu label
+# above (NCCL, and CUDA tensors staged through MPI); with 2 GPUs or more it runs again as 2 ranks
+# under mpirun (NCCL across GPUs), and heat2d runs its rows across the GPUs.
+ranks_rc=0
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
+  timeout 120 mpirun --allow-run-as-root -np 2 "$build_dir/bin/runtime_communicator_gpu_test" |
+    tee "$out/nccl-2ranks.txt" || ranks_rc=$?
+  timeout 120 mpirun --allow-run-as-root -np 2 "$build_dir/bin/heat2d" --device cuda --n 4096 \
+    --steps 200 --checkpoint-every 100 --progress quiet --json --comm nccl \
+    --run-dir "$out/heat2d-2ranks" | tee "$out/heat2d-2ranks.txt" || ranks_rc=$?
+else
+  echo "gpu-check: $gpus GPU(s) or no mpirun: the 2-rank NCCL checks are skipped"
+fi
+
 echo
 echo "=== tenax gpu-check summary ==="
 printf '%-14s %s\n' "doctor" "$(status $doctor_rc)"
@@ -71,6 +87,7 @@ printf '%-14s %s\n' "gpu tests" "$(status $tests_rc)"
 printf '%-14s %s\n' "gpu benches" "$(status $bench_rc)"
 printf '%-14s %s\n' "cg / heat" "$(status $solver_rc)"
 printf '%-14s %s\n' "train_mlp" "$(status $train_rc)"
+printf '%-14s %s\n' "2 ranks" "$(status $ranks_rc)"
 grep -h '^{' "$out"/poisson-*.txt "$out"/heat2d.txt "$out"/train-*.txt 2>/dev/null
 # CG and the heat step as fractions of the device's copy bandwidth (BM_CudaCopy, same run).
 python3 - "$out" <<'PY' || true
@@ -93,4 +110,5 @@ for path in sorted(glob.glob(os.path.join(out, "poisson-*.txt")) + [os.path.join
             print(f"  {what:16s} {per:.3f} ms  {gbps:.1f} GB/s  {100 * gbps * 1e9 / copy:.0f} % of copy")
 PY
 grep -h '_median' "$out"/bench_*.txt 2>/dev/null | awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
-[ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $solver_rc -eq 0 ]
+[ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $solver_rc -eq 0 ] &&
+  [ $ranks_rc -eq 0 ]

@@ -171,6 +171,30 @@ class Communicator {
   virtual void do_barrier(const Call& call) = 0;
   virtual void do_abort(std::string_view reason) noexcept = 0;
 
+  // For a communicator that routes some memory through another of the same ranks (NCCL: host
+  // memory through MPI): `to`'s implementation, called with this call's description.
+  static void route_all_reduce(Communicator& to, const Call& call, void* data, std::int64_t count,
+                               DType dtype, ReduceOp op) {
+    to.do_all_reduce(call, data, count, dtype, op);
+  }
+  static void route_all_gather(Communicator& to, const Call& call, const void* send,
+                               std::size_t bytes, void* out) {
+    to.do_all_gather(call, send, bytes, out);
+  }
+  static void route_broadcast(Communicator& to, const Call& call, void* data, std::size_t bytes,
+                              int root) {
+    to.do_broadcast(call, data, bytes, root);
+  }
+  static void route_send(Communicator& to, const Call& call, const void* data, std::size_t bytes,
+                         int peer, int tag) {
+    to.do_send(call, data, bytes, peer, tag);
+  }
+  static void route_receive(Communicator& to, const Call& call, void* data, std::size_t bytes,
+                            int peer, int tag) {
+    to.do_receive(call, data, bytes, peer, tag);
+  }
+  static void route_barrier(Communicator& to, const Call& call) { to.do_barrier(call); }
+
  private:
   // Checks usability, counts the call, and wraps it: an exception from it leaves the
   // communicator aborted.
