@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -49,6 +50,10 @@ void initialise_mpi() {
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (initialised) return;
+    // OpenMPI's non-blocking all-reduce (libnbc) picks a binomial tree by default, half the
+    // bandwidth of the blocking one on large tensors; its ring is on par (bench/RESULTS.md).
+    // A value the user set wins.
+    ::setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", /*overwrite=*/0);
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
       throw EnvironmentError("MPI_Init_thread failed",
@@ -138,6 +143,17 @@ class MpiCommunicator final : public Communicator {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!aborted() && !finalized) {
+      try {
+        if (!pending_sends_.empty()) {
+          std::vector<MPI_Request> requests;
+          for (PendingSend& p : pending_sends_) requests.push_back(p.request);
+          wait_all(Call{"send (at exit)", sequence(), step()}, requests);
+        }
+      } catch (const Error& e) {
+        std::fprintf(stderr, "tenax [rank %d]: %s\n", rank_, e.what());
+        any_aborted.store(true);
+        return;
+      }
       MPI_Comm_free(&diagnostics_);
       MPI_Comm_free(&comm_);
     }
@@ -185,14 +201,15 @@ class MpiCommunicator final : public Communicator {
       if (now >= deadline) {
         timed_out(call, requests);
       }
+      // Progress of a non-blocking collective happens inside MPI_Test*, so the first tens of
+      // milliseconds (a large all-reduce) are polled without pause; past them the peer is late
+      // (a slow step), and the wait yields, then sleeps, leaving the core to ranks that work.
       const auto waited = now - start;
-      if (waited < std::chrono::microseconds(50)) continue;
-      if (waited < std::chrono::milliseconds(2)) {
+      if (waited < std::chrono::milliseconds(50)) continue;
+      if (waited < std::chrono::seconds(1)) {
         sched_yield();
       } else {
-        std::this_thread::sleep_for(waited < std::chrono::milliseconds(100)
-                                        ? std::chrono::microseconds(50)
-                                        : std::chrono::microseconds(500));
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
       }
     }
   }
@@ -295,19 +312,33 @@ class MpiCommunicator final : public Communicator {
     if (!requests.empty()) wait_all(call, requests);
   }
 
-  void do_send(const Call& call, const void* data, std::size_t bytes, int peer, int tag) override {
-    std::vector<MPI_Request> requests;
+  // Buffered, as the contract says: the bytes are copied and the send is left in flight, so two
+  // ranks that both send before they receive (a halo exchange) never wait on each other. Sends
+  // still in flight are completed by later calls, and waited for (under the deadline) at
+  // destruction.
+  void do_send(const Call& call, const void* data, std::size_t bytes, int peer,
+               int tag) override {
+    reap_sends(call);
     std::size_t done = 0;
     do {
       const std::size_t n = std::min(bytes - done, kChunk);
-      MPI_Request request = MPI_REQUEST_NULL;
-      check(MPI_Isend(static_cast<const std::byte*>(data) + done, static_cast<int>(n), MPI_BYTE,
-                      peer, tag, comm_, &request),
+      PendingSend pending;
+      pending.bytes.assign(static_cast<const std::byte*>(data) + done,
+                           static_cast<const std::byte*>(data) + done + n);
+      check(MPI_Isend(pending.bytes.data(), static_cast<int>(n), MPI_BYTE, peer, tag, comm_,
+                      &pending.request),
             call);
-      requests.push_back(request);
+      pending_sends_.push_back(std::move(pending));
       done += n;
     } while (done < bytes);
-    wait_all(call, requests);
+  }
+
+  void reap_sends(const Call& call) {
+    for (auto it = pending_sends_.begin(); it != pending_sends_.end();) {
+      int done = 0;
+      check(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE), call);
+      it = done ? pending_sends_.erase(it) : std::next(it);
+    }
   }
 
   void do_receive(const Call& call, void* data, std::size_t bytes, int peer, int tag) override {
@@ -340,6 +371,11 @@ class MpiCommunicator final : public Communicator {
 
   void do_abort(std::string_view) noexcept override { any_aborted.store(true); }
 
+  struct PendingSend {
+    std::vector<std::byte> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::list<PendingSend> pending_sends_;  // a list: MPI holds pointers into each buffer
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm diagnostics_ = MPI_COMM_NULL;
   int rank_ = 0;
