@@ -16,6 +16,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -89,16 +90,19 @@ inline std::shared_ptr<runtime::Communicator> make_communicator(const RunFlags& 
                                                                 bool ranks_supported) {
   runtime::CommOptions options;
   options.timeout_seconds = flags.comm_timeout;
-  TENAX_EXPECTS(std::isfinite(flags.comm_timeout) && flags.comm_timeout > 0, UsageError,
-                "--comm-timeout " + std::to_string(flags.comm_timeout),
-                "use a positive number of seconds (the default is 300)");
+  char given[32];
+  std::snprintf(given, sizeof(given), "%g", flags.comm_timeout);
+  TENAX_EXPECTS(std::isfinite(flags.comm_timeout) && flags.comm_timeout > 0 &&
+                    flags.comm_timeout <= 7 * 86400.0,
+                UsageError, "--comm-timeout " + std::string(given),
+                "use a positive number of seconds up to a week (the default is 300)");
   std::shared_ptr<runtime::Communicator> comm =
       runtime::make_communicator(runtime::parse_comm_kind(flags.comm), options);
   TENAX_EXPECTS(ranks_supported || comm->size() == 1, UsageError,
                 std::string(program) + " was started as " + std::to_string(comm->size()) +
                     " ranks, but it does not divide its work across ranks yet: every rank "
                     "would compute the whole job",
-                "run one process (without mpirun), or --comm single");
+                "run it as one process (without mpirun or srun)");
   return comm;
 }
 

@@ -1,6 +1,7 @@
 #include "tenax/runtime/communicator.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
