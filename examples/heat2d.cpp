@@ -317,9 +317,10 @@ class Heat2d final : public tenax::runtime::Workload {
     TENAX_EXPECTS(u.shape() == (tenax::Shape{rows_, options_.n}) && u.dtype() == DType::f64 &&
                       (!state.contains("row_begin") || state.integer("row_begin") == row_begin_),
                   tenax::UsageError,
-                  "the checkpoint holds u as " + u.describe() + " but this rank of a run with --n " +
-                      std::to_string(options_.n) + " holds rows " + std::to_string(row_begin_) +
-                      ".." + std::to_string(row_begin_ + rows_ - 1),
+                  "the checkpoint holds u as " + u.describe() +
+                      " but this rank of a run with --n " + std::to_string(options_.n) +
+                      " holds rows " + std::to_string(row_begin_) + ".." +
+                      std::to_string(row_begin_ + rows_ - 1),
                   "resume with the same --n and number of ranks, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
     staged_.reset();
@@ -355,13 +356,13 @@ class Heat2d final : public tenax::runtime::Workload {
   tenax::runtime::Communicator& comm_;
   double h_;
   double dt_;
-  std::int64_t row_begin_;  // this rank's first row of the grid
-  std::int64_t rows_;       // and its number of rows
+  std::int64_t row_begin_;     // this rank's first row of the grid
+  std::int64_t rows_;          // and its number of rows
   std::int64_t ghost_top_;     // 1 when a rank above sends its last row into slab_'s first
   std::int64_t ghost_bottom_;  // 1 when a rank below sends its first row into slab_'s last
-  Tensor slab_;  // [ghost_top_ + rows_ + ghost_bottom_, n]
-  Tensor u_;     // this rank's rows: a view of slab_
-  Tensor u_next_;  // the integrators' working copy (FTCS updates u in place)
+  Tensor slab_;                // [ghost_top_ + rows_ + ghost_bottom_, n]
+  Tensor u_;                   // this rank's rows: a view of slab_
+  Tensor u_next_;              // the integrators' working copy (FTCS updates u in place)
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
   std::optional<std::string> problem_;  // why the last step is not acceptable
@@ -437,10 +438,10 @@ int run(const Options& options) {
                 "--scheme " + options.scheme + " on " + std::to_string(comm->size()) + " ranks",
                 "run the implicit and Runge-Kutta schemes on one rank; --scheme explicit (FTCS) "
                 "divides the grid's rows across ranks");
-  TENAX_EXPECTS(options.n >= comm->size(), tenax::UsageError,
-                "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) +
-                    " ranks",
-                "give every rank at least one row: use --n >= the number of ranks");
+  TENAX_EXPECTS(
+      options.n >= comm->size(), tenax::UsageError,
+      "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) + " ranks",
+      "give every rank at least one row: use --n >= the number of ranks");
   Device device = tenax::select_device(options.device);
   // Several ranks on one host: each takes the GPU of its local rank (unless --device names one).
   if (device.is_cuda() && comm->size() > 1 && options.device.find(':') == std::string::npos) {

@@ -83,13 +83,14 @@ int main() {
         kRepetitions, 2000, [&] { (void)comm->agree(proposal); },
         [&] { MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD); });
     if (rank == 0) {
-      std::printf("| step agreement vs 8-byte MPI_Allreduce | %.2f us | %.2f us | %.2fx | <= 1.5x |\n",
-                  1e6 * p.ours, 1e6 * p.theirs, p.ours / p.theirs);
+      std::printf(
+          "| step agreement vs 8-byte MPI_Allreduce | %.2f us | %.2f us | %.2fx | <= 1.5x |\n",
+          1e6 * p.ours, 1e6 * p.theirs, p.ours / p.theirs);
     }
   }
 
-  for (const std::int64_t bytes : {std::int64_t{1} << 10, std::int64_t{1} << 20,
-                                   std::int64_t{64} << 20}) {
+  for (const std::int64_t bytes :
+       {std::int64_t{1} << 10, std::int64_t{1} << 20, std::int64_t{64} << 20}) {
     const std::int64_t n = bytes / 4;
     Tensor ours = Tensor::empty({n}, DType::f32);
     Tensor theirs = Tensor::empty({n}, DType::f32);
@@ -103,8 +104,8 @@ int main() {
                         MPI_COMM_WORLD);
         });
     if (rank == 0) {
-      const std::string label = bytes < (1 << 20)  ? std::to_string(bytes >> 10) + " KiB"
-                                                   : std::to_string(bytes >> 20) + " MiB";
+      const std::string label = bytes < (1 << 20) ? std::to_string(bytes >> 10) + " KiB"
+                                                  : std::to_string(bytes >> 20) + " MiB";
       std::printf("| all_reduce f32 %s | %.1f us | %.1f us | %.3fx | %s |\n", label.c_str(),
                   1e6 * p.ours, 1e6 * p.theirs, p.ours / p.theirs,
                   bytes >= (1 << 20) ? "<= 1.05x" : "-");
@@ -139,9 +140,10 @@ int main() {
         },
         step);
     if (rank == 0) {
-      std::printf("| 2 agreements per step vs a heat2d 1024^2 step (its rows) | %.2f us | %.1f us "
-                  "| %.2f %% | <= 2 %% |\n",
-                  1e6 * p.ours, 1e6 * p.theirs, 100 * p.ours / p.theirs);
+      std::printf(
+          "| 2 agreements per step vs a heat2d 1024^2 step (its rows) | %.2f us | %.1f us "
+          "| %.2f %% | <= 2 %% |\n",
+          1e6 * p.ours, 1e6 * p.theirs, 100 * p.ours / p.theirs);
     }
   }
   comm.reset();
