@@ -669,6 +669,9 @@ struct Runner::Impl {
                 static_cast<long long>(step + 1), static_cast<long long>(micro.micro_batch()));
           }
         } else {
+          say("%s at step %lld on rank %d; computing the step again (%s)",
+              std::string(to_string(outcome.reason)).c_str(), static_cast<long long>(step + 1),
+              outcome.asking_rank, std::string(to_string(outcome.decision)).c_str());
           events->append("peer_retry", {{"step", step + 1},
                                         {"rank", std::int64_t{outcome.asking_rank}},
                                         {"decision", std::string(to_string(outcome.decision))}});
