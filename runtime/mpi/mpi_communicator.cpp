@@ -87,14 +87,50 @@ MPI_Datatype mpi_type(DType dtype) {
   }
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+// Max and min where a NaN on any rank wins, as in the threads communicator: MPI_MAX and MPI_MIN
+// on floating point compare with < and >, so a NaN survives only where it is the first operand
+// and a rank's NaN would vanish on its peers. Defined for f64 and f32, whose datatypes are the
+// only ones these ops are used with.
+template <class T, bool kMax>
+void nan_winning_extremum(void* in, void* inout, int* length, MPI_Datatype*) {
+  const T* a = static_cast<const T*>(in);
+  T* b = static_cast<T*>(inout);
+  for (int i = 0; i < *length; ++i) {
+    if (b[i] != b[i]) continue;
+    if (a[i] != a[i] || (kMax ? a[i] > b[i] : a[i] < b[i])) b[i] = a[i];
+  }
+}
+
+struct FloatingExtremumOps {
+  MPI_Op max_f64 = MPI_OP_NULL, min_f64 = MPI_OP_NULL;
+  MPI_Op max_f32 = MPI_OP_NULL, min_f32 = MPI_OP_NULL;
+};
+
+// Created once, after MPI_Init; MPI_Finalize frees them.
+const FloatingExtremumOps& floating_extremum_ops() {
+  static const FloatingExtremumOps ops = [] {
+    FloatingExtremumOps o;
+    MPI_Op_create(&nan_winning_extremum<double, true>, 1, &o.max_f64);
+    MPI_Op_create(&nan_winning_extremum<double, false>, 1, &o.min_f64);
+    MPI_Op_create(&nan_winning_extremum<float, true>, 1, &o.max_f32);
+    MPI_Op_create(&nan_winning_extremum<float, false>, 1, &o.min_f32);
+    return o;
+  }();
+  return ops;
+}
+
+MPI_Op mpi_op(ReduceOp op, DType dtype) {
+  const bool floating = dtype == DType::f64 || dtype == DType::f32;
+  const bool f64 = dtype == DType::f64;
   switch (op) {
     case ReduceOp::sum:
       return MPI_SUM;
     case ReduceOp::max:
-      return MPI_MAX;
+      if (!floating) return MPI_MAX;
+      return f64 ? floating_extremum_ops().max_f64 : floating_extremum_ops().max_f32;
     case ReduceOp::min:
-      return MPI_MIN;
+      if (!floating) return MPI_MIN;
+      return f64 ? floating_extremum_ops().min_f64 : floating_extremum_ops().min_f32;
   }
   return MPI_SUM;
 }
@@ -280,7 +316,7 @@ class MpiCommunicator final : public Communicator {
       const std::int64_t n = std::min<std::int64_t>(count - done, INT_MAX);
       MPI_Request request = MPI_REQUEST_NULL;
       check(MPI_Iallreduce(MPI_IN_PLACE, bytes + static_cast<std::size_t>(done) * element,
-                           static_cast<int>(n), mpi_type(dtype), mpi_op(op), comm_, &request),
+                           static_cast<int>(n), mpi_type(dtype), mpi_op(op, dtype), comm_, &request),
             call);
       requests.push_back(request);
       done += n;
