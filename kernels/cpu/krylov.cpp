@@ -1,11 +1,6 @@
 // CPU backend of the fused Krylov kernels: one pass over memory per kernel, with the dot products
-// accumulated while the data streams, in the fixed order of reduce_bodies.hpp.
-//
-// The reduction blocks (kReduceBlock elements) are spread over the context's threads by its
-// static split; a thread runs whole blocks, front to back in rows of kReduceLanes elements, with
-// the lane accumulators in registers, and writes one partial per block and dot product. The
-// partials are combined on the calling thread. Nothing depends on which thread ran a block, so
-// the bits are the same for every thread count, equal to ops::dot's and to the CUDA backend's.
+// accumulated while the data streams, in the order of reduction_order.hpp (the loops of
+// block_reduction.hpp), so the bits equal ops::dot's and the CUDA backend's.
 //
 // The inner loops take __restrict pointers (the front end has rejected overlapping operands) and
 // call the *_point arithmetic of krylov_bodies.hpp, so that the compiler vectorises across the
@@ -16,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "block_reduction.hpp"
 #include "csr_rows.hpp"
 #include "for_each.hpp"
 #include "tenax/core/context.hpp"
@@ -29,8 +25,7 @@ namespace {
 
 constexpr int kLanes = kReduceLanes;
 
-// Blocks per parallel_for chunk at least (2^15 elements, as for the element-wise kernels).
-constexpr std::int64_t kMinBlocksPerChunk = 8;
+constexpr std::int64_t kMinBlocksPerChunk = kMinReduceBlocksPerChunk;
 // Stored entries per chunk below which CSR rows are not worth a worker thread (as ops::spmv).
 constexpr std::int64_t kMinEntriesPerChunk = std::int64_t{1} << 15;
 
@@ -50,36 +45,6 @@ inline void prefetch_lanes(const T* x, std::int64_t k, std::int64_t n) {
   for (std::int64_t e = 0; e < kLanes; e += kStep) {
     if (k + e < n) __builtin_prefetch(x + k + e, kWrite, 3);
   }
-}
-
-// Step 3 of the order: the halving tree over one block's lanes.
-inline double fold_lanes(double (&lanes)[kLanes]) {
-  for (int s = kLanes / 2; s > 0; s /= 2) {
-    for (int j = 0; j < s; ++j) lanes[j] += lanes[j + s];
-  }
-  return lanes[0];
-}
-
-// Runs block(begin, end) -> KrylovTerms<K> on every reduction block, over the context's threads,
-// and combines each of the K partial sequences by step 4 of the order.
-template <int K, class Block>
-KrylovTerms<K> reduce_blocks(CpuContext& context, std::int64_t n, std::int64_t min_blocks,
-                             const Block& block) {
-  const std::int64_t blocks = reduce_block_count(n);
-  std::vector<double> partials(static_cast<std::size_t>(K * blocks));
-  double* out = partials.data();
-  context.parallel_for(0, blocks, min_blocks,
-                       [&block, out, n, blocks](std::int64_t first, std::int64_t last) {
-                         for (std::int64_t b = first; b < last; ++b) {
-                           const std::int64_t begin = b * kReduceBlock;
-                           const KrylovTerms<K> t = block(begin, std::min(n, begin + kReduceBlock));
-                           for (int k = 0; k < K; ++k) out[k * blocks + b] = t.v[k];
-                         }
-                       });
-  KrylovTerms<K> result;
-  for (int k = 0; k < K; ++k)
-    result.v[k] = combine_partials(out + k * blocks, blocks, PlusCombine{});
-  return result;
 }
 
 // ---- cg_update and pcg_jacobi_update ----

@@ -1,15 +1,16 @@
 // CPU backend of the mixed-precision checks find_nonfinite and unscale_and_measure.
 //
-// Both spread the reduction blocks of reduce_bodies.hpp (kReduceBlock elements) over the
-// context's threads and combine the per-block results on the calling thread, so nothing depends
-// on which thread ran a block. The sum of squares folds each block in 16 lanes and a halving tree
-// and combines the block partials pairwise, the order of ops::dot and of the CUDA backend; the
-// counts and the first index are integers, exact in any order.
+// Both run over the reduction blocks of reduction_order.hpp with block_reduction.hpp's loops and
+// combine the per-block results on the calling thread, so nothing depends on which thread ran a
+// block. The sum of squares is folded in the order of ops::dot and of the CUDA backend; the counts
+// and the first index are integers, exact in any order. Both are local to this process's tensor:
+// a ShardedReductionScope does not extend them across ranks (they check one rank's gradients).
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
+#include "block_reduction.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
@@ -19,19 +20,10 @@
 namespace tenax::kernels::cpu {
 namespace {
 
-// Blocks per parallel_for chunk at least (2^15 elements, as for the element-wise kernels).
-constexpr std::int64_t kMinBlocksPerChunk = 8;
-
 // Runs block(b, begin, end) for every reduction block b over the context's threads.
 template <class Block>
 void for_each_block(CpuContext& context, std::int64_t n, const Block& block) {
-  context.parallel_for(0, reduce_block_count(n), kMinBlocksPerChunk,
-                       [&block, n](std::int64_t first, std::int64_t last) {
-                         for (std::int64_t b = first; b < last; ++b) {
-                           const std::int64_t begin = b * kReduceBlock;
-                           block(b, begin, std::min(n, begin + kReduceBlock));
-                         }
-                       });
+  for_each_reduce_block(context, n, kMinReduceBlocksPerChunk, block);
 }
 
 struct NonfiniteBlock {
@@ -91,9 +83,7 @@ MeasureTerms measure_block(const UnscaleMeasureBody<S>& body, std::int64_t begin
       squares[j] += body.template terms<kWrite>(row + j).square;
   }
   for (int j = 0; row + j < end; ++j) squares[j] += body.template terms<kWrite>(row + j).square;
-  for (int s = kReduceLanes / 2; s > 0; s /= 2) {
-    for (int j = 0; j < s; ++j) squares[j] += squares[j + s];
-  }
+  fold_lanes(squares);
   double nonfinite = 0.0;
   if (is_nonfinite(squares[0])) {
     for (std::int64_t i = begin; i < end; ++i) nonfinite += body.template terms<false>(i).nonfinite;

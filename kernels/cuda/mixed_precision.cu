@@ -117,7 +117,7 @@ ops::UnscaleReport unscale_and_measure(const Tensor& t, double inv_scale) {
     const std::int64_t n = t.numel();
     const UnscaleMeasureBody<S> body{static_cast<S*>(t.data()),
                                      static_cast<compute_t<S>>(inv_scale), inv_scale != 1.0};
-    const detail::ReduceTerms<2> sums = detail::reduce_terms<2>(
+    const detail::ReduceTerms<2> sums = detail::reduce_terms<2, false>(
         t.device(), n, MeasureTermsOf<S>{body}, PlusCombine{}, "unscale_and_measure kernel");
     ops::UnscaleReport report;
     report.sum_of_squares = sums.v[0];

@@ -8,23 +8,20 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "launch.cuh"
 #include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax::kernels::cuda::detail {
 
+using kernels::ReduceTerms;
+
 inline constexpr int kReduceThreads = 256;
 inline constexpr int kGroupsPerBlock = kReduceThreads / kReduceLanes;
 static_assert(32 % kReduceLanes == 0, "a lane group lies within one warp");
 inline constexpr std::int64_t kMaxReduceGrid = 1 << 20;
 inline constexpr int kCombineThreads = 1024;
-
-// The values that one element adds to K reductions at once.
-template <int K>
-struct ReduceTerms {
-  double v[K];
-};
 
 // Steps 2-3 for every reduction block b: partials[k * blocks + b] is the block's partial of
 // reduction k. terms(i) returns the K values of element i in `v` (a ReduceTerms<K>, or the
@@ -84,13 +81,19 @@ __global__ void combine_partials_kernel(double* partials, double* spare, std::in
 
 // Folds terms(i).v[k] for i in [0, n) with f, in the fixed order, for each of the K reductions
 // and returns the K results (the identity when n == 0); waits for the stream of `device`. `what`
-// names the kernel in launch errors.
-template <int K, class Terms, class Combine>
+// names the kernel in launch errors. Inside a ShardedReductionScope a shardable reduction copies
+// its block partials to the host and combines them with every rank's (finish_reduction).
+template <int K, bool kShardable = true, class Terms, class Combine>
 ReduceTerms<K> reduce_terms(Device device, std::int64_t n, const Terms& terms, Combine f,
                             const char* what) {
   ReduceTerms<K> host;
   for (int k = 0; k < K; ++k) host.v[k] = Combine::identity();
-  if (n == 0) return host;
+  if (n == 0) {
+    // An empty shard still takes part in its ranks' reduction.
+    if (kShardable && ShardedReductionScope::active() != nullptr)
+      return finish_reduction<K>(nullptr, 0, 0, f);
+    return host;
+  }
   const Launch launch(device);
   const std::int64_t blocks = reduce_block_count(n);
   // [partials (K * blocks) | ping-pong space (K * blocks) | results (K)]
@@ -102,6 +105,14 @@ ReduceTerms<K> reduce_terms(Device device, std::int64_t n, const Terms& terms, C
   reduce_blocks_kernel<K>
       <<<grid, kReduceThreads, 0, launch.stream>>>(terms, f, n, blocks, partials);
   launch.check(what);
+  if (kShardable && ShardedReductionScope::active() != nullptr) {
+    std::vector<double> host_partials(static_cast<std::size_t>(K * blocks));
+    launch.check(cudaMemcpyAsync(host_partials.data(), partials, K * blocks * sizeof(double),
+                                 cudaMemcpyDeviceToHost, launch.stream),
+                 "cudaMemcpyAsync");
+    launch.check(cudaStreamSynchronize(launch.stream), "cudaStreamSynchronize");
+    return finish_reduction<K>(host_partials.data(), blocks, n, f);
+  }
   combine_partials_kernel<<<K, kCombineThreads, 0, launch.stream>>>(partials, partials + K * blocks,
                                                                     blocks, f, result);
   launch.check(what);

@@ -11,6 +11,7 @@
 #include "tenax/core/copy.hpp"
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
+#include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax::ops {
 
@@ -218,7 +219,17 @@ double sum(const Tensor& x) {
 
 double max(const Tensor& x) {
   check_float_operand("max", "x", x);
-  detail::check_not_empty("max", "x", x);
+  if (const kernels::ShardedReductionScope* scope = kernels::ShardedReductionScope::active()) {
+    // A rank's shard may be empty; the distributed vector may not.
+    TENAX_EXPECTS(scope->range().total > 0, UsageError,
+                  "max: the distributed vector has no elements, so the result is undefined",
+                  "pass a vector with at least one element");
+    if (x.numel() == 0) {
+      return kernels::finish_reduction<1>(nullptr, 0, 0, kernels::MaxCombine{}).v[0];
+    }
+  } else {
+    detail::check_not_empty("max", "x", x);
+  }
   return TENAX_RUN_KERNEL(x.device(), max, x);
 }
 
@@ -258,7 +269,7 @@ bool unscale_and_check(const Tensor& t, double scale) {
 
 std::int64_t count_nonfinite(const Tensor& t) {
   check_float_operand("count_nonfinite", "t", t);
-  if (t.numel() == 0) return 0;
+  if (t.numel() == 0) return static_cast<std::int64_t>(kernels::empty_reduction<1>().v[0]);
   return TENAX_RUN_KERNEL(t.device(), count_nonfinite, t);
 }
 

@@ -9,6 +9,7 @@
 
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
+#include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax::ops {
 namespace {
@@ -66,7 +67,7 @@ double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q) {
                     {"a.values", &a.values()},
                     {"a.col_idx", &a.col_idx()},
                     {"a.row_ptr", &a.row_ptr()}});
-  if (a.rows() == 0) return 0.0;
+  if (a.rows() == 0) return kernels::empty_reduction<1>().v[0];
 
   const kernels::SpmvDotArgs args{a, p, q};
   return q.device().is_cpu() ? kernels::cpu::spmv_dot(args) : kernels::cuda::spmv_dot(args);
@@ -77,7 +78,7 @@ double laplacian_5pt_dot(const Tensor& p, const Tensor& q, double hy, double hx,
   check_stencil(op, p, q, 2, "a 2-D grid [ny, nx]", scale);
   check_spacing(op, "hy", hy);
   check_spacing(op, "hx", hx);
-  if (p.numel() == 0) return 0.0;
+  if (p.numel() == 0) return kernels::empty_reduction<1>().v[0];
   const kernels::StencilDotArgs args{{p, q, 1, p.shape()[0], p.shape()[1], 1.0, hy, hx}, scale};
   return q.device().is_cpu() ? kernels::cpu::laplacian_5pt_dot(args)
                              : kernels::cuda::laplacian_5pt_dot(args);
@@ -90,7 +91,7 @@ double laplacian_7pt_dot(const Tensor& p, const Tensor& q, double hz, double hy,
   check_spacing(op, "hz", hz);
   check_spacing(op, "hy", hy);
   check_spacing(op, "hx", hx);
-  if (p.numel() == 0) return 0.0;
+  if (p.numel() == 0) return kernels::empty_reduction<1>().v[0];
   const kernels::StencilDotArgs args{{p, q, p.shape()[0], p.shape()[1], p.shape()[2], hz, hy, hx},
                                      scale};
   return q.device().is_cpu() ? kernels::cpu::laplacian_7pt_dot(args)
@@ -102,7 +103,7 @@ double cg_update(double alpha, const Tensor& p, const Tensor& q, const Tensor& x
   check_vectors(op, {{"p", &p}, {"q", &q}, {"x", &x}, {"r", &r}});
   check_no_overlap(op, {"x", &x}, {{"p", &p}, {"q", &q}, {"r", &r}});
   check_no_overlap(op, {"r", &r}, {{"p", &p}, {"q", &q}});
-  if (r.numel() == 0) return 0.0;
+  if (r.numel() == 0) return kernels::empty_reduction<1>().v[0];
   const kernels::CgUpdateArgs args{alpha, p, q, x, r};
   return r.device().is_cpu() ? kernels::cpu::cg_update(args) : kernels::cuda::cg_update(args);
 }
@@ -116,7 +117,10 @@ PcgDots pcg_jacobi_update(double alpha, const Tensor& p, const Tensor& q, const 
                    {{"p", &p}, {"q", &q}, {"r", &r}, {"inv_diag", &inv_diag}, {"z", &z}});
   check_no_overlap(op, {"r", &r}, {{"p", &p}, {"q", &q}, {"inv_diag", &inv_diag}, {"z", &z}});
   check_no_overlap(op, {"z", &z}, {{"p", &p}, {"q", &q}, {"inv_diag", &inv_diag}});
-  if (r.numel() == 0) return {};
+  if (r.numel() == 0) {
+    const kernels::ReduceTerms<2> none = kernels::empty_reduction<2>();
+    return {none.v[0], none.v[1]};
+  }
   const kernels::PcgJacobiArgs args{alpha, p, q, x, r, inv_diag, z};
   return r.device().is_cpu() ? kernels::cpu::pcg_jacobi_update(args)
                              : kernels::cuda::pcg_jacobi_update(args);

@@ -315,9 +315,10 @@ class MpiCommunicator final : public Communicator {
     for (std::int64_t done = 0; done < count;) {
       const std::int64_t n = std::min<std::int64_t>(count - done, INT_MAX);
       MPI_Request request = MPI_REQUEST_NULL;
-      check(MPI_Iallreduce(MPI_IN_PLACE, bytes + static_cast<std::size_t>(done) * element,
-                           static_cast<int>(n), mpi_type(dtype), mpi_op(op, dtype), comm_, &request),
-            call);
+      check(
+          MPI_Iallreduce(MPI_IN_PLACE, bytes + static_cast<std::size_t>(done) * element,
+                         static_cast<int>(n), mpi_type(dtype), mpi_op(op, dtype), comm_, &request),
+          call);
       requests.push_back(request);
       done += n;
     }

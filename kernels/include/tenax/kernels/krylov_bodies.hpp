@@ -18,15 +18,14 @@
 
 #include "tenax/core/host_device.hpp"
 #include "tenax/kernels/detail/spmv_body.hpp"
+#include "tenax/kernels/reduce_bodies.hpp"
 #include "tenax/kernels/stencil_bodies.hpp"
 
 namespace tenax::kernels {
 
 // The K dot-product terms of one element (K = 1, or 2 for pcg_jacobi_update: {r.z, r.r}).
 template <int K>
-struct KrylovTerms {
-  double v[K];
-};
+using KrylovTerms = ReduceTerms<K>;
 
 // The term of a dot product, as ops::dot forms it.
 template <class T>

@@ -1,16 +1,9 @@
-// Reduction bodies and the fixed reduction order shared by both backends.
+// Reduction bodies (the combining functions and the per-element maps) shared by both backends;
+// the order they are folded in is reduction_order.hpp's.
 //
-// Order (the same on CPU and GPU, so both return the same bits whatever the thread count):
-//  1. The input is cut into blocks of kReduceBlock consecutive elements (the last may be short).
-//  2. Within a block, lane j (0 <= j < kReduceLanes) folds the mapped elements j, j + L, j + 2L,
-//     ... of the block in increasing order, starting from the identity (L = kReduceLanes).
-//  3. The lanes are folded by a halving tree: for s = L/2, L/4, ..., 1: lane[j] = f(lane[j],
-//     lane[j + s]) for j < s. lane[0] is the block's partial.
-//  4. The partials p[0..m) are combined level by level: p'[i] = f(p[2i], p[2i + 1]) and, when m
-//     is odd, p'[m/2] = p[m - 1]; until one value is left (the identity when m == 0).
-// L = 16 lets the CPU keep the lanes in registers while it reads the block front to back (a
-// vectorised loop); on the GPU a reduction block is a group of 16 threads reading 64 contiguous
-// bytes per step, with a shuffle tree for step 3.
+// L = kReduceLanes = 16 lets the CPU keep the lanes in registers while it reads the block front
+// to back (a vectorised loop); on the GPU a reduction block is a group of 16 threads reading 64
+// contiguous bytes per step, with a shuffle tree for step 3.
 //
 // Internal to the kernels layer.
 #pragma once
@@ -18,26 +11,28 @@
 #include <cstdint>
 
 #include "tenax/kernels/elementwise_bodies.hpp"
+#include "tenax/kernels/reduction_order.hpp"
+#include "tenax/kernels/sharded_reduction.hpp"
 
 namespace tenax::kernels {
 
-inline constexpr int kReduceLanes = 16;
-inline constexpr std::int64_t kReduceBlock = 4096;
-static_assert(kReduceBlock % kReduceLanes == 0, "a block is a whole number of lane rows");
-
-[[nodiscard]] TENAX_HD constexpr std::int64_t reduce_block_count(std::int64_t n) noexcept {
-  return (n + kReduceBlock - 1) / kReduceBlock;
-}
+// The K values a reduction kernel folds per element, or a block's K partials.
+template <int K>
+struct ReduceTerms {
+  double v[K];
+};
 
 // ---- combining functions: identity and f(a, b) ----
 
 struct PlusCombine {
+  static constexpr ReduceCombine kind = ReduceCombine::plus;
   TENAX_HD static constexpr double identity() { return 0.0; }
   TENAX_HD double operator()(double a, double b) const { return a + b; }
 };
 
 // NaN-propagating maximum.
 struct MaxCombine {
+  static constexpr ReduceCombine kind = ReduceCombine::max;
   TENAX_HD static constexpr double identity() { return double_of(0xfff0000000000000u); }  // -inf
   TENAX_HD double operator()(double a, double b) const { return (a != a || a > b) ? a : b; }
 };
@@ -75,17 +70,28 @@ struct NonfiniteMap {
   TENAX_HD double operator()(std::int64_t i) const { return stored_is_nonfinite(x[i]) ? 1.0 : 0.0; }
 };
 
-// Step 4 on the host, in place (each level reads p[2i], p[2i + 1] before p[i] is written).
-template <class Combine>
-double combine_partials(double* p, std::int64_t m, Combine f) {
-  if (m == 0) return Combine::identity();
-  while (m > 1) {
-    const std::int64_t pairs = m / 2;
-    for (std::int64_t i = 0; i < pairs; ++i) p[i] = f(p[2 * i], p[2 * i + 1]);
-    if (m % 2 != 0) p[pairs] = p[m - 1];
-    m = pairs + m % 2;
+// Step 4, the last step of every shardable reduction on every backend: the K sequences of block
+// partials (term-major, `blocks` each, on the host) of a reduction over `elements` elements are
+// combined by the tree of reduction_order.hpp; inside a ShardedReductionScope, with every rank's
+// (the global result). Modifies `partials`.
+template <int K, class Combine>
+ReduceTerms<K> finish_reduction(double* partials, std::int64_t blocks, std::int64_t elements,
+                                Combine f) {
+  ReduceTerms<K> out;
+  if (ShardedReductionScope* scope = ShardedReductionScope::active()) {
+    scope->combine(std::span<const double>(partials, static_cast<std::size_t>(K * blocks)), K,
+                   Combine::kind, elements, std::span<double>(out.v, K));
+    return out;
   }
-  return p[0];
+  for (int k = 0; k < K; ++k) out.v[k] = combine_partials(partials + k * blocks, blocks, f);
+  return out;
+}
+
+// The result of a shardable sum over no local elements: the identity, or inside a
+// ShardedReductionScope the global result (an empty shard still takes part).
+template <int K>
+ReduceTerms<K> empty_reduction() {
+  return finish_reduction<K>(nullptr, 0, 0, PlusCombine{});
 }
 
 }  // namespace tenax::kernels
