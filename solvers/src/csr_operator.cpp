@@ -1,9 +1,10 @@
 #include "tenax/solvers/csr_operator.hpp"
+#include "tenax/solvers/host_csr.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "detail/float_dispatch.hpp"
-#include "detail/host_csr.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
@@ -33,20 +34,23 @@ double CsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
   return ops::spmv_dot(matrix_, x, y);
 }
 
-Tensor CsrOperator::diagonal_impl() const {
-  return detail::with_float_type(dtype(), [&](auto zero) {
+Tensor CsrOperator::diagonal_impl() const { return csr_diagonal(matrix_); }
+
+Tensor csr_diagonal(const CsrMatrix& matrix) {
+  return detail::with_float_type(matrix.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const detail::HostCsr<T> host = detail::read_host_csr<T>(matrix_);
-    Tensor diagonal = Tensor::empty({rows()}, dtype());
+    const HostCsr<T> host = read_host_csr<T>(matrix);
+    const std::int64_t rows = std::min(matrix.rows(), matrix.cols());
+    Tensor diagonal = Tensor::empty({rows}, matrix.dtype());
     T* d = diagonal.data_as<T>();
-    for (std::int64_t r = 0; r < rows(); ++r) {
+    for (std::int64_t r = 0; r < rows; ++r) {
       T sum = T(0);
       for (std::int64_t j = host.row_ptr[r]; j < host.row_ptr[r + 1]; ++j) {
         if (host.col_idx[j] == r) sum += host.values[j];
       }
       d[r] = sum;
     }
-    return diagonal.to(device());
+    return diagonal.to(matrix.device());
   });
 }
 

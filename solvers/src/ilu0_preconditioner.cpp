@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "detail/float_dispatch.hpp"
-#include "detail/host_csr.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/solvers/host_csr.hpp"
 
 namespace tenax::solvers {
 namespace {
@@ -36,7 +36,7 @@ struct LuFactors {
 };
 
 template <class T>
-LuFactors<T> sorted_pattern(const detail::HostCsr<T>& a, const std::string& name) {
+LuFactors<T> sorted_pattern(const HostCsr<T>& a, const std::string& name) {
   LuFactors<T> lu;
   lu.row_ptr.push_back(0);
   std::vector<std::int64_t> order;
@@ -125,7 +125,7 @@ Ilu0Preconditioner::Ilu0Preconditioner(const CsrMatrix& a)
   auto factors = std::make_unique<Factors>();
   detail::with_float_type(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    auto lu = sorted_pattern(detail::read_host_csr<T>(a), of_);
+    auto lu = sorted_pattern(read_host_csr<T>(a), of_);
     factor(lu, a.rows(), of_);
     factors->lu = std::move(lu);
   });

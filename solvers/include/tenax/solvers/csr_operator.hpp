@@ -34,6 +34,11 @@ class CsrOperator final : public LinearOperator {
   CsrMatrix matrix_;
 };
 
+// The entries (r, r) of a CSR matrix for r < min(rows, cols), duplicates summed in storage order
+// from 0, 0 where a row stores none; on the matrix's device. The diagonal of CsrOperator, and of
+// a rank's rows of a distributed matrix stored with local column indices first.
+[[nodiscard]] Tensor csr_diagonal(const CsrMatrix& matrix);
+
 // std::make_shared<const CsrOperator>(matrix), as an OperatorPtr.
 [[nodiscard]] OperatorPtr make_csr_operator(CsrMatrix matrix);
 

@@ -1,6 +1,6 @@
-// A CSR matrix read back to the host with i64 indices and values in their own type T, for the
-// setup work that is done once on the CPU (diagonal extraction, incomplete factorisations).
-// Internal to the solvers layer.
+// A CSR matrix read back to the host with i64 indices and values in their own type T (double or
+// float, the matrix's dtype), for the setup work that is done once on the CPU: diagonal
+// extraction, incomplete factorisations, splitting rows across ranks.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 #include "tenax/kernels/csr_matrix.hpp"
 
-namespace tenax::solvers::detail {
+namespace tenax::solvers {
 
 template <class T>
 struct HostCsr {
@@ -43,4 +43,4 @@ template <class T>
   return out;
 }
 
-}  // namespace tenax::solvers::detail
+}  // namespace tenax::solvers

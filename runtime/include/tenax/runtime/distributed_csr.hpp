@@ -1,0 +1,71 @@
+// A square sparse matrix whose rows are split across the ranks of a Communicator, as a
+// LinearOperator over each rank's shard of the vectors: the Krylov solvers run on it unchanged,
+// inside a ShardedReductions scope (sharded_reductions.hpp) for their dot products and norms.
+//
+// Each rank holds rows [range.first, range.first + range.count) of the global n x n matrix; the
+// vectors' shards are the same ranges (block-aligned: kernels::block_aligned_range, so that the
+// reductions keep the single-process bits). The columns a rank's rows touch outside its range are
+// its ghosts: at construction the ranks tell each owner which of its entries they need (one
+// all-gather of counts and one message per neighbour pair), and every apply() sends each
+// neighbour the entries it needs and receives its own ghosts (buffered messages, so no order of
+// the ranks can deadlock), then runs one ops::spmv over [local entries | ghosts]. Each row keeps
+// its entries in their stored order, so y = A x has, row for row, the bits of the single-process
+// ops::spmv on the whole matrix, for any number of ranks.
+//
+// Contract: construction and every apply are collective (every rank, the same order). The
+// vectors are CPU tensors for now (the ghost gather is a host loop; UsageError for other
+// devices). Not thread-safe: apply() uses the operator's own exchange buffers. diagonal() is the
+// shard's diagonal (Jacobi preconditioning); with_dtype() is not offered (mixed precision runs on
+// one rank). The communication is not yet overlapped with the local rows' product.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tenax/kernels/csr_matrix.hpp"
+#include "tenax/kernels/reduction_order.hpp"
+#include "tenax/runtime/communicator.hpp"
+#include "tenax/solvers/linear_operator.hpp"
+
+namespace tenax::runtime {
+
+class DistributedCsrOperator final : public solvers::LinearOperator {
+ public:
+  // `rows` is this rank's range of the global rows; `local_rows` holds those rows (range.count x
+  // range.total, global column indices, f64 or f32, on the CPU). Collective. Throws UsageError
+  // for shapes that do not agree or ranges that do not tile the rows (on every rank).
+  DistributedCsrOperator(Communicator& comm, const kernels::ShardRange& rows,
+                         const CsrMatrix& local_rows);
+
+  [[nodiscard]] const kernels::ShardRange& range() const noexcept { return range_; }
+  [[nodiscard]] std::int64_t ghost_count() const noexcept { return ghosts_; }
+  [[nodiscard]] std::string describe() const override;
+  [[nodiscard]] bool has_diagonal() const noexcept override { return true; }
+
+ private:
+  void apply_impl(const Tensor& x, const Tensor& y) const override;
+  Tensor diagonal_impl() const override;
+
+  struct Neighbour {
+    int rank = 0;
+    std::vector<std::int64_t> indices;  // send: local entries it needs; receive: unused
+    std::int64_t offset = 0;            // receive: where its entries start among the ghosts
+    std::int64_t count = 0;
+    Tensor buffer;  // send: the gathered entries
+  };
+
+  Communicator* comm_;
+  kernels::ShardRange range_;
+  std::int64_t ghosts_ = 0;
+  CsrMatrix extended_;  // range.count x (range.count + ghosts): local columns first
+  std::vector<Neighbour> sends_;
+  std::vector<Neighbour> receives_;
+  Tensor extended_x_;  // [x | ghosts]
+};
+
+// Rows [range.first, range.first + range.count) of `matrix` (on the CPU), with their columns:
+// what one rank of a DistributedCsrOperator holds, cut from a matrix every rank built whole.
+[[nodiscard]] CsrMatrix csr_rows(const CsrMatrix& matrix, const kernels::ShardRange& range);
+
+}  // namespace tenax::runtime
