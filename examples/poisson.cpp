@@ -40,7 +40,10 @@
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/kernels/reduction_order.hpp"
+#include "tenax/runtime/distributed_csr.hpp"
 #include "tenax/runtime/runner.hpp"
+#include "tenax/runtime/sharded_reductions.hpp"
 #include "tenax/solvers/solvers.hpp"
 
 namespace {
@@ -79,11 +82,27 @@ struct Options {
 
 // The system to solve and what is known about its solution.
 struct System {
-  solvers::OperatorPtr a;
+  solvers::OperatorPtr a;  // on several ranks: this rank's rows (DistributedCsrOperator)
   Tensor b;
-  std::optional<std::vector<double>> exact;  // on the host, f64
+  std::optional<std::vector<double>> exact;  // on the host, f64; this rank's rows
   std::int64_t nnz = 0;                      // stored entries (0 for a matrix-free operator)
+  std::int64_t rows = 0;                     // rows of the whole system
   std::string description;
+  // On several ranks: the communicator and this rank's rows (block-aligned, so the reductions
+  // keep the single-process bits).
+  tenax::runtime::Communicator* comm = nullptr;
+  tenax::kernels::ShardRange range;
+};
+
+// While alive on several ranks, the solver's dot products and norms are over the whole system.
+class WholeSystemReductions {
+ public:
+  explicit WholeSystemReductions(const System& system) {
+    if (system.comm != nullptr) scope_.emplace(*system.comm, system.range);
+  }
+
+ private:
+  std::optional<tenax::runtime::ShardedReductions> scope_;
 };
 
 // Waits for the device's queued work, so that timings cover it (the CPU backend is synchronous).
@@ -198,7 +217,7 @@ Tensor read_rhs(const std::string& path, std::int64_t rows, DType dtype, Device 
   return host_vector(b, dtype, device);
 }
 
-System build_system(const Options& o, DType dtype, Device device) {
+System build_whole_system(const Options& o, DType dtype, Device device) {
   const DType index_dtype = o.index == "i64" ? DType::i64 : DType::i32;
   System system;
   if (!o.matrix.empty()) {
@@ -268,6 +287,30 @@ System build_system(const Options& o, DType dtype, Device device) {
   return system;
 }
 
+// The system, and on several ranks this rank's rows of it: every rank builds (or reads) the whole
+// matrix and keeps its block-aligned range of rows, right-hand side and known solution.
+System build_system(const Options& o, DType dtype, Device device,
+                    tenax::runtime::Communicator& comm) {
+  System system = build_whole_system(o, dtype, device);
+  system.rows = system.a->rows();
+  if (comm.size() == 1) return system;
+  const auto* csr = dynamic_cast<const solvers::CsrOperator*>(system.a.get());
+  TENAX_EXPECTS(csr != nullptr, UsageError, "poisson: a matrix-free operator on several ranks",
+                "use --operator csr on several ranks");
+  system.comm = &comm;
+  system.range = tenax::kernels::block_aligned_range(system.rows, comm.size(), comm.rank());
+  const std::int64_t first = system.range.first;
+  const std::int64_t count = system.range.count;
+  system.a = std::make_shared<const tenax::runtime::DistributedCsrOperator>(
+      comm, system.range, tenax::runtime::csr_rows(csr->matrix(), system.range));
+  system.b = system.b.slice(first, first + count).clone();
+  if (system.exact) {
+    system.exact =
+        std::vector<double>(system.exact->begin() + first, system.exact->begin() + first + count);
+  }
+  return system;
+}
+
 // Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
 // and vectors read and written once per application (apply), plus the method's passes over
 // vectors of N elements (each a read or a write), as the solvers are written:
@@ -284,7 +327,7 @@ System build_system(const Options& o, DType dtype, Device device) {
 double bytes_per_iteration(const Options& o, const solvers::SolverOptions& options,
                            const System& system, DType dtype, DType index_dtype,
                            std::int64_t iterations) {
-  const double n = static_cast<double>(system.a->rows());
+  const double n = static_cast<double>(system.rows);
   const double value = static_cast<double>(tenax::size_of(dtype));
   const double index = static_cast<double>(tenax::size_of(index_dtype));
   const double apply = system.nnz > 0 ? static_cast<double>(system.nnz) * (value + index) +
@@ -327,6 +370,7 @@ class PoissonSolve final : public tenax::runtime::Workload {
 
   void commit_step() override {
     const auto start = std::chrono::steady_clock::now();
+    const WholeSystemReductions whole(system_);
     solver_->iterate(iterations_per_step_);
     wait_for(system_.a->device());
     solve_seconds_ +=
@@ -342,6 +386,7 @@ class PoissonSolve final : public tenax::runtime::Workload {
 
   void load_state(const StateDict& state) override {
     begin();
+    const WholeSystemReductions whole(system_);
     solver_->load_state(state, "solver");
     solve_seconds_ = state.real("solve_seconds");
   }
@@ -357,6 +402,7 @@ class PoissonSolve final : public tenax::runtime::Workload {
   void begin() {
     x_ = Tensor::empty({system_.a->rows()}, system_.a->dtype(), system_.a->device());
     tenax::ops::fill(x_, 0.0);
+    const WholeSystemReductions whole(system_);
     solver_->start(system_.a, system_.b, x_);
   }
 
@@ -428,18 +474,52 @@ tenax::io::ConfigPolicy config_policy() {
           .safe_keys = {"tol", "atol", "divtol", "operator", "index"}};
 }
 
-// Largest and root-mean-square difference between x and the known solution.
-std::pair<double, double> error_against(const Tensor& x, const std::vector<double>& exact) {
-  const Tensor host = tenax::ops::cast(x, DType::f64).to(Device::cpu());
-  const double* values = host.data_as<double>();
-  double largest = 0.0;
-  double squares = 0.0;
-  for (std::size_t k = 0; k < exact.size(); ++k) {
-    const double e = std::abs(values[k] - exact[k]);
-    largest = std::max(largest, e);
-    squares += e * e;
+// Largest and root-mean-square difference between x and the known solution, over the whole
+// system (on several ranks, a reduction across them with the single-process bits).
+std::pair<double, double> error_against(const System& system, const Tensor& x,
+                                        const std::vector<double>& exact) {
+  const Tensor error = tenax::ops::cast(x, DType::f64).to(Device::cpu());
+  const Tensor known = host_vector(exact, DType::f64, Device::cpu());
+  tenax::ops::binary_into(tenax::ops::BinaryOp::sub, error, known, error);
+  tenax::ops::unary_into(tenax::ops::UnaryOp::abs, error, error);
+  const WholeSystemReductions whole(system);
+  const double largest = system.rows > 0 ? tenax::ops::max(error) : 0.0;
+  const double squares = tenax::ops::dot(error, error);
+  return {largest, std::sqrt(squares / static_cast<double>(system.rows))};
+}
+
+// The whole solution on rank 0 (each rank sends its rows); on other ranks an undefined tensor.
+Tensor gather_solution(const System& system, const Tensor& x) {
+  if (system.comm == nullptr) return x;
+  tenax::runtime::Communicator& comm = *system.comm;
+  constexpr int kSolutionTag = 7201;
+  if (comm.rank() != 0) {
+    if (system.range.count > 0) comm.send(x, 0, kSolutionTag);
+    return {};
   }
-  return {largest, std::sqrt(squares / static_cast<double>(exact.size()))};
+  Tensor whole = Tensor::empty({system.rows}, x.dtype());
+  tenax::ops::copy(whole.slice(0, system.range.count), x);
+  for (int r = 1; r < comm.size(); ++r) {
+    const tenax::kernels::ShardRange range =
+        tenax::kernels::block_aligned_range(system.rows, comm.size(), r);
+    if (range.count > 0)
+      comm.receive(whole.slice(range.first, range.first + range.count), r, kSolutionTag);
+  }
+  return whole;
+}
+
+// Convergence is a result: a solve that stopped short still ends the program normally, but a
+// non-finite residual is an anomaly (3) and a breakdown or divergence an error of the setup (2).
+int exit_code_of(const solvers::SolveResult& result) {
+  switch (result.status) {
+    case solvers::SolveStatus::converged:
+    case solvers::SolveStatus::max_iterations:
+      return 0;
+    case solvers::SolveStatus::non_finite:
+      return 3;
+    default:
+      return 2;
+  }
 }
 
 int run(const Options& o) {
@@ -457,8 +537,27 @@ int run(const Options& o) {
   solver_options.preconditioner = o.precond;
   solver_options = solvers::parse_solver_options(o.solver_options, solver_options);
 
+  const auto comm = tenax::examples::make_communicator(o.run, "poisson", true);
+  if (comm->size() > 1) {
+    const std::string ranks = std::to_string(comm->size()) + " ranks";
+    TENAX_EXPECTS(o.precision != "mixed", UsageError,
+                  "--precision mixed on " + ranks + ": refinement runs on one process",
+                  "use --precision f64 or f32 on several ranks");
+    TENAX_EXPECTS(
+        solver_options.preconditioner == "none" || solver_options.preconditioner == "jacobi",
+        UsageError,
+        "--precond " + solver_options.preconditioner + " on " + ranks +
+            ": ILU(0) factors the whole matrix on one process",
+        "use --precond jacobi (or none) on several ranks");
+    TENAX_EXPECTS(device.is_cpu(), UsageError,
+                  "--device " + tenax::to_string(device) + " on " + ranks +
+                      ": distributed solves run on the CPU for now",
+                  "use --device cpu on several ranks");
+  }
+  const bool speaker = comm->rank() == 0;  // rank 0 prints the results
+
   const auto setup_start = std::chrono::steady_clock::now();
-  System system = build_system(o, dtype, device);
+  System system = build_system(o, dtype, device, *comm);
   wait_for(device);
   const std::string config = config_json(o, solver_options);  // after the files proved readable
 
@@ -495,7 +594,6 @@ int run(const Options& o) {
         "poisson", config, config_policy());
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
-    const auto comm = tenax::examples::make_communicator(o.run, "poisson", false);
     tenax::runtime::Runner runner(workload, runner_options, comm);
     const tenax::runtime::RunResult run = runner.run();
     if (run.status != tenax::runtime::RunStatus::completed) {
@@ -515,10 +613,16 @@ int run(const Options& o) {
           ? 0.0
           : bytes_per_iteration(o, solver_options, system, dtype, index_dtype, result.iterations);
   const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
-  std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s\n", o.solver.c_str(),
+  double error_max = -1.0;
+  double error_rms = -1.0;
+  if (system.exact) std::tie(error_max, error_rms) = error_against(system, x, *system.exact);
+  const Tensor solution = o.output.empty() ? Tensor() : gather_solution(system, x);
+  if (!speaker) return exit_code_of(result);
+  std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s%s\n", o.solver.c_str(),
               system.description.c_str(), system.a->describe().c_str(),
-              static_cast<long long>(system.a->rows()), static_cast<long long>(system.nnz),
-              tenax::to_string(device).c_str());
+              static_cast<long long>(system.rows), static_cast<long long>(system.nnz),
+              tenax::to_string(device).c_str(),
+              comm->size() > 1 ? (", " + std::to_string(comm->size()) + " ranks").c_str() : "");
   std::printf(
       "poisson: %s after %lld iterations%s, residual %.6e (relative %.6e)\n",
       std::string(solvers::to_string(result.status)).c_str(),
@@ -530,10 +634,7 @@ int run(const Options& o) {
               solve_seconds, setup_seconds);
   if (gbps > 0) std::printf(", %.1f GB/s (%.0f bytes per iteration)", gbps, bytes);
   std::printf("\n");
-  double error_max = -1.0;
-  double error_rms = -1.0;
   if (system.exact) {
-    std::tie(error_max, error_rms) = error_against(x, *system.exact);
     std::printf("poisson: error against the known solution: max %.6e, rms %.6e\n", error_max,
                 error_rms);
   }
@@ -542,7 +643,7 @@ int run(const Options& o) {
     metadata.step = result.iterations;
     metadata.config = config;
     tenax::io::write_tensor_file(
-        o.output, "x", tenax::ops::cast(x, DType::f64).to(Device::cpu()),
+        o.output, "x", tenax::ops::cast(solution, DType::f64).to(Device::cpu()),
         {{"iterations", static_cast<double>(result.iterations)}, {"residual", result.residual}},
         metadata, {{"status", std::string(solvers::to_string(result.status))}});
     std::printf("poisson: solution written to %s (dataset /x)\n", o.output.c_str());
@@ -556,30 +657,23 @@ int run(const Options& o) {
         "\"gbps\":%.9g,\"error_max\":%.17g,\"error_rms\":%.17g}\n",
         o.solver.c_str(), o.precond.c_str(), o.matrix.empty() ? o.op.c_str() : "csr",
         o.precision.c_str(), o.dim, static_cast<long long>(o.n),
-        static_cast<long long>(system.a->rows()), static_cast<long long>(system.nnz),
+        static_cast<long long>(system.rows), static_cast<long long>(system.nnz),
         static_cast<long long>(result.iterations), result.residual, result.relative_residual,
         std::string(solvers::to_string(result.status)).c_str(), setup_seconds, solve_seconds,
         ms_per_iteration, bytes, gbps, error_max, error_rms);
   }
-  // Convergence is a result: a solve that stopped short still ends the program normally, but
-  // a non-finite residual is an anomaly and a breakdown or divergence an error of the setup.
-  switch (result.status) {
-    case solvers::SolveStatus::converged:
-    case solvers::SolveStatus::max_iterations:
-      return 0;
-    case solvers::SolveStatus::non_finite:
-      std::fprintf(stderr,
-                   "poisson: anomaly: a non-finite value appeared at iteration %lld. fix: check "
-                   "the matrix and right-hand side for NaN/Inf, or use --precision f64\n",
-                   static_cast<long long>(result.bad_iteration));
-      return 3;
-    default:
-      std::fprintf(stderr,
-                   "poisson: the solve stopped with %s. fix: try another --solver (gmres is the "
-                   "most robust) or a preconditioner\n",
-                   std::string(solvers::to_string(result.status)).c_str());
-      return 2;
+  if (result.status == solvers::SolveStatus::non_finite) {
+    std::fprintf(stderr,
+                 "poisson: anomaly: a non-finite value appeared at iteration %lld. fix: check "
+                 "the matrix and right-hand side for NaN/Inf, or use --precision f64\n",
+                 static_cast<long long>(result.bad_iteration));
+  } else if (exit_code_of(result) != 0) {
+    std::fprintf(stderr,
+                 "poisson: the solve stopped with %s. fix: try another --solver (gmres is the "
+                 "most robust) or a preconditioner\n",
+                 std::string(solvers::to_string(result.status)).c_str());
   }
+  return exit_code_of(result);
 }
 
 }  // namespace

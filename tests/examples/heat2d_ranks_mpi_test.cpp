@@ -3,74 +3,34 @@
 // for every N, through an out-of-memory backoff on every rank and through a rank killed at a
 // random moment under the supervisor.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
-#include "tenax/io/state_file.hpp"
+#include "mpi_example_runs.hpp"
 
-#ifndef MPIRUN_PATH
-#define TENAX_NO_MPI 1
-#define MPIRUN_PATH ""
+#ifndef HEAT2D_PATH
 #define HEAT2D_PATH ""
-#define TENAX_CLI_PATH ""
 #endif
 
 namespace tenax {
 namespace {
 
-namespace fs = std::filesystem;
-
-class Heat2dRanks : public ::testing::Test {
+class Heat2dRanks : public testing::MpiExampleRuns {
  protected:
-  void SetUp() override {
-#ifdef TENAX_NO_MPI
-    GTEST_SKIP() << "this build has no MPI (or no mpirun was found when it was configured)";
-#endif
-    root_ = fs::temp_directory_path() / ("tenax-heat2d-ranks-" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(root_);
-  }
+  Heat2dRanks() : MpiExampleRuns(HEAT2D_PATH) {}
 
   // heat2d on `ranks` processes (1: without mpirun); returns the exit status.
   int run(const std::string& name, int ranks, const std::string& extra = "",
           bool supervised = false, const std::string& environment = "") {
-    const fs::path dir = root_ / name;
-    std::string command = environment + " ";
-    if (supervised) {
-      command += std::string(TENAX_CLI_PATH) + " run --restart-delay 0 --max-restarts 3 -- ";
-    }
-    if (ranks > 1) {
-      command += std::string(MPIRUN_PATH) + " --allow-run-as-root --oversubscribe -np " +
-                 std::to_string(ranks) + " ";
-    }
-    command += std::string(HEAT2D_PATH) + " --device cpu --progress log --n 37 --steps 60 " +
-               "--checkpoint-every 10 --run-dir " + dir.string() + " --output " +
-               (dir / "final.h5").string() + " " + extra + " >" +
-               (root_ / (name + ".log")).string() + " 2>&1";
-    const int status = std::system(command.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return run_program(name, ranks,
+                       "--device cpu --progress log --n 37 --steps 60 --checkpoint-every 10 "
+                       "--run-dir " +
+                           dir(name).string() + " --output " + (dir(name) / "final.h5").string() +
+                           " " + extra,
+                       supervised, environment);
   }
-  std::vector<double> field(const std::string& name) {
-    const fs::path file = root_ / name / "final.h5";
-    if (!fs::exists(file)) return {};
-    const Tensor u = io::read_state_file(file).tensor("u");
-    return {u.data_as<double>(), u.data_as<double>() + u.numel()};
-  }
-  std::string log(const std::string& name) {
-    std::ifstream in(root_ / (name + ".log"));
-    return {std::istreambuf_iterator<char>(in), {}};
-  }
-
-  fs::path root_;
+  std::vector<double> field(const std::string& name) { return values(name, "final.h5", "u"); }
 };
 
 TEST_F(Heat2dRanks, EveryNumberOfRanksGivesTheSingleProcessField) {

@@ -1,0 +1,83 @@
+// The harness of the examples' multi-rank tests: runs an example as `mpirun -np N` processes
+// (one process without mpirun), optionally under the supervisor, in a fresh directory per test;
+// reads back its logs and the tensors it wrote. Without MPI the tests skip with the reason.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tenax/io/state_file.hpp"
+
+#ifndef MPIRUN_PATH
+#define TENAX_NO_MPI 1
+#define MPIRUN_PATH ""
+#define TENAX_CLI_PATH ""
+#endif
+
+namespace tenax::testing {
+
+class MpiExampleRuns : public ::testing::Test {
+ protected:
+  explicit MpiExampleRuns(std::string program) : program_(std::move(program)) {}
+
+  void SetUp() override {
+#ifdef TENAX_NO_MPI
+    GTEST_SKIP() << "this build has no MPI (or no mpirun was found when it was configured)";
+#endif
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    root_ = std::filesystem::temp_directory_path() /
+            ("tenax-ranks-" + std::to_string(::getpid()) + "-" + test);
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(root_);
+  }
+
+  // `program arguments` on `ranks` processes (1: without mpirun), its output in log(name);
+  // `dir(name)` is its own directory. Returns the exit status (128 + signal when killed).
+  int run_program(const std::string& name, int ranks, const std::string& arguments,
+                  bool supervised = false, const std::string& environment = "") {
+    std::filesystem::create_directories(dir(name));
+    std::string command = environment + " ";
+    if (supervised) {
+      command += std::string(TENAX_CLI_PATH) + " run --restart-delay 0 --max-restarts 3 -- ";
+    }
+    if (ranks > 1) {
+      command += std::string(MPIRUN_PATH) + " --allow-run-as-root --oversubscribe -np " +
+                 std::to_string(ranks) + " ";
+    }
+    command += program_ + " " + arguments + " >" + (root_ / (name + ".log")).string() + " 2>&1";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  [[nodiscard]] std::filesystem::path dir(const std::string& name) const { return root_ / name; }
+
+  [[nodiscard]] std::string log(const std::string& name) const {
+    std::ifstream in(root_ / (name + ".log"));
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+
+  // The f64 tensor `entry` of the state file `file` in dir(name); empty when there is none.
+  [[nodiscard]] std::vector<double> values(const std::string& name, const std::string& file,
+                                           const std::string& entry) const {
+    const std::filesystem::path path = dir(name) / file;
+    if (!std::filesystem::exists(path)) return {};
+    const Tensor t = io::read_state_file(path).tensor(entry);
+    return {t.data_as<double>(), t.data_as<double>() + t.numel()};
+  }
+
+ private:
+  std::string program_;
+  std::filesystem::path root_;
+};
+
+}  // namespace tenax::testing

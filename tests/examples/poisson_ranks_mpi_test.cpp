@@ -1,0 +1,85 @@
+// poisson across ranks: the matrix's rows divided among `mpirun -np N` processes (block-aligned
+// ranges, halo exchange in every product, reductions across the ranks in the single-process
+// order). For CG, BiCGSTAB and GMRES with and without Jacobi, every N gives the single-process
+// iteration count, residual and solution bits; a rank killed mid-solve under the supervisor
+// resumes to the same bits; what cannot run on several ranks yet is refused with the fix.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "mpi_example_runs.hpp"
+
+#ifndef POISSON_PATH
+#define POISSON_PATH ""
+#endif
+
+namespace tenax {
+namespace {
+
+class PoissonRanks : public testing::MpiExampleRuns {
+ protected:
+  PoissonRanks() : MpiExampleRuns(POISSON_PATH) {}
+
+  // 128^2 rows: four reduction blocks, so 2, 3 and 4 ranks all hold rows.
+  int run(const std::string& name, int ranks, const std::string& method,
+          const std::string& extra = "", bool supervised = false) {
+    return run_program(name, ranks,
+                       "--device cpu --n 128 --tol 1e-9 --iterations-per-step 25 " + method +
+                           " --run-dir " + dir(name).string() + " --output " +
+                           (dir(name) / "x.h5").string() + " --json " + extra,
+                       supervised);
+  }
+  std::vector<double> solution(const std::string& name) { return values(name, "x.h5", "x"); }
+  // The JSON summary's iteration count and residual, as printed (17 significant digits).
+  std::string outcome(const std::string& name) {
+    const std::string text = log(name);
+    const auto at = text.find("\"iterations\":");
+    if (at == std::string::npos) return "";
+    return text.substr(at, text.find(",\"status\"", at) - at);
+  }
+};
+
+TEST_F(PoissonRanks, EveryNumberOfRanksGivesTheSingleProcessIterates) {
+  const std::vector<std::string> methods = {"--solver cg --precond jacobi", "--solver cg",
+                                            "--solver bicgstab --precond jacobi",
+                                            "--solver gmres --restart 20 --problem convdiff"};
+  for (std::size_t m = 0; m < methods.size(); ++m) {
+    const std::string& method = methods[m];
+    SCOPED_TRACE(method);
+    const std::string one = "m" + std::to_string(m) + "-np1";
+    ASSERT_EQ(run(one, 1, method), 0) << log(one);
+    const std::vector<double> expected = solution(one);
+    ASSERT_EQ(expected.size(), 128u * 128u);
+    ASSERT_NE(outcome(one), "") << log(one);
+    for (const int ranks : {2, 3, 4}) {
+      const std::string name = "m" + std::to_string(m) + "-np" + std::to_string(ranks);
+      ASSERT_EQ(run(name, ranks, method), 0) << log(name);
+      EXPECT_EQ(outcome(name), outcome(one)) << ranks << " ranks";
+      EXPECT_EQ(solution(name), expected) << ranks << " ranks";
+      EXPECT_NE(log(name).find(std::to_string(ranks) + " ranks"), std::string::npos) << log(name);
+    }
+  }
+}
+
+TEST_F(PoissonRanks, ARankKilledMidSolveIsRestartedAndEndsWithTheSameBits) {
+  const std::string method = "--solver cg --precond jacobi --checkpoint-every 3";
+  ASSERT_EQ(run("one", 1, method), 0) << log("one");
+  ASSERT_EQ(run("kill", 3, method, "--inject kill@step=8:rank=2", true), 0) << log("kill");
+  EXPECT_EQ(solution("kill"), solution("one"));
+  EXPECT_EQ(outcome("kill"), outcome("one"));
+  EXPECT_NE(log("kill").find("resumed from the checkpoint of step 6"), std::string::npos)
+      << log("kill");
+}
+
+TEST_F(PoissonRanks, WhatRunsOnOneProcessOnlyIsRefusedWithTheFix) {
+  EXPECT_EQ(run("ilu", 2, "--precond ilu0"), 1) << log("ilu");
+  EXPECT_NE(log("ilu").find("use --precond jacobi"), std::string::npos) << log("ilu");
+  EXPECT_EQ(run("stencil", 2, "--operator stencil"), 1) << log("stencil");
+  EXPECT_NE(log("stencil").find("use --operator csr"), std::string::npos) << log("stencil");
+  EXPECT_EQ(run("mixed", 2, "--precision mixed"), 1) << log("mixed");
+  EXPECT_NE(log("mixed").find("f32 on several ranks"), std::string::npos) << log("mixed");
+}
+
+}  // namespace
+}  // namespace tenax
