@@ -58,6 +58,7 @@ RESTART = 30
 TITLES = {
     "P1": "P1 2-D Poisson {n}², CG, no preconditioner",
     "P2": "P2 2-D Poisson {n}², CG, tenax matrix-free stencil vs PETSc assembled",
+    "P1r": "P1 on 2 ranks: tenax distributed CG (exact reductions, 1 thread per rank) vs PETSc",
     "P3": "P3 3-D Poisson {n}³, CG + Jacobi",
     "P4b": "P4 2-D convection-diffusion {n}², βh = 0.5, BiCGSTAB + Jacobi",
     "P4g": "P4 2-D convection-diffusion {n}², βh = 0.5, GMRES(30) + Jacobi",
@@ -253,6 +254,21 @@ class Case:
         raise AssertionError(self.family)
 
 
+class RanksCase(Case):
+    """tenax's poisson on ctx.ranks processes (mpirun, one worker thread per rank, bound to
+    cores as PETSc's ranks are): rows split across the ranks, reductions in the single-process
+    order, so its iterates are the one-process run's."""
+
+    def command(self, ctx, p):
+        cmd, env, exe = super().command(ctx, p)
+        env = dict(env, TENAX_NUM_THREADS="1")
+        mpi = [ctx.mpirun]
+        if os.geteuid() == 0:
+            mpi.append("--allow-run-as-root")
+        mpi += ["-n", str(ctx.ranks), "--bind-to", ctx.bind, "-x", "TENAX_NUM_THREADS"]
+        return mpi + cmd, env, exe
+
+
 class HeatCase(Case):
     def __init__(self):
         super().__init__("P5", "tenax heat2d", "tenax", "heat", "none", "stencil")
@@ -302,6 +318,7 @@ def build_cases(codes):
         add(Case(pid, "tenax (csr)", "tenax", solver, precond, "csr"))
         if pid == "P1":
             add(Case("P2", "tenax (stencil)", "tenax", solver, precond, "stencil"))
+            add(RanksCase("P1r", "tenax (csr, 2 ranks)", "tenax", solver, precond, "csr"))
         add(Case(pid, "petsc", "petsc", solver, precond))
         add(Case(pid, "eigen", "eigen", solver, precond))
         add(Case(pid, "scipy", "scipy", solver, precond))
@@ -325,7 +342,7 @@ def build_cases(codes):
 
 
 def problem_of(pid):
-    return "P1" if pid == "P2" else pid
+    return "P1" if pid in ("P2", "P1r") else pid
 
 
 class Ctx:
@@ -444,7 +461,8 @@ def summarise(case, sizes):
 
 def table(cases, sizes, stream_gbps):
     summaries = {(c.pid, c.code): summarise(c, sizes) for c in cases}
-    ref_code = {"P1": "tenax (csr)", "P2": "tenax (stencil)", "P3": "tenax (csr)",
+    ref_code = {"P1": "tenax (csr)", "P2": "tenax (stencil)", "P1r": "tenax (csr, 2 ranks)",
+                "P3": "tenax (csr)",
                 "P4b": "tenax (csr)", "P4g": "tenax (csr)", "P5": None}
     lines = ["| problem | code | iterations | ms/iter | GB/s (model) | fraction of STREAM "
              "| tenax speed-up vs this peer | bytes/iter (model) | ‖b−Ax‖/‖b‖ |",
@@ -455,19 +473,20 @@ def table(cases, sizes, stream_gbps):
     # digits: a check that all codes solve the same problem. BiCGSTAB is left-preconditioned in PETSc
     # and right-preconditioned in Eigen and SciPy, and amplifies rounding: no check there.
     reference_residual = {}
-    for pid, ids in (("P1", ("P1",)), ("P2", ("P1",)), ("P3", ("P3",)), ("P4g", ("P4g",))):
+    for pid, ids in (("P1", ("P1",)), ("P2", ("P1",)), ("P1r", ("P1",)), ("P3", ("P3",)),
+                     ("P4g", ("P4g",))):
         vals = [summaries[(c.pid, c.code)]["relative_residual"] for c in cases
                 if c.pid in ids and c.family in ("petsc", "scipy", "eigen")
                 and summaries.get((c.pid, c.code))
                 and summaries[(c.pid, c.code)]["relative_residual"] is not None]
         if vals:
             reference_residual[pid] = statistics.median(vals)
-    order = ["P1", "P2", "P3", "P4b", "P4g", "P5"]
+    order = ["P1", "P2", "P1r", "P3", "P4b", "P4g", "P5"]
     for pid in order:
         p = sizes[problem_of(pid)]
         title = TITLES[pid].format(n=p["n"])
         group = [c for c in cases if c.pid == pid]
-        if pid == "P2":  # the PETSc row is P1's measurement, compared with the stencil
+        if pid in ("P2", "P1r"):  # the PETSc row is P1's measurement, compared with this one
             group += [c for c in cases if c.pid == "P1" and c.family == "petsc"]
         if not group:
             continue
@@ -615,7 +634,7 @@ def main():
         wanted = set()
         for w in args.only.split(","):
             w = w.strip()
-            wanted |= {"P1", "P2"} if w in ("P1", "P2") else {"P4b", "P4g"} if w == "P4" \
+            wanted |= {"P1", "P2", "P1r"} if w in ("P1", "P2", "P1r") else {"P4b", "P4g"} if w == "P4" \
                 else {w}
         cases = [c for c in cases if c.pid in wanted]
 
