@@ -53,9 +53,10 @@ double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q) {
       "spmv_dot: a is " + str(a.dtype()) + " but p is " + str(p.dtype()) + " and q is " +
           str(q.dtype()),
       "cast p and q to " + str(a.dtype()) + " with ops::cast (or build a with their dtype)");
-  TENAX_EXPECTS(a.rows() == a.cols(), UsageError,
-                "spmv_dot: a is " + a.describe() + " but p.(A p) needs a square matrix",
-                "pass a square matrix (rows == cols), or use ops::spmv and ops::dot");
+  TENAX_EXPECTS(a.rows() <= a.cols(), UsageError,
+                "spmv_dot: a is " + a.describe() + " but p.(A p) needs rows <= cols",
+                "pass a square matrix (or one with more columns than rows, whose first columns "
+                "the rows pair with), or use ops::spmv and ops::dot");
   TENAX_EXPECTS(p.shape().rank() == 1 && p.numel() == a.cols(), UsageError,
                 "spmv_dot: a is " + a.describe() + " but p has shape " + to_string(p.shape()),
                 "pass p of shape [" + str(a.cols()) + "] (one entry per column of a)");

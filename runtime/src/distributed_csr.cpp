@@ -179,6 +179,18 @@ std::string DistributedCsrOperator::describe() const {
 
 void DistributedCsrOperator::apply_impl(const Tensor& x, const Tensor& y) const {
   // LinearOperator::apply checked x and y (this operator's dtype and device, range.count long).
+  exchange(x);
+  if (range_.count > 0) ops::spmv(extended_, extended_x_, y);
+}
+
+double DistributedCsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
+  exchange(x);
+  // An empty shard still takes part in the dot's reduction across the ranks.
+  if (range_.count == 0) return ops::dot(x, y);
+  return ops::spmv_dot(extended_, extended_x_, y);
+}
+
+void DistributedCsrOperator::exchange(const Tensor& x) const {
   const auto gather = [&](auto zero) {
     using T = decltype(zero);
     const T* from = x.data_as<const T>();
@@ -198,7 +210,6 @@ void DistributedCsrOperator::apply_impl(const Tensor& x, const Tensor& y) const 
     comm_->receive(extended_x_.slice(range_.count + n.offset, range_.count + n.offset + n.count),
                    n.rank, kGhostValueTag);
   }
-  if (range_.count > 0) ops::spmv(extended_, extended_x_, y);
 }
 
 Tensor DistributedCsrOperator::diagonal_impl() const { return solvers::csr_diagonal(extended_); }

@@ -493,12 +493,21 @@ TEST(KrylovChecks, MismatchedLengthsAndShapes) {
                   {"spmv_dot", "p has shape [5]", "[4]"});
   expect_contains(usage_error([&] { (void)ops::spmv_dot(a, a4, a5); }),
                   {"spmv_dot", "q has shape [5]", "[4]"});
-  const CsrMatrix wide = CsrMatrix::from_dense(make_tensor({2, 3}, DType::f64, {1, 0, 2, 0, 3, 0}));
+  // More rows than columns: p has no entry to pair with the last rows.
+  const CsrMatrix tall = CsrMatrix::from_dense(make_tensor({3, 2}, DType::f64, {1, 0, 2, 0, 3, 0}));
   expect_contains(usage_error([&] {
-                    (void)ops::spmv_dot(wide, Tensor::empty({3}, DType::f64),
-                                        Tensor::empty({2}, DType::f64));
+                    (void)ops::spmv_dot(tall, Tensor::empty({2}, DType::f64),
+                                        Tensor::empty({3}, DType::f64));
                   }),
-                  {"spmv_dot", "[2, 3]", "square"});
+                  {"spmv_dot", "[3, 2]", "rows <= cols"});
+  // More columns than rows (a rank's [local | ghost] columns): the dot pairs q with p's first
+  // entries. q = [1*1 + 2*5, 3*4] = [11, 12]; p.q = 1*11 + 4*12 = 59.
+  const CsrMatrix wide = CsrMatrix::from_dense(make_tensor({2, 3}, DType::f64, {1, 0, 2, 0, 3, 0}));
+  const Tensor p3 = make_tensor({3}, DType::f64, {1, 4, 5});
+  Tensor q2 = Tensor::empty({2}, DType::f64);
+  EXPECT_EQ(ops::spmv_dot(wide, p3, q2), 59.0);
+  EXPECT_EQ(q2.data_as<double>()[0], 11.0);
+  EXPECT_EQ(q2.data_as<double>()[1], 12.0);
 }
 
 TEST(KrylovChecks, DifferentDevices) {

@@ -45,6 +45,10 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
 
  private:
   void apply_impl(const Tensor& x, const Tensor& y) const override;
+  // The exchange, then ops::spmv_dot over [x | ghosts] (one pass: the product and x.y).
+  double apply_dot_impl(const Tensor& x, const Tensor& y) const override;
+  // Sends the entries the neighbours need and fills extended_x_ with [x | ghosts].
+  void exchange(const Tensor& x) const;
   Tensor diagonal_impl() const override;
 
   struct Neighbour {
