@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with an NVIDIA GPU: builds what is missing (release preset), runs every test
-# labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth), the GPU
-# benchmarks, CG on a 4096^2 Poisson problem (ms per iteration and the fraction of the device's
-# copy bandwidth, from bench_gpu), the explicit heat step on the device, and with two GPUs the
-# NCCL communicator and heat2d across 2 ranks, then prints a short
-# table. Finishes in a few minutes on one GPU.
+# labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth, NCCL, peer access
+# between the GPUs), the GPU benchmarks, CG on a 4096^2 Poisson problem (ms per iteration and the
+# fraction of the device's copy bandwidth, from bench_gpu), the explicit heat step on the device,
+# and with two GPUs the doctor on each of 2 ranks, the NCCL communicator and heat2d across 2
+# ranks, then prints a short table. Finishes in a few minutes on one GPU.
 # On a machine where the Debian packages are absent, point TENAX_BUILD_DIR at a build copied
 # there (with LD_LIBRARY_PATH set to its bundled libraries); the script then skips building.
 set -uo pipefail
@@ -66,11 +66,17 @@ timeout 60 "$build_dir/bin/train_mlp" --device cuda --precision f16 --steps 20 \
   --run-dir "$out/train-overflow" | tee "$out/train-overflow.txt" || train_rc=$?
 
 # Many ranks on devices: the communicators' device test at world size 1 ran with the gpu label
-# above (NCCL, and CUDA tensors staged through MPI); with 2 GPUs or more it runs again as 2 ranks
-# under mpirun (NCCL across GPUs), and heat2d runs its rows across the GPUs.
+# above (NCCL, and CUDA tensors staged through MPI); with 2 GPUs or more the doctor runs on 2
+# ranks (launch, each rank's GPU, peer access), the test runs again as 2 ranks under mpirun (NCCL
+# across GPUs), and heat2d runs its rows across the GPUs.
 ranks_rc=0
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
+  # The doctor on each of 2 ranks: the launch, the GPU each rank gets, the peer access matrix.
+  timeout 60 mpirun --allow-run-as-root -np 2 sh -c \
+    '"$0" doctor >"$1/doctor-rank-${OMPI_COMM_WORLD_RANK:-0}.txt"' "$build_dir/bin/tenax" "$out" ||
+    ranks_rc=$?
+  grep -hE '^[A-Z]+ +(nccl|launch|launch:device|peer-access):' "$out"/doctor-rank-*.txt
   timeout 120 mpirun --allow-run-as-root -np 2 "$build_dir/bin/runtime_communicator_gpu_test" |
     tee "$out/nccl-2ranks.txt" || ranks_rc=$?
   timeout 120 mpirun --allow-run-as-root -np 2 "$build_dir/bin/heat2d" --device cuda --n 4096 \

@@ -64,6 +64,20 @@ std::string format_cuda_version(int version) {
   return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Runs one check group; an unexpected failure becomes a PROBLEM finding instead of ending the
@@ -130,7 +144,9 @@ Findings run_checks() {
   guarded(out, "nvml", [&] { check_nvml(out, cuda); });
   guarded(out, "device-work", [&] { check_device_work(out, cuda); });
   guarded(out, "libraries", [&] { check_libraries(out); });
+  guarded(out, "nccl", [&] { check_nccl(out); });
   guarded(out, "environment", [&] { check_environment(out); });
+  guarded(out, "multi-gpu", [&] { check_multi_gpu(out, cuda); });
   return out;
 }
 

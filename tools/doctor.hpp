@@ -56,6 +56,23 @@ void check_libraries(Findings& out);
 // Compares a matmul on CUDA device `ordinal` with the CPU backend's (one finding).
 [[nodiscard]] Finding gemm_check(int ordinal);
 void check_environment(Findings& out);
+// Multi-GPU and multi-rank: the NCCL library and NCCL_* variables, the launch (launcher, ranks,
+// the GPU this rank would use), peer access between the visible GPUs, and how tenax keeps the
+// operands of one computation on one device.
+void check_nccl(Findings& out);
+void check_multi_gpu(Findings& out, const CudaFacts& cuda);
+
+// CUDA_VISIBLE_DEVICES as CUDA reads it: entries separated by commas, each an ordinal or a
+// GPU-/MIG- UUID; CUDA stops at the first invalid entry.
+struct VisibleDevices {
+  bool set = false;
+  bool blank = false;  // set to an empty (or all-space) value: no GPU is visible
+  std::string text;
+  int entries = 0;              // valid entries before the first invalid or repeated one
+  std::string invalid_entry;    // the first invalid entry ("" when none)
+  std::string duplicate_entry;  // the first repeated entry ("" when none)
+};
+[[nodiscard]] VisibleDevices read_visible_devices();
 
 // Runs every check.
 [[nodiscard]] Findings run_checks();
@@ -81,5 +98,8 @@ void add_doctor_command(CLI::App& app, int& exit_code);
 // Formats bytes as "1.5 GiB" and CUDA versions (13000) as "13.0".
 [[nodiscard]] std::string format_bytes(double bytes);
 [[nodiscard]] std::string format_cuda_version(int version);
+// `text` with control characters written as \xNN, so that a hostile environment value cannot
+// break the one-line-per-finding report.
+[[nodiscard]] std::string printable(std::string_view text);
 
 }  // namespace tenax::tools

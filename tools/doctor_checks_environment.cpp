@@ -54,42 +54,33 @@ Finding cuda_visible_devices() {
   constexpr const char* kFix =
       "unset CUDA_VISIBLE_DEVICES to see every GPU, or list the GPUs to use as ordinals or UUIDs "
       "from nvidia-smi -L, e.g. CUDA_VISIBLE_DEVICES=0,1";
-  const char* value = env("CUDA_VISIBLE_DEVICES");
-  if (value == nullptr) return info(kName, "not set: every GPU is visible");
-  const std::string_view text = value;
-  if (trim(text).empty()) {
+  const VisibleDevices visible = read_visible_devices();
+  if (!visible.set) return info(kName, "not set: every GPU is visible");
+  if (visible.blank) {
     return problem(kName,
                    "CUDA_VISIBLE_DEVICES is set but empty, which hides every GPU: CUDA reports no "
                    "device and jobs fall back to the CPU",
                    kFix, "''");
   }
-  std::set<std::string_view> seen;
-  int count = 0;
-  for (const std::string_view raw : split(text, ',')) {
-    const std::string_view entry = trim(raw);
-    int ordinal = -1;
-    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), ordinal);
-    const bool is_ordinal = ec == std::errc{} && end == entry.data() + entry.size() && ordinal >= 0;
-    const bool is_uuid = entry.starts_with("GPU-") || entry.starts_with("MIG-");
-    if (!is_ordinal && !is_uuid) {
-      return problem(
-          kName,
-          fmt::format("CUDA_VISIBLE_DEVICES='{}' has the invalid entry '{}': CUDA "
-                      "ignores it and every entry after it{}",
-                      text, entry,
-                      count == 0 ? ", so no GPU is visible and jobs fall back to the CPU" : ""),
-          kFix, std::string(text));
-    }
-    if (!seen.insert(entry).second) {
-      return problem(kName,
-                     fmt::format("CUDA_VISIBLE_DEVICES='{}' lists '{}' twice: a GPU can be made "
-                                 "visible only once, so CUDA does not use the list as written",
-                                 text, entry),
-                     kFix, std::string(text));
-    }
-    ++count;
+  if (!visible.invalid_entry.empty()) {
+    return problem(
+        kName,
+        fmt::format(
+            "CUDA_VISIBLE_DEVICES='{}' has the invalid entry '{}': CUDA "
+            "ignores it and every entry after it{}",
+            printable(visible.text), printable(visible.invalid_entry),
+            visible.entries == 0 ? ", so no GPU is visible and jobs fall back to the CPU" : ""),
+        kFix, printable(visible.text));
   }
-  return ok(kName, fmt::format("'{}': {} GPU(s) visible, renumbered from cuda:0", text, count));
+  if (!visible.duplicate_entry.empty()) {
+    return problem(kName,
+                   fmt::format("CUDA_VISIBLE_DEVICES='{}' lists '{}' twice: a GPU can be made "
+                               "visible only once, so CUDA does not use the list as written",
+                               printable(visible.text), printable(visible.duplicate_entry)),
+                   kFix, printable(visible.text));
+  }
+  return ok(kName, fmt::format("'{}': {} GPU(s) visible, renumbered from cuda:0",
+                               printable(visible.text), visible.entries));
 }
 
 Finding cuda_home(const char* name) {
@@ -204,6 +195,36 @@ Finding cpu_threads() {
 }
 
 }  // namespace
+
+VisibleDevices read_visible_devices() {
+  VisibleDevices v;
+  const char* value = env("CUDA_VISIBLE_DEVICES");
+  if (value == nullptr) return v;
+  v.set = true;
+  v.text = value;
+  if (trim(v.text).empty()) {
+    v.blank = true;
+    return v;
+  }
+  std::set<std::string_view> seen;
+  for (const std::string_view raw : split(v.text, ',')) {
+    const std::string_view entry = trim(raw);
+    int ordinal = -1;
+    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), ordinal);
+    const bool is_ordinal = ec == std::errc{} && end == entry.data() + entry.size() && ordinal >= 0;
+    const bool is_uuid = entry.starts_with("GPU-") || entry.starts_with("MIG-");
+    if (!is_ordinal && !is_uuid) {
+      v.invalid_entry = entry;
+      return v;
+    }
+    if (!seen.insert(entry).second) {
+      v.duplicate_entry = entry;
+      return v;
+    }
+    ++v.entries;
+  }
+  return v;
+}
 
 void check_environment(Findings& out) {
   out.push_back(cuda_visible_devices());

@@ -97,7 +97,6 @@ Finding eigen() {
 
 void check_libraries(Findings& out) {
   out.push_back(cuda_library("cublas", "cuBLAS", probe_cublas(), "the GPU matrix products"));
-  out.push_back(cuda_library("nccl", "NCCL", probe_nccl(), "multi-GPU communication"));
   out.push_back(hdf5());
   out.push_back(mpi());
   out.push_back(eigen());

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace tenax::tools {
 
@@ -20,7 +21,9 @@ struct LibraryProbe {
 
 [[nodiscard]] LibraryProbe probe_cuda_runtime();
 [[nodiscard]] LibraryProbe probe_cublas();
-[[nodiscard]] LibraryProbe probe_nccl();
+// NCCL_VERSION_CODE of the nccl.h tenax was built with (0 in a build without CUDA). The NCCL
+// loaded at run time is asked with dlopen/dlsym (doctor_checks_nccl.cpp), not through this.
+[[nodiscard]] int nccl_build_version_code();
 
 // Copies `bytes` of a pattern host -> device `ordinal` -> host and returns how many bytes came
 // back different. Throws the tenax::Error of the CUDA failure's fault class.
@@ -35,5 +38,10 @@ struct Bandwidth {
   double pinned_to_host = 0;
 };
 [[nodiscard]] Bandwidth measure_bandwidth(int ordinal, std::size_t bytes);
+
+// cudaDeviceCanAccessPeer for every ordered pair of the `count` visible devices:
+// result[from][to] says whether device `from` can read and write device `to`'s memory directly
+// (the diagonal is true). Throws the tenax::Error of the CUDA failure's fault class.
+[[nodiscard]] std::vector<std::vector<bool>> peer_access_matrix(int count);
 
 }  // namespace tenax::tools

@@ -10,6 +10,7 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/runtime/launch_environment.hpp"
 
 namespace tenax::runtime {
 
@@ -364,17 +365,7 @@ std::string_view to_string(CommKind kind) noexcept {
   return "unknown";
 }
 
-bool launched_by_mpi_launcher() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS",
-                           "MV2_COMM_WORLD_SIZE"}) {
-    if (std::getenv(name) != nullptr) return true;
-  }
-  // srun sets SLURM_PROCID for every task, and also for a batch script's own shell: only a
-  // step of several tasks is a parallel launch.
-  const char* tasks = std::getenv("SLURM_STEP_NUM_TASKS");
-  if (tasks == nullptr) tasks = std::getenv("SLURM_NTASKS");
-  return tasks != nullptr && std::getenv("SLURM_PROCID") != nullptr && std::atoi(tasks) > 1;
-}
+bool launched_by_mpi_launcher() { return read_launch_environment().parallel; }
 
 std::shared_ptr<Communicator> make_communicator(CommKind kind, CommOptions options) {
   switch (kind) {

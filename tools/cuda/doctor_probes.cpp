@@ -126,22 +126,7 @@ LibraryProbe probe_cublas() {
   return p;
 }
 
-LibraryProbe probe_nccl() {
-  LibraryProbe p;
-  p.compiled = true;
-  // Codes are X*1000+Y*100+Z up to 2.8 and X*10000+Y*100+Z from 2.9 on.
-  const auto decode = [](int code) {
-    if (code >= 10000) return dotted(code / 10000, (code % 10000) / 100, code % 100);
-    return dotted(code / 1000, (code % 1000) / 100, code % 100);
-  };
-  int code = 0;
-  if (ncclGetVersion(&code) == ncclSuccess) p.version = decode(code);
-  p.header_version = decode(NCCL_VERSION_CODE);
-  p.version_code = code;
-  p.header_version_code = NCCL_VERSION_CODE;
-  p.path = library_path(reinterpret_cast<const void*>(&ncclGetVersion));
-  return p;
-}
+int nccl_build_version_code() { return NCCL_VERSION_CODE; }
 
 std::size_t copy_round_trip_mismatches(int ordinal, std::size_t bytes) {
   DeviceGuard guard(ordinal);
@@ -168,6 +153,20 @@ Bandwidth measure_bandwidth(int ordinal, std::size_t bytes) {
   b.pinned_to_device = copy_rate(device.get(), pinned.get(), bytes, cudaMemcpyHostToDevice);
   b.pinned_to_host = copy_rate(pinned.get(), device.get(), bytes, cudaMemcpyDeviceToHost);
   return b;
+}
+
+std::vector<std::vector<bool>> peer_access_matrix(int count) {
+  std::vector<std::vector<bool>> matrix(static_cast<std::size_t>(count),
+                                        std::vector<bool>(static_cast<std::size_t>(count), true));
+  for (int from = 0; from < count; ++from) {
+    for (int to = 0; to < count; ++to) {
+      if (from == to) continue;
+      int can = 0;
+      expect(cudaDeviceCanAccessPeer(&can, from, to), "cudaDeviceCanAccessPeer");
+      matrix[static_cast<std::size_t>(from)][static_cast<std::size_t>(to)] = can != 0;
+    }
+  }
+  return matrix;
 }
 
 }  // namespace tenax::tools

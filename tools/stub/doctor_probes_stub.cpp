@@ -6,7 +6,7 @@ namespace tenax::tools {
 
 LibraryProbe probe_cuda_runtime() { return {}; }
 LibraryProbe probe_cublas() { return {}; }
-LibraryProbe probe_nccl() { return {}; }
+int nccl_build_version_code() { return 0; }
 
 std::size_t copy_round_trip_mismatches(int /*ordinal*/, std::size_t /*bytes*/) {
   throw_not_compiled("the CUDA transfer check", "TENAX_WITH_CUDA");
@@ -14,6 +14,10 @@ std::size_t copy_round_trip_mismatches(int /*ordinal*/, std::size_t /*bytes*/) {
 
 Bandwidth measure_bandwidth(int /*ordinal*/, std::size_t /*bytes*/) {
   throw_not_compiled("the CUDA bandwidth check", "TENAX_WITH_CUDA");
+}
+
+std::vector<std::vector<bool>> peer_access_matrix(int /*count*/) {
+  throw_not_compiled("the CUDA peer access check", "TENAX_WITH_CUDA");
 }
 
 }  // namespace tenax::tools

@@ -245,6 +245,7 @@ enum class CommKind : std::uint8_t { automatic, single, threads, mpi, nccl };
 
 // Whether this process was started by a parallel launcher (mpirun/mpiexec, srun): their
 // environment variables (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK, SLURM_NTASKS > 1...).
+// The rule is read_launch_environment().parallel (launch_environment.hpp).
 [[nodiscard]] bool launched_by_mpi_launcher();
 
 // The communicator a program asked for with --comm: automatic is MPI under a launcher and a
