@@ -28,6 +28,26 @@ std::vector<TreeNode> cover_nodes(std::int64_t first, std::int64_t last, std::in
   return nodes;
 }
 
+int LeafStream::push(std::int64_t index) {
+  nodes_.push_back({0, index});
+  int merges = 0;
+  while (nodes_.size() >= 2) {
+    const TreeNode right = nodes_.back();
+    const TreeNode left = nodes_[nodes_.size() - 2];
+    if (left.level != right.level || right.index % 2 == 0 || left.index + 1 != right.index) break;
+    nodes_.pop_back();
+    nodes_.back() = {left.level + 1, left.index / 2};
+    ++merges;
+  }
+  return merges;
+}
+
+std::vector<TreeNode> LeafStream::of_range(std::int64_t first, std::int64_t last) {
+  LeafStream stream;
+  for (std::int64_t i = first; i < last; ++i) (void)stream.push(i);
+  return stream.nodes();
+}
+
 ShardRange block_aligned_range(std::int64_t total, int ranks, int rank) {
   TENAX_EXPECTS(total >= 0 && ranks >= 1 && rank >= 0 && rank < ranks, UsageError,
                 "block_aligned_range: " + std::to_string(total) + " elements over " +

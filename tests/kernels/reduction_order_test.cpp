@@ -142,6 +142,43 @@ TEST(ReductionOrder, AssemblyWithoutSomeBlocksIsAUsageError) {
   EXPECT_EQ(got, 0.0);
 }
 
+TEST(ReductionOrder, AStreamOfLeavesOnEveryRankAssemblesTheSingleProcessRoot) {
+  std::mt19937_64 random(14);
+  for (std::int64_t m = 1; m <= 50; ++m) {
+    const std::vector<double> p = spread_values(m, random);
+    std::vector<double> copy = p;
+    const double expected = combine_partials(copy.data(), m, PlusCombine{});
+    for (int ranks = 1; ranks <= 4; ++ranks) {
+      const auto cuts = random_cuts(m, ranks, random);
+      // Each rank streams its leaves, merging siblings as it goes, as a gradient tree does.
+      std::vector<std::pair<TreeNode, double>> given;
+      for (std::size_t r = 0; r + 1 < cuts.size(); ++r) {
+        LeafStream stream;
+        std::vector<double> values;
+        for (std::int64_t i = cuts[r]; i < cuts[r + 1]; ++i) {
+          values.push_back(p[static_cast<std::size_t>(i)]);
+          for (int k = stream.push(i); k > 0; --k) {
+            const double right = values.back();
+            values.pop_back();
+            values.back() = values.back() + right;
+          }
+        }
+        ASSERT_EQ(stream.nodes(), LeafStream::of_range(cuts[r], cuts[r + 1]));
+        for (std::size_t k = 0; k < values.size(); ++k) given.push_back({stream.nodes()[k], values[k]});
+      }
+      const auto lookup = [&](const TreeNode& node) -> const double* {
+        for (const auto& [n, v] : given) {
+          if (n == node) return &v;
+        }
+        return nullptr;
+      };
+      const double got = tree_root<double>(m, lookup, [](double a, double b) { return a + b; });
+      EXPECT_EQ(std::bit_cast<std::uint64_t>(got), std::bit_cast<std::uint64_t>(expected))
+          << "m " << m << " cuts " << ::testing::PrintToString(cuts);
+    }
+  }
+}
+
 TEST(ReductionOrder, BlockAlignedRangesTileTheVectorEvenly) {
   for (const std::int64_t total :
        {std::int64_t{0}, std::int64_t{1}, kReduceBlock - 1, kReduceBlock, kReduceBlock + 1,

@@ -112,12 +112,38 @@ ShardNodes shard_nodes(std::span<const double> partials, int terms, std::int64_t
   return out;
 }
 
+// The root of the tree over m >= 1 leaves, from whole nodes of it: lookup(node) returns a
+// pointer to a node's value, or nullptr when no one gave it; combine(left, right) returns the
+// parent of two values. Every node not given is combined from its children by the rule of step 4
+// (a node without a right child is its left child), so the result is the value one process
+// computes from all leaves, whatever set of whole nodes covers them. Throws UsageError when a
+// leaf is not covered. The rule for scalars (assemble_root) and for gradient tensors.
+template <class Value, class Lookup, class Combine>
+Value tree_root(std::int64_t m, const Lookup& lookup, const Combine& combine);
+
 // The root of the tree over m blocks from every rank's ShardNodes (in any order; together they
 // must cover every block): the value one process computes from all m partials, term by term,
 // into result[0, terms). Throws UsageError when the nodes do not cover the tree.
 template <class Combine>
 void assemble_root(std::span<const ShardNodes> shards, int terms, std::int64_t m, Combine f,
                    std::span<double> result);
+
+// The nodes a stream of consecutive leaves forms when two siblings merge as soon as both are
+// complete (a binary counter over global leaf indices): what a rank holding leaves
+// [first, last) of a tree has after pushing them in order. Every node is whole. Used where the
+// leaves arrive one at a time (a gradient per grain) and by the ranks that must know which nodes
+// a peer holds.
+class LeafStream {
+ public:
+  // Pushes leaf `index` (one more than the previous push, or any index first); returns how many
+  // merges of the two top nodes it caused, in order.
+  int push(std::int64_t index);
+  [[nodiscard]] const std::vector<TreeNode>& nodes() const noexcept { return nodes_; }
+  [[nodiscard]] static std::vector<TreeNode> of_range(std::int64_t first, std::int64_t last);
+
+ private:
+  std::vector<TreeNode> nodes_;
+};
 
 // ---- splitting elements across ranks without changing the bits ----
 
@@ -142,6 +168,24 @@ struct ShardRange {
 
 // ---- implementation ----
 
+template <class Value, class Lookup, class Combine>
+Value tree_root(std::int64_t m, const Lookup& lookup, const Combine& combine) {
+  // Depth-first from the root; a node given ends its branch. At most 64 levels.
+  auto value = [&](auto&& self, TreeNode node) -> Value {
+    if (const Value* given = lookup(node)) return *given;
+    TENAX_EXPECTS(node.level > 0, UsageError,
+                  "reduction: leaf " + std::to_string(node.index) + " of " + std::to_string(m) +
+                      " was given by no rank",
+                  "the ranks' shards must cover every leaf of the reduction");
+    const TreeNode left{node.level - 1, 2 * node.index};
+    const TreeNode right{node.level - 1, 2 * node.index + 1};
+    Value l = self(self, left);
+    if ((right.index << right.level) >= m) return l;
+    return combine(l, self(self, right));
+  };
+  return value(value, TreeNode{tree_root_level(m), 0});
+}
+
 template <class Combine>
 void assemble_root(std::span<const ShardNodes> shards, int terms, std::int64_t m, Combine f,
                    std::span<double> result) {
@@ -149,33 +193,17 @@ void assemble_root(std::span<const ShardNodes> shards, int terms, std::int64_t m
     for (int t = 0; t < terms; ++t) result[t] = Combine::identity();
     return;
   }
-  struct Known {
-    TreeNode node;
-    const double* values;
-  };
-  std::vector<Known> known;
-  for (const ShardNodes& s : shards) {
-    for (std::size_t k = 0; k < s.nodes.size(); ++k) {
-      known.push_back({s.nodes[k], s.values.data() + k * static_cast<std::size_t>(terms)});
-    }
+  for (int t = 0; t < terms; ++t) {
+    const auto lookup = [&](const TreeNode& node) -> const double* {
+      for (const ShardNodes& s : shards) {
+        for (std::size_t k = 0; k < s.nodes.size(); ++k) {
+          if (s.nodes[k] == node) return s.values.data() + k * static_cast<std::size_t>(terms) + t;
+        }
+      }
+      return nullptr;
+    };
+    result[t] = tree_root<double>(m, lookup, [&](double a, double b) { return f(a, b); });
   }
-  // Depth-first from the root; a node given by a rank ends its branch. At most 64 levels.
-  auto value = [&](auto&& self, TreeNode node, int t) -> double {
-    for (const Known& k : known) {
-      if (k.node == node) return k.values[t];
-    }
-    TENAX_EXPECTS(node.level > 0, UsageError,
-                  "reduction: block " + std::to_string(node.index) + " of " + std::to_string(m) +
-                      " was given by no rank",
-                  "the ranks' shards must cover every block of the reduction");
-    const TreeNode left{node.level - 1, 2 * node.index};
-    const TreeNode right{node.level - 1, 2 * node.index + 1};
-    const double l = self(self, left, t);
-    if ((right.index << right.level) >= m) return l;
-    return f(l, self(self, right, t));
-  };
-  const TreeNode root{tree_root_level(m), 0};
-  for (int t = 0; t < terms; ++t) result[t] = value(value, root, t);
 }
 
 }  // namespace tenax::kernels
