@@ -230,9 +230,10 @@ class MpiCommunicator final : public Communicator {
 
   // Waits for every request until the deadline: spins first (a collective of ranks that arrive
   // together completes in microseconds), then yields, then sleeps, so a rank waiting minutes for a
-  // slow peer leaves the core to the ranks that work.
+  // slow peer leaves the core to the ranks that work. `peer`: the one rank a receive waits for
+  // (-1 for a collective, which waits for all).
   void wait_all(const Call& call, std::vector<MPI_Request>& requests,
-                MPI_Status* statuses = MPI_STATUSES_IGNORE) {
+                MPI_Status* statuses = MPI_STATUSES_IGNORE, int peer = -1) {
     const auto start = Clock::now();
     const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(options().timeout_seconds));
@@ -242,7 +243,7 @@ class MpiCommunicator final : public Communicator {
       if (done) return;
       const auto now = Clock::now();
       if (now >= deadline) {
-        timed_out(call, requests);
+        timed_out(call, requests, peer);
       }
       // Progress of a non-blocking collective happens inside MPI_Test*, so the first tens of
       // milliseconds (a large all-reduce) are polled without pause; past them the peer is late
@@ -258,11 +259,14 @@ class MpiCommunicator final : public Communicator {
   }
 
   // A timed-out collective: find who did not arrive (the ranks not heard from on the
-  // diagnostic communicator within a short grace), then throw.
-  [[noreturn]] void timed_out(const Call& call, std::vector<MPI_Request>& requests) {
+  // diagnostic communicator within a short grace), then throw. A timed-out receive names its
+  // peer: the other ranks have no part in it, and asking them would name every rank that is busy
+  // elsewhere.
+  [[noreturn]] void timed_out(const Call& call, std::vector<MPI_Request>& requests, int peer) {
     // The pending requests stay posted (a non-blocking collective cannot be freed or
     // cancelled); the process exits for a restart without touching them again.
     (void)requests;
+    if (peer >= 0) throw_timed_out(call, std::to_string(peer), "");
     const Arrival mine{rank_, call.sequence, call.step};
     std::vector<Arrival> heard(static_cast<std::size_t>(size_), Arrival{-1, 0, 0});
     std::vector<MPI_Request> sends, receives;
@@ -298,6 +302,11 @@ class MpiCommunicator final : public Communicator {
       }
     }
     // The requests of peers that never answered stay posted; the process exits for a restart.
+    throw_timed_out(call, missing, elsewhere);
+  }
+
+  [[noreturn]] void throw_timed_out(const Call& call, const std::string& missing,
+                                    const std::string& elsewhere) const {
     throw CommFaultError(
         describe(call) + " timed out after " + seconds_text(options().timeout_seconds) + " s" +
             (missing.empty() ? std::string() : "; rank(s) " + missing + " did not arrive") +
@@ -420,7 +429,7 @@ class MpiCommunicator final : public Communicator {
                       tag, comm_, &requests[0]),
             call);
       MPI_Status status;
-      wait_all(call, requests, &status);
+      wait_all(call, requests, &status, peer);
       int received = 0;
       MPI_Get_count(&status, MPI_BYTE, &received);
       if (static_cast<std::size_t>(received) != n) {

@@ -270,6 +270,8 @@ class ThreadCommunicator final : public Communicator {
     mine.send = send;
     mine.bytes = bytes;
     group_->rendezvous(rank_, mine, deadline(), describe(call), [&](const std::vector<Slot>& all) {
+      // Every slot is checked before any is read: then every rank finds a mismatch and leaves
+      // without reading, and none frees its buffer while a peer still copies from it.
       for (std::size_t r = 0; r < all.size(); ++r) {
         if (all[r].bytes != bytes) {
           throw CommFaultError(describe(call) + ": rank " + std::to_string(r) + " gathers " +
@@ -277,6 +279,8 @@ class ThreadCommunicator final : public Communicator {
                                    std::to_string(bytes),
                                "gather the same size on every rank");
         }
+      }
+      for (std::size_t r = 0; r < all.size(); ++r) {
         if (bytes > 0) std::memcpy(static_cast<std::byte*>(out) + r * bytes, all[r].send, bytes);
       }
     });
@@ -288,11 +292,15 @@ class ThreadCommunicator final : public Communicator {
     mine.bytes = bytes;
     mine.root = root;
     group_->rendezvous(rank_, mine, deadline(), describe(call), [&](const std::vector<Slot>& all) {
-      const Slot& source = all[static_cast<std::size_t>(root)];
-      if (source.bytes != bytes || source.root != root) {
-        throw CommFaultError(describe(call) + ": ranks broadcast different sizes or roots",
-                             "broadcast the same tensor shape from the same root on every rank");
+      // Every slot, not only the root's: then every rank finds a mismatch and leaves without
+      // reading, and the root does not free its buffer while a rank that saw none copies it.
+      for (const Slot& peer : all) {
+        if (peer.bytes != bytes || peer.root != root) {
+          throw CommFaultError(describe(call) + ": ranks broadcast different sizes or roots",
+                               "broadcast the same tensor shape from the same root on every rank");
+        }
       }
+      const Slot& source = all[static_cast<std::size_t>(root)];
       if (rank_ != root && bytes > 0) std::memcpy(data, source.data, bytes);
     });
   }
