@@ -4,7 +4,11 @@
 //  2. all_reduce of f32 tensors through the communicator against raw MPI_Allreduce at 1 KiB,
 //     1 MiB and 64 MiB (target: <= 1.05x at >= 1 MiB);
 //  3. the two agreements of a step against a heat2d-sized step of this rank (its rows of a
-//     1024^2 grid, FTCS, halo exchange included) (target: <= 2 %).
+//     1024^2 grid, FTCS, halo exchange included) (target: <= 2 %);
+//  4. a dot product of a vector split across the ranks with the single-process bits (ops::dot
+//     inside ShardedReductions: the block partials' tree nodes gathered) against the usual
+//     non-reproducible way (the local dot, then an 8-byte MPI_Allreduce), at 2^22 elements in
+//     all (a CG vector of the 2048^2 Poisson problem) and at 4096 (latency only).
 // Every pair is measured interleaved (A, B, A, B, ...) over repetitions after a warm-up; the
 // medians are printed by rank 0, as Markdown rows for bench/RESULTS.md.
 #define OMPI_SKIP_MPICXX 1
@@ -20,7 +24,9 @@
 
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/sharded_reductions.hpp"
 
 namespace {
 
@@ -145,6 +151,30 @@ int main() {
           "| %.2f %% | <= 2 %% |\n",
           1e6 * p.ours, 1e6 * p.theirs, 100 * p.ours / p.theirs);
     }
+  }
+  for (const std::int64_t total : {std::int64_t{4096}, std::int64_t{1} << 22}) {
+    const kernels::ShardRange range = kernels::block_aligned_range(total, size, rank);
+    Tensor x = Tensor::empty({range.count}, DType::f64);
+    ops::random_uniform(x, 1, static_cast<std::uint64_t>(range.first), -1.0, 1.0);
+    double sink = 0;
+    const int iterations = total <= 4096 ? 2000 : 50;
+    const Pair p = interleaved(
+        kRepetitions, iterations,
+        [&] {
+          runtime::ShardedReductions exact(*comm, range);
+          sink += ops::dot(x, x);
+        },
+        [&] {
+          double local = ops::dot(x, x);
+          MPI_Allreduce(MPI_IN_PLACE, &local, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+          sink += local;
+        });
+    if (rank == 0) {
+      std::printf("| dot of %lld f64 split across ranks: single-process bits vs local dot + "
+                  "8-byte MPI_Allreduce | %.1f us | %.1f us | %.2fx | - |\n",
+                  static_cast<long long>(total), 1e6 * p.ours, 1e6 * p.theirs, p.ours / p.theirs);
+    }
+    if (sink == 1234.5) std::printf(" ");  // keeps the dots from being optimised away
   }
   comm.reset();
   return 0;  // MPI is finalised at exit
