@@ -83,6 +83,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
     for (std::int64_t begin = 0; begin < options_.batch; begin += rows) {
       const std::int64_t end = std::min(options_.batch, begin + rows);
       autodiff::set_anomaly_context({step + 1, result.micro_batches, options_.rank});
+      autodiff::GrainScope::set_row_offset(begin);
       const autodiff::Variable micro_loss = loss(begin, end);
       TENAX_EXPECTS(micro_loss.defined() && micro_loss.requires_grad(), UsageError,
                     "Trainer::step: the loss function returned a Variable without a gradient",
@@ -101,6 +102,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       ++result.micro_batches;
     }
     guard.armed = false;
+    autodiff::GrainScope::finish_gradients();
     const double divisor =
         options_.loss_divisor > 0 ? options_.loss_divisor : static_cast<double>(options_.batch);
     result.loss = autodiff::GrainScope::loss_sum() / divisor;

@@ -7,7 +7,6 @@
 #include "detail/anomaly_scan.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/autodiff/anomaly.hpp"
-#include "tenax/solvers/autodiff/grain.hpp"
 
 namespace tenax::solvers::autodiff {
 namespace {
@@ -17,8 +16,6 @@ struct ThreadAnomalyState {
   AnomalyContext context;
   std::vector<std::size_t> tag_lengths;  // length of `tag` before each TagScope
   std::string tag;
-  std::int64_t grain_rows = 0;
-  double loss_sum = 0;
 };
 
 ThreadAnomalyState& state() {
@@ -106,28 +103,6 @@ TagScope::~TagScope() {
   s.tag_lengths.pop_back();
 }
 const std::string& current_tag() { return state().tag; }
-
-GrainScope::GrainScope(std::int64_t rows) {
-  ThreadAnomalyState& s = state();
-  TENAX_EXPECTS(rows >= 1, UsageError,
-                "autodiff::GrainScope: grain of " + std::to_string(rows) + " rows",
-                "use a grain of at least one row (e.g. the smallest micro-batch you will run)");
-  TENAX_EXPECTS(s.grain_rows == 0, UsageError,
-                "autodiff::GrainScope: a scope of " + std::to_string(s.grain_rows) +
-                    " rows is already active on this thread",
-                "end the outer scope first; grain scopes do not nest");
-  s.grain_rows = rows;
-  s.loss_sum = 0;
-}
-GrainScope::~GrainScope() {
-  state().grain_rows = 0;
-  state().loss_sum = 0;
-}
-std::int64_t GrainScope::rows() noexcept { return state().grain_rows; }
-double GrainScope::loss_sum() noexcept { return state().loss_sum; }
-void GrainScope::add_loss(double grain_sum) noexcept {
-  if (state().grain_rows > 0) state().loss_sum += grain_sum;
-}
 
 namespace detail {
 

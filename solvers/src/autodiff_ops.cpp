@@ -199,12 +199,13 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
         if (gw.defined()) {                                            // dW = dy^T x
           ops::gemm(g_rows, x.value().slice(begin, end), gw, 1.0, 0.0, Transpose::yes,
                     Transpose::no);
-          Tape::accumulate_grad(weight, gw);
+          Tape::accumulate_grain_grad(weight, gw, GrainScope::grain_index(begin));
         }
         if (gb.defined()) {  // db = dy^T ones: column sums of dy
           ops::gemm(g_rows, ones.slice(0, end - begin), gb, 1.0, 0.0, Transpose::yes,
                     Transpose::no);
-          Tape::accumulate_grad(bias_var, gb.reshape(Shape{g.shape()[1]}));
+          Tape::accumulate_grain_grad(bias_var, gb.reshape(Shape{g.shape()[1]}),
+                                      GrainScope::grain_index(begin));
         }
       });
       if (gx.defined()) Tape::accumulate_grad(x, gx);

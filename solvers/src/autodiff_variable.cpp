@@ -7,6 +7,7 @@
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/autodiff/anomaly.hpp"
+#include "tenax/solvers/autodiff/grain.hpp"
 #include "tenax/solvers/autodiff/variable.hpp"
 
 namespace tenax::solvers::autodiff {
@@ -76,7 +77,14 @@ Variable Variable::constant(Tensor value) {
 const Tensor& Variable::value() const { return checked(impl_, "value").value; }
 bool Variable::requires_grad() const { return checked(impl_, "requires_grad").requires_grad; }
 bool Variable::is_leaf() const { return checked(impl_, "is_leaf").leaf; }
-const Tensor& Variable::grad() const { return checked(impl_, "grad").grad; }
+const Tensor& Variable::grad() const {
+  const Impl& impl = checked(impl_, "grad");
+  TENAX_EXPECTS(!GrainScope::holds_gradient_of(*this), UsageError,
+                "autodiff::Variable::grad: the gradient of " + impl.value.describe() +
+                    " is still being combined grain by grain in the active GrainScope",
+                "call GrainScope::finish_gradients() (or take_gradients()) before reading it");
+  return impl.grad;
+}
 
 void Variable::zero_grad() const {
   const Impl& impl = checked(impl_, "zero_grad");
@@ -101,11 +109,12 @@ Variable Tape::record(const char* op, std::vector<Variable> inputs, Tensor value
   return Variable(std::move(impl));
 }
 
-void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
-  Variable::Impl& impl = *v.impl();
-  if (!impl.requires_grad) return;
-  if (anomaly_mode()) {
-    const Node* node = this_thread_tape().running;
+namespace {
+
+// Anomaly mode: a non-finite gradient of v names the node being run (or the seed).
+void scan_if_anomaly_mode(const Variable& v, const Tensor& grad) {
+  if (!anomaly_mode()) return;
+  const Node* node = this_thread_tape().running;
     if (node != nullptr) {
       int index = 0;
       while (index < static_cast<int>(node->inputs.size()) && !(node->inputs[index] == v)) {
@@ -114,8 +123,26 @@ void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
       detail::scan_gradient(node->op, node->tag, index, grad, node->output->grad);
     } else {
       detail::scan_gradient("backward (seed)", current_tag(), 0, grad, Tensor());
-    }
   }
+}
+
+}  // namespace
+
+void Tape::accumulate_grain_grad(const Variable& v, const Tensor& grad, std::int64_t grain) {
+  if (!v.impl()->requires_grad) return;
+  if (GrainScope::rows() == 0) {
+    accumulate_grad(v, grad);
+    return;
+  }
+  scan_if_anomaly_mode(v, grad);
+  GrainScope::add_gradient(v, grad, grain);
+}
+
+void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
+  Variable::Impl& impl = *v.impl();
+  if (!impl.requires_grad) return;
+  scan_if_anomaly_mode(v, grad);
+  if (impl.leaf) GrainScope::note_plain_gradient(v);
   if (!impl.grad.defined()) {
     // A copy, not the tensor itself: callers pass gradients that may be shared with other
     // inputs (add passes one gradient to both operands).

@@ -182,12 +182,14 @@ Accumulated accumulate(std::int64_t micro, DType compute) {
   Accumulated result;
   GrainScope grains(8);
   for (std::int64_t begin = 0; begin < 48; begin += micro) {
+    GrainScope::set_row_offset(begin);
     const Variable in = Variable::constant(xc.slice(begin, begin + micro));
     const Variable hidden = gelu(linear(in, p[0], p[1]));
     const Variable logits = linear(hidden, p[2], p[3]);
     backward(cross_entropy(logits, labels.slice(begin, begin + micro), {.divisor = 48.0}), 256.0);
   }
   result.loss_sum = GrainScope::loss_sum();
+  GrainScope::finish_gradients();
   for (const Variable& v : p) result.grads.push_back(v.grad().clone());
   return result;
 }

@@ -110,6 +110,11 @@ class Tape {
   // anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being run and the
   // position of v among its inputs.
   static void accumulate_grad(const Variable& v, const Tensor& grad);
+  // For ops that reduce over a batch grain by grain (grain.hpp): `grad` is v's gradient from
+  // grain `grain` (a global grain index). Inside a GrainScope it goes to the scope's gradient
+  // tree of v (GrainScope::add_gradient); without one, to accumulate_grad. Anomaly mode scans it
+  // as accumulate_grad does.
+  static void accumulate_grain_grad(const Variable& v, const Tensor& grad, std::int64_t grain);
 
  private:
   friend void backward(const Variable& loss, double seed);
