@@ -86,6 +86,7 @@ struct Options {
   std::string loss_scaler;
   std::int64_t regrow_after = 0;
   bool detect_anomaly = false;
+  std::string reduction = "exact";
   std::int64_t log_every = 0;
   bool json = false;
   tenax::examples::RunFlags run{.run_dir = "runs/train_mlp", .checkpoint_every = 50};
@@ -259,7 +260,7 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
 
 class TrainMlp : public runtime::Workload {
  public:
-  TrainMlp(const Options& o, DataSet data, Device device)
+  TrainMlp(const Options& o, DataSet data, Device device, runtime::Communicator& comm)
       : o_(o),
         data_(std::move(data)),
         device_(device),
@@ -286,6 +287,10 @@ class TrainMlp : public runtime::Workload {
     trainer.loss_divisor = loss_divisor_;
     trainer.clip_grad_norm = o.clip_grad_norm;
     trainer.detect_anomaly = o.detect_anomaly;
+    trainer.comm = &comm;
+    trainer.rank = comm.rank();
+    trainer.reduction = o.reduction == "fast" ? runtime::GradientReduction::fast
+                                              : runtime::GradientReduction::exact;
     trainer_ =
         std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
     faults_ = tenax::FaultPlan::from_environment();
@@ -334,6 +339,14 @@ class TrainMlp : public runtime::Workload {
     if (++steps_in_process_ == 2) {
       step_allocations_ = {allocations_before + 1, allocations_served()};
     }
+  }
+
+  // Several ranks: the gradients of every rank's grains combined (the single-process bits with
+  // --reduction exact); the step's loss and decision are known from here on.
+  std::optional<std::string> combine_step() override {
+    std::optional<std::string> anomaly = trainer_->combine();
+    if (!anomaly) staged_ = trainer_->last_result();
+    return anomaly;
   }
 
   void commit_step() override {
@@ -481,6 +494,8 @@ class TrainMlp : public runtime::Workload {
 void validate(const Options& o) {
   TENAX_EXPECTS(o.task == "regression" || o.task == "spirals", UsageError,
                 "--task " + o.task + " is not a task", "use regression or spirals");
+  TENAX_EXPECTS(o.reduction == "exact" || o.reduction == "fast", UsageError,
+                "--reduction " + o.reduction + " is not a reduction", "use exact or fast");
   TENAX_EXPECTS(o.batch >= 1, UsageError, "--batch " + std::to_string(o.batch),
                 "use a batch of at least one sample");
   TENAX_EXPECTS(o.micro_batch >= 0, UsageError, "--micro-batch " + std::to_string(o.micro_batch),
@@ -513,6 +528,7 @@ std::string config_json(const Options& o) {
   }
   config.set("layers", o.layers).set("activation", o.activation).set("precision", o.precision);
   config.set("batch", o.batch).set("grain", std::min(o.grain, o.batch)).set("shuffle", o.shuffle);
+  config.set("reduction", o.reduction);
   config.set("seed", o.seed).set("optimizer", o.optimizer).set("lr", o.lr);
   config.set("optimizer_options", o.optimizer_options).set("schedule", o.schedule);
   config.set("clip_grad_norm", o.clip_grad_norm).set("steps", o.steps);
@@ -543,12 +559,16 @@ int run(Options& o) {
                      ? (o.task == "regression" ? regression_set(o.samples, o.noise, o.seed)
                                                : spirals_set(o.samples, o.noise, o.seed))
                      : load_data(o.data);
-  TrainMlp workload(o, std::move(data), device);
+  const auto comm = tenax::examples::make_communicator(o.run, "train_mlp", true);
+  TENAX_EXPECTS(comm->size() == 1 || device.is_cpu(), UsageError,
+                "--device " + tenax::to_string(device) + " on " + std::to_string(comm->size()) +
+                    " ranks: data-parallel training runs on the CPU for now",
+                "use --device cpu on several ranks");
+  TrainMlp workload(o, std::move(data), device, *comm);
   runtime::RunnerOptions options = tenax::examples::runner_options(
       o.run, o.steps, "train_mlp", config_json(o), config_policy(o));
   options.min_micro_batch = std::min(o.grain, o.batch);
   options.regrow_micro_batch_after = o.regrow_after;
-  const auto comm = tenax::examples::make_communicator(o.run, "train_mlp", false);
   runtime::Runner runner(workload, options, comm);
   const auto start = std::chrono::steady_clock::now();
   const runtime::RunResult result = runner.run();
@@ -559,6 +579,7 @@ int run(Options& o) {
                  result.message.c_str());
     return result.exit_code;
   }
+  if (comm->rank() != 0) return 0;  // every rank holds the same model; rank 0 reports
   if (!o.output.empty()) workload.write_output(o.output);
   const std::vector<float> losses = workload.losses();
   const double final_loss = losses.empty() ? 0.0 : losses.back();
@@ -641,6 +662,11 @@ int main(int argc, char** argv) {
                  "min=1,max=16777216,on_min=error|skip|clamp");
   app.add_option("--regrow-after", o.regrow_after,
                  "double a backed-off micro-batch again after this many clean steps (0: never)")
+      ->capture_default_str();
+  app.add_option("--reduction", o.reduction,
+                 "on several ranks, how gradients are combined: exact (the single-process bits "
+                 "for any number of ranks) or fast (the native all-reduce; bits depend on the "
+                 "number of ranks)")
       ->capture_default_str();
   app.add_flag("--detect-anomaly", o.detect_anomaly,
                "check every op's output and gradients for NaN/Inf and name the op that made one");

@@ -678,6 +678,17 @@ struct Runner::Impl {
         }
       }
 
+      if (outcome.decision == StepDecision::proceed) {
+        // The ranks' staged results combined (collective); an anomaly in the combined data is
+        // found alike on every rank.
+        if (std::optional<std::string> combined = workload.combine_step()) {
+          workload.discard_step();
+          anomaly = combined;
+          if (auto stopped = roll_back(step + 1, *anomaly)) return *stopped;
+          state = agree_on_state(false, 0.0, anomaly);
+          continue;
+        }
+      }
       if (outcome.decision == StepDecision::rollback) {
         anomaly = mine.proposal.decision == StepDecision::rollback
                       ? std::optional<std::string>(mine.report)

@@ -7,8 +7,10 @@
 #include <string>
 #include <utility>
 
+#include "gradient_reduction.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/communicator.hpp"
 #include "tenax/solvers/autodiff/anomaly.hpp"
 #include "tenax/solvers/autodiff/grain.hpp"
 
@@ -44,7 +46,22 @@ Trainer::Trainer(std::vector<autodiff::Variable> params, solvers::nn::Optimizer&
                   "pass Variables made by Variable::parameter");
   }
   if (options_.grain == 0) options_.grain = options_.batch;
+  if (options_.comm != nullptr && options_.comm->size() > 1) {
+    const std::int64_t grains = (options_.batch + options_.grain - 1) / options_.grain;
+    TENAX_EXPECTS(grains >= options_.comm->size(), UsageError,
+                  "Trainer: a batch of " + std::to_string(options_.batch) + " rows is " +
+                      std::to_string(grains) + " grain(s) of " + std::to_string(options_.grain) +
+                      " rows, fewer than the " + std::to_string(options_.comm->size()) + " ranks",
+                  "use a batch of at least one grain per rank (or a smaller grain, or fewer "
+                  "ranks)");
+  }
 }
+
+Trainer::~Trainer() = default;
+Trainer::Pending::Pending() = default;
+Trainer::Pending::Pending(Pending&&) noexcept = default;
+Trainer::Pending& Trainer::Pending::operator=(Pending&&) noexcept = default;
+Trainer::Pending::~Pending() = default;
 
 std::int64_t Trainer::effective_micro_batch(std::int64_t micro_batch) const {
   const std::int64_t grains = std::max<std::int64_t>(1, micro_batch / options_.grain);
@@ -70,6 +87,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                 "use a micro-batch of at least one row");
   TrainStepResult result;
   staged_.reset();
+  pending_.reset();
   for (const autodiff::Variable& p : params_) p.zero_grad();
 
   // Constant over the accumulation window: it changes only in scaler_.update() below.
@@ -77,11 +95,18 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
   const std::int64_t rows = effective_micro_batch(micro_batch);
   std::optional<autodiff::DetectAnomalyScope> anomaly_scope;
   if (options_.detect_anomaly) anomaly_scope.emplace();
+  const bool parallel = options_.comm != nullptr && options_.comm->size() > 1;
+  const std::int64_t grain_count = (options_.batch + options_.grain - 1) / options_.grain;
+  const detail::GrainRange mine =
+      parallel ? detail::grains_of_rank(grain_count, options_.comm->size(), options_.comm->rank())
+               : detail::GrainRange{0, grain_count};
+  const std::int64_t first_row = mine.first * options_.grain;
+  const std::int64_t end_row = std::min(options_.batch, mine.end * options_.grain);
   {
     TapeGuard guard;
     autodiff::GrainScope grains(options_.grain);
-    for (std::int64_t begin = 0; begin < options_.batch; begin += rows) {
-      const std::int64_t end = std::min(options_.batch, begin + rows);
+    for (std::int64_t begin = first_row; begin < end_row; begin += rows) {
+      const std::int64_t end = std::min(end_row, begin + rows);
       autodiff::set_anomaly_context({step + 1, result.micro_batches, options_.rank});
       autodiff::GrainScope::set_row_offset(begin);
       const autodiff::Variable micro_loss = loss(begin, end);
@@ -102,12 +127,67 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       ++result.micro_batches;
     }
     guard.armed = false;
-    autodiff::GrainScope::finish_gradients();
     const double divisor =
         options_.loss_divisor > 0 ? options_.loss_divisor : static_cast<double>(options_.batch);
+    if (parallel) {
+      // The exchange needs every rank: it waits for combine(), after the ranks agreed that
+      // every step succeeded; what it needs is acquired now (a failure here is this rank's).
+      Pending pending;
+      pending.step = step;
+      pending.faults = faults;
+      pending.divisor = divisor;
+      pending.result = result;
+      pending.grain_losses = autodiff::GrainScope::grain_losses();
+      // The most any rank computes (rank 0's share): the loss records have one size everywhere.
+      const detail::GrainRange first =
+          detail::grains_of_rank(grain_count, options_.comm->size(), 0);
+      pending.most_grains = first.end - first.first;
+      if (options_.reduction == GradientReduction::fast) {
+        autodiff::GrainScope::finish_gradients();
+        pending.fast = std::make_unique<detail::FastExchange>(params_);
+      } else {
+        TENAX_EXPECTS(autodiff::GrainScope::plain_gradients() == 0, UsageError,
+                      "Trainer: " + std::to_string(autodiff::GrainScope::plain_gradients()) +
+                          " parameter gradient(s) came from ops that are not grain-wise, which "
+                          "the exact reduction across ranks cannot combine",
+                      "use grain-wise ops (autodiff::linear) for every parameter, or the fast "
+                      "reduction (--reduction fast)");
+        pending.exact = std::make_unique<detail::ExactExchange>(
+            *options_.comm, autodiff::GrainScope::take_gradients(), grain_count, params_);
+      }
+      pending_ = std::move(pending);
+      return result;
+    }
+    autodiff::GrainScope::finish_gradients();
     result.loss = autodiff::GrainScope::loss_sum() / divisor;
   }
+  return decide(step, faults, result);
+}
 
+std::optional<std::string> Trainer::combine() {
+  if (!pending_) return std::nullopt;
+  Pending pending = std::move(*pending_);
+  pending_.reset();
+  if (pending.exact) {
+    pending.exact->run(*options_.comm);
+  } else {
+    pending.fast->run(*options_.comm);
+  }
+  TrainStepResult result = pending.result;
+  result.loss = detail::global_loss_sum(*options_.comm, pending.grain_losses, pending.most_grains) /
+                pending.divisor;
+  try {
+    last_ = decide(pending.step, pending.faults, result);
+  } catch (const AnomalyError& e) {
+    // Found in the combined gradients: alike on every rank.
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
+                                TrainStepResult result) {
+  const double scale = scaler_.scale();
   if (faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
                                                static_cast<std::uint64_t>(step + 1))) {
     const Tensor& g = params_.front().grad();
@@ -145,6 +225,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                          "learning rate or use --precision bf16");
     }
     staged_ = Staged{decided, false, 1.0, 0.0};
+    last_ = result;
     return result;
   }
   result.scaler = decided.update(false, step + 1);
@@ -156,6 +237,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
   }
   result.lr = schedule_.lr_at(optimizer_.steps_taken());
   staged_ = Staged{decided, true, clip, result.lr};
+  last_ = result;
   return result;
 }
 
@@ -170,6 +252,9 @@ void Trainer::commit() {
   staged_.reset();
 }
 
-void Trainer::discard() noexcept { staged_.reset(); }
+void Trainer::discard() noexcept {
+  staged_.reset();
+  pending_.reset();
+}
 
 }  // namespace tenax::runtime

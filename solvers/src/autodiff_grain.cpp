@@ -58,8 +58,8 @@ std::int64_t GrainScope::rows() noexcept { return state().grain_rows; }
 void GrainScope::set_row_offset(std::int64_t row) {
   GrainState& s = state();
   TENAX_EXPECTS(s.grain_rows > 0 && row >= 0 && row % s.grain_rows == 0, UsageError,
-                "autodiff::GrainScope::set_row_offset(" + std::to_string(row) + ") with grains of " +
-                    std::to_string(s.grain_rows) + " rows",
+                "autodiff::GrainScope::set_row_offset(" + std::to_string(row) +
+                    ") with grains of " + std::to_string(s.grain_rows) + " rows",
                 "start every micro-batch at a whole grain, inside a GrainScope");
   s.row_offset = row;
 }

@@ -115,14 +115,14 @@ namespace {
 void scan_if_anomaly_mode(const Variable& v, const Tensor& grad) {
   if (!anomaly_mode()) return;
   const Node* node = this_thread_tape().running;
-    if (node != nullptr) {
-      int index = 0;
-      while (index < static_cast<int>(node->inputs.size()) && !(node->inputs[index] == v)) {
-        ++index;
-      }
-      detail::scan_gradient(node->op, node->tag, index, grad, node->output->grad);
-    } else {
-      detail::scan_gradient("backward (seed)", current_tag(), 0, grad, Tensor());
+  if (node != nullptr) {
+    int index = 0;
+    while (index < static_cast<int>(node->inputs.size()) && !(node->inputs[index] == v)) {
+      ++index;
+    }
+    detail::scan_gradient(node->op, node->tag, index, grad, node->output->grad);
+  } else {
+    detail::scan_gradient("backward (seed)", current_tag(), 0, grad, Tensor());
   }
 }
 

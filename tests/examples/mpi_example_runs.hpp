@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tenax/io/state_file.hpp"
+#include "tenax/kernels/ops.hpp"
 
 #ifndef MPIRUN_PATH
 #define TENAX_NO_MPI 1
@@ -45,19 +46,27 @@ class MpiExampleRuns : public ::testing::Test {
   // `dir(name)` is its own directory. Returns the exit status (128 + signal when killed).
   int run_program(const std::string& name, int ranks, const std::string& arguments,
                   bool supervised = false, const std::string& environment = "") {
-    std::filesystem::create_directories(dir(name));
     std::string command = environment + " ";
     if (supervised) {
       command += std::string(TENAX_CLI_PATH) + " run --restart-delay 0 --max-restarts 3 -- ";
     }
-    if (ranks > 1) {
-      command += std::string(MPIRUN_PATH) + " --allow-run-as-root --oversubscribe -np " +
-                 std::to_string(ranks) + " ";
-    }
-    command += program_ + " " + arguments + " >" + (root_ / (name + ".log")).string() + " 2>&1";
-    const int status = std::system(command.c_str());
+    if (ranks > 1) command += launcher() + " -np " + std::to_string(ranks) + " ";
+    return run_command(name, command + program_ + " " + arguments);
+  }
+
+  // A shell command line, its output in log(name); returns its exit status.
+  int run_command(const std::string& name, const std::string& command) {
+    std::filesystem::create_directories(dir(name));
+    const std::string line = command + " >" + (root_ / (name + ".log")).string() + " 2>&1";
+    const int status = std::system(line.c_str());
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
+
+  // mpirun with the flags CI needs (root, more ranks than cores), without -np.
+  [[nodiscard]] static std::string launcher() {
+    return std::string(MPIRUN_PATH) + " --allow-run-as-root --oversubscribe";
+  }
+  [[nodiscard]] const std::string& program() const noexcept { return program_; }
 
   [[nodiscard]] std::filesystem::path dir(const std::string& name) const { return root_ / name; }
 
@@ -66,12 +75,13 @@ class MpiExampleRuns : public ::testing::Test {
     return {std::istreambuf_iterator<char>(in), {}};
   }
 
-  // The f64 tensor `entry` of the state file `file` in dir(name); empty when there is none.
+  // The floating tensor `entry` of the state file `file` in dir(name), widened to f64 (exactly);
+  // empty when there is none.
   [[nodiscard]] std::vector<double> values(const std::string& name, const std::string& file,
                                            const std::string& entry) const {
     const std::filesystem::path path = dir(name) / file;
     if (!std::filesystem::exists(path)) return {};
-    const Tensor t = io::read_state_file(path).tensor(entry);
+    const Tensor t = ops::cast(io::read_state_file(path).tensor(entry), DType::f64);
     return {t.data_as<double>(), t.data_as<double>() + t.numel()};
   }
 

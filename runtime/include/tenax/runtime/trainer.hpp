@@ -17,6 +17,11 @@
 //     optimizer step with the clipping coefficient folded in (no extra pass).
 // Because grains are summed in a fixed order, the result does not depend on `micro_batch`: an
 // out-of-memory backoff (micro-batch halved, accumulation doubled) changes nothing bit for bit.
+// With a communicator of R ranks (options.comm), each rank runs steps 1-2 on its grains, then
+// the gradients and the loss are combined across the ranks (exact: the pairwise tree over the
+// global grain index, the single-process bits for every R) and steps 3-5 run on every rank on
+// the same gradients, so every rank takes the same decision. The user's function sees global
+// row indices, so the samples of a step are the same whatever R is.
 //
 // Failure semantics (the Workload contract): steps 1-3 touch only gradients, the scaler and the
 // optimizer do not allocate, so an error thrown by step() (out of memory in a micro-batch, an
@@ -30,7 +35,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tenax/core/fault_injection.hpp"
@@ -41,8 +48,19 @@
 
 namespace tenax::runtime {
 
+class Communicator;
+namespace detail {
+class ExactExchange;
+class FastExchange;
+}  // namespace detail
+
+// How data-parallel ranks combine their gradients (gradient_reduction.hpp in the runtime):
+// exact gives the single-process bits for any number of ranks; fast uses the communicator's
+// native all-reduce sum (its bits depend on the number of ranks).
+enum class GradientReduction : std::uint8_t { exact, fast };
+
 struct TrainerOptions {
-  std::int64_t batch = 0;  // global batch per rank, rows
+  std::int64_t batch = 0;  // the global batch of a step, rows (all ranks together)
   std::int64_t grain = 0;  // rows per grain; 0: the whole batch (no backoff invariance)
   // The loss's divisor (the count the user's loss function divides by): the trainer reports the
   // step's loss as the sum over grains divided by it. 0: `batch`.
@@ -50,6 +68,12 @@ struct TrainerOptions {
   double clip_grad_norm = 0;    // maximum gradient 2-norm; 0: no clipping
   bool detect_anomaly = false;  // autodiff anomaly mode during the step
   int rank = 0;                 // for anomaly reports
+  // Data parallel: with a communicator of several ranks, rank r computes its share of the
+  // batch's grains (contiguous, as even as possible; the batch needs at least one grain per
+  // rank) and the gradients and the loss are combined across the ranks in every step(), so
+  // every rank takes the same step. nullptr or one rank: the whole batch here.
+  Communicator* comm = nullptr;
+  GradientReduction reduction = GradientReduction::exact;
 };
 
 struct TrainStepResult {
@@ -73,6 +97,9 @@ class Trainer {
   Trainer(std::vector<solvers::autodiff::Variable> params, solvers::nn::Optimizer& optimizer,
           DynamicLossScaler& scaler, const solvers::nn::LrSchedule& schedule,
           TrainerOptions options);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
 
   // One optimizer step (`step` is the state's step count before it, from 0; reports and
   // injected faults name the step being taken, step + 1, as the Runner does) in micro-batches of at
@@ -83,8 +110,20 @@ class Trainer {
   // scaler's decision, the learning rate), but parameters, optimizer and scaler are unchanged
   // until commit() applies it (the optimizer step and the scaler update, neither of which
   // allocates or throws for memory); discard() drops it (a peer rank's step failed).
+  //
+  // With several ranks (options.comm), step() computes this rank's grains and acquires what the
+  // exchange needs, but the gradients are combined by combine(): the returned result then holds
+  // only micro_batches, and last_result() the rest after combine().
   TrainStepResult step(std::int64_t step, std::int64_t micro_batch, const MicroBatchLoss& loss,
                        const FaultPlan* faults = nullptr);
+  // With several ranks: combines the gradients and the loss across the ranks (collective: every
+  // rank calls it after every rank's step() succeeded; it allocates nothing that can run out)
+  // and stages the step as step() does on one rank. Returns the anomaly that makes the step
+  // unusable (a non-finite gradient without loss scaling, found alike on every rank), or
+  // nothing. A no-op on one rank.
+  [[nodiscard]] std::optional<std::string> combine();
+  // The result of the last step staged (by step() on one rank, by combine() on several).
+  [[nodiscard]] const TrainStepResult& last_result() const noexcept { return last_; }
   // Applies the step staged by the last successful step(). UsageError when none is staged.
   void commit();
   // Drops the staged step; the gradients are left as they are (the next step zeroes them).
@@ -107,6 +146,26 @@ class Trainer {
     double lr = 0;
   };
   std::optional<Staged> staged_;
+  // Several ranks: a step computed here, waiting for combine().
+  struct Pending {
+    std::int64_t step = 0;
+    const FaultPlan* faults = nullptr;
+    double divisor = 1;
+    TrainStepResult result;
+    std::vector<double> grain_losses;
+    std::int64_t most_grains = 0;
+    std::unique_ptr<detail::ExactExchange> exact;
+    std::unique_ptr<detail::FastExchange> fast;
+    Pending();
+    Pending(Pending&&) noexcept;
+    Pending& operator=(Pending&&) noexcept;
+    ~Pending();
+  };
+  std::optional<Pending> pending_;
+  TrainStepResult last_;
+
+  // Steps 3-5 on the accumulated gradients: the fused pass, the scaler's decision, the staging.
+  TrainStepResult decide(std::int64_t step, const FaultPlan* faults, TrainStepResult result);
 };
 
 }  // namespace tenax::runtime

@@ -40,6 +40,14 @@ class Workload {
   // reaches them, or a rank's failure reaches its peers as a timeout, never as a hang.
   virtual void step(std::int64_t step, std::int64_t micro_batch) = 0;
 
+  // Combines the staged result with the other ranks' (data parallel: the gradients), after every
+  // rank's step() succeeded and all agreed to go on, before commit_step(); called on every rank
+  // in the same order, so its collectives meet. It must not fail for a retryable reason:
+  // acquire what it needs (memory) in step(). It returns why the combined step must not be
+  // taken (an anomaly found in the combined data, hence alike on every rank: the Runner rolls
+  // back without another agreement), or nothing. The default combines nothing.
+  [[nodiscard]] virtual std::optional<std::string> combine_step() { return std::nullopt; }
+
   // Makes the staged result of the last successful step() the state. The Runner calls it once
   // every rank's step() succeeded and all agreed to go on; it must not throw OutOfMemoryError or
   // AnomalyError (a device fault may still escape: the job then restarts from its checkpoint).
