@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-#include "gradient_reduction.hpp"
+#include "tenax/runtime/gradient_exchange.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/loss_scaler.hpp"
 #include "tenax/runtime/trainer.hpp"
 #include "tenax/solvers/autodiff/ops.hpp"
@@ -39,7 +41,9 @@ constexpr std::int64_t kBatch = 32;
 
 // A small regression model and its data, trained with Adam under an f16 or f32 policy.
 struct Training {
-  explicit Training(DType compute, LossScalerOptions scaler_options = {}, double clip = 0)
+  explicit Training(DType compute, LossScalerOptions scaler_options = {}, double clip = 0,
+                    Communicator* comm = nullptr,
+                    GradientReduction reduction = GradientReduction::exact)
       : compute(compute),
         mlp({3, 8, 2}, nn::Activation::tanh, DType::f32, Device::cpu(), 7),
         params(mlp.parameters()),
@@ -50,7 +54,11 @@ struct Training {
         }()),
         schedule(nn::LrSchedule::constant(1e-2)),
         trainer(params, optimizer, scaler, schedule,
-                TrainerOptions{.batch = kBatch, .grain = 4, .clip_grad_norm = clip}) {
+                TrainerOptions{.batch = kBatch,
+                               .grain = 4,
+                               .clip_grad_norm = clip,
+                               .comm = comm,
+                               .reduction = reduction}) {
     Tensor x64 = Tensor::empty(Shape{kBatch, 3}, DType::f32);
     ops::random_uniform(x64, 11, 0, -1.0, 1.0);
     x = ops::cast(x64, compute);
@@ -258,6 +266,80 @@ TEST(Trainer, RejectsInconsistentOptions) {
   EXPECT_THROW(Trainer({}, s.optimizer, s.scaler, s.schedule, TrainerOptions{.batch = 8}),
                UsageError);
 }
+
+// Data parallel with the threads communicator: each rank computes its grains of the batch of
+// 8 grains, and the exact reduction gives every rank the single-process model, bit for bit, at
+// every number of ranks (3 ranks: 3, 3 and 2 grains); the fast one runs and stays close.
+class TrainerRanks : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainerRanks, EveryRankTakesTheSingleProcessStep) {
+  const int ranks = GetParam();
+  constexpr int kSteps = 6;
+  for (const DType compute : {DType::f32, DType::f16}) {
+    Training single(compute);
+    for (int k = 0; k < kSteps; ++k) {
+      (void)single.trainer.step(k, 8, single.loss());
+      ASSERT_FALSE(single.trainer.combine().has_value());
+      single.trainer.commit();
+    }
+    for (const GradientReduction reduction : {GradientReduction::exact, GradientReduction::fast}) {
+      auto comms = make_thread_communicators(ranks, CommOptions{.timeout_seconds = 30});
+      std::vector<std::string> snapshots(static_cast<std::size_t>(ranks));
+      std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+      std::vector<double> losses(static_cast<std::size_t>(ranks));
+      std::vector<std::thread> threads;
+      for (int r = 0; r < ranks; ++r) {
+        threads.emplace_back([&, r] {
+          try {
+            Training mine(compute, {}, 0, comms[static_cast<std::size_t>(r)].get(), reduction);
+            for (int k = 0; k < kSteps; ++k) {
+              // Each rank its own micro-batch: the bits do not depend on it.
+              (void)mine.trainer.step(k, 4 * (1 + r % 2), mine.loss());
+              if (auto anomaly = mine.trainer.combine()) throw std::runtime_error(*anomaly);
+              mine.trainer.commit();
+            }
+            snapshots[static_cast<std::size_t>(r)] = mine.snapshot();
+            losses[static_cast<std::size_t>(r)] = mine.trainer.last_result().loss;
+          } catch (const std::exception& e) {
+            errors[static_cast<std::size_t>(r)] = e.what();
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (int r = 0; r < ranks; ++r) {
+        ASSERT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+        if (reduction == GradientReduction::exact) {
+          EXPECT_EQ(snapshots[static_cast<std::size_t>(r)], single.snapshot())
+              << "rank " << r << " of " << ranks << ", " << to_string(compute);
+          EXPECT_EQ(losses[static_cast<std::size_t>(r)], single.trainer.last_result().loss);
+        } else {
+          // Every rank takes the same step, whatever the library's order.
+          EXPECT_EQ(snapshots[static_cast<std::size_t>(r)], snapshots[0]) << "rank " << r;
+          EXPECT_NEAR(losses[static_cast<std::size_t>(r)], single.trainer.last_result().loss, 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST(TrainerRanksMisuse, ABatchOfFewerGrainsThanRanksIsRefused) {
+  auto comms = make_thread_communicators(3, CommOptions{});
+  try {
+    Training t(DType::f32, {}, 0, comms[0].get());  // 32 rows in grains of 4: 8 grains, fine
+    (void)t;
+  } catch (const std::exception& e) {
+    FAIL() << e.what();
+  }
+  auto many = make_thread_communicators(9, CommOptions{});
+  try {
+    Training t(DType::f32, {}, 0, many[0].get());
+    FAIL() << "8 grains were split over 9 ranks";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("fewer than the 9 ranks"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, TrainerRanks, ::testing::Values(1, 2, 3, 4));
 
 }  // namespace
 }  // namespace tenax::runtime

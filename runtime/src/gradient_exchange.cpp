@@ -1,5 +1,5 @@
 // Data-parallel gradients and losses (gradient_reduction.hpp).
-#include "gradient_reduction.hpp"
+#include "tenax/runtime/gradient_exchange.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -69,6 +69,10 @@ ExactExchange::ExactExchange(Communicator& comm,
                 "pass every trained Variable to the Trainer");
 
   for (std::size_t k = 0; k < my_nodes_.size(); ++k) {
+    if (entries_.size() == 1) {  // one parameter: its node is already one vector
+      packed_.push_back(ordered[0]->values[k].reshape({total}));
+      continue;
+    }
     Tensor flat = Tensor::empty({total}, dtype);
     for (std::size_t e = 0; e < entries_.size(); ++e) {
       ops::copy(flat.slice(entries_[e].offset, entries_[e].offset + entries_[e].count),
@@ -93,8 +97,13 @@ ExactExchange::ExactExchange(Communicator& comm,
     given += nodes.size();
     if (q == me) continue;
     if (end > begin && !my_nodes_.empty()) {
+      // One node: its chunk is sent from where it lies; several are gathered into one message.
       sends_.push_back(
-          {q, Tensor::empty({static_cast<std::int64_t>(my_nodes_.size()) * (end - begin)}, dtype),
+          {q,
+           my_nodes_.size() == 1
+               ? packed_[0].slice(begin, end)
+               : Tensor::empty({static_cast<std::int64_t>(my_nodes_.size()) * (end - begin)},
+                               dtype),
            my_nodes_});
     }
     if (my_length_ > 0 && !nodes.empty()) {
@@ -118,7 +127,7 @@ void ExactExchange::run(Communicator& comm) {
   for (Peer& peer : sends_) {
     const std::int64_t begin = peer.rank * chunk_;
     const std::int64_t length = peer.buffer.numel() / static_cast<std::int64_t>(my_nodes_.size());
-    for (std::size_t k = 0; k < my_nodes_.size(); ++k) {
+    for (std::size_t k = 0; k < my_nodes_.size() && my_nodes_.size() > 1; ++k) {
       ops::copy(peer.buffer.slice(static_cast<std::int64_t>(k) * length,
                                   static_cast<std::int64_t>(k + 1) * length),
                 packed_[k].slice(begin, begin + length));
@@ -151,9 +160,9 @@ void ExactExchange::run(Communicator& comm) {
                     "data-parallel gradients: the assembly needs more than its " +
                         std::to_string(scratch_.size()) + " scratch vectors",
                     "report this: the exchange's buffers are sized at construction");
+      // left + right in one pass: the bits of GrainScope's right + left (addition commutes).
       const Tensor& out = scratch_[next++];
-      ops::copy(out, left);
-      ops::axpby(1.0, right, 1.0, out);
+      ops::binary_into(ops::BinaryOp::add, left, right, out);
       return out;
     };
     const Tensor root = kernels::tree_root<Tensor>(grains_, lookup, combine);

@@ -11,7 +11,7 @@
 //    order: the bits depend on the number of ranks).
 // The loss: every rank's per-grain loss sums are gathered and added in the global grain order,
 // as one process adds them.
-// Internal to the runtime.
+// Used by the Trainer; public for training loops of one's own and for the benchmarks.
 #pragma once
 
 #include <cstdint>
