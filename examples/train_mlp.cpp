@@ -393,6 +393,9 @@ class TrainMlp : public runtime::Workload {
   }
 
   Device device() const override { return device_; }
+  // Every rank holds the whole model, optimizer and scaler (data parallel): a run resumes on
+  // any number of ranks.
+  bool replicated_state() const override { return true; }
 
   void write_output(const std::string& path) const {
     StateDict out;

@@ -96,13 +96,26 @@ CheckpointOutcome write_collective_checkpoint(io::CheckpointStore& store,
 }
 
 AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
-                                        Communicator& communicator) {
+                                        Communicator& communicator, bool replicated) {
   AgreedCheckpoint agreed;
   std::optional<std::int64_t> bound;
+  // The rank whose file this rank reads: its own, or with a replicated state written by another
+  // number of ranks, rank r % (that number): every file holds the same state.
+  auto source_rank = [&](std::optional<std::int64_t> at_most) {
+    if (!replicated) return communicator.rank();
+    for (const std::int64_t step : store.committed_steps()) {
+      if (at_most && step > *at_most) continue;
+      if (const std::optional<int> size = store.committed_world_size(step)) {
+        return communicator.rank() % std::max(1, *size);
+      }
+    }
+    return communicator.rank();
+  };
   // Each round either ends or lowers the bound below a step some rank cannot use, so the loop
   // ends after at most as many rounds as there are checkpoints.
   while (true) {
-    const io::ValidCheckpoint mine = store.newest_valid_step(communicator.rank(), bound);
+    const int source = source_rank(bound);
+    const io::ValidCheckpoint mine = store.newest_valid_step(source, bound);
     for (const auto& s : mine.skipped) {
       if (std::none_of(agreed.skipped.begin(), agreed.skipped.end(),
                        [&](const io::SkippedCheckpoint& k) { return k.step == s.step; })) {
@@ -122,7 +135,7 @@ AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
       }
     }
     for (const std::int64_t size : gather_steps(communicator, world)) {
-      TENAX_EXPECTS(size == 0 || size == communicator.size(), UsageError,
+      TENAX_EXPECTS(replicated || size == 0 || size == communicator.size(), UsageError,
                     "the checkpoints in " + store.run_dir().string() + " were written by " +
                         std::to_string(size) + " rank(s), and this job has " +
                         std::to_string(communicator.size()),
@@ -138,7 +151,7 @@ AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
       bound = lowest;
       continue;
     }
-    io::LoadedCheckpoint loaded = store.load(lowest, communicator.rank());
+    io::LoadedCheckpoint loaded = store.load(lowest, source);
     const std::vector<std::int64_t> loaded_steps =
         gather_steps(communicator, loaded.found ? lowest : -1);
     if (std::all_of(loaded_steps.begin(), loaded_steps.end(),

@@ -42,7 +42,10 @@ struct AgreedCheckpoint {
 
 // Collective: the newest checkpoint valid on every rank, loaded on each. Throws UsageError when
 // it was written by a different number of ranks.
+// `replicated`: every rank's state is the same (Workload::replicated_state), so a checkpoint of
+// another number of ranks resumes here: rank r reads the file of rank r % (its world size).
 [[nodiscard]] AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
-                                                      Communicator& communicator);
+                                                      Communicator& communicator,
+                                                      bool replicated = false);
 
 }  // namespace tenax::runtime::detail

@@ -309,7 +309,8 @@ struct Runner::Impl {
     }
     const std::int64_t learned_micro_batch = micro.micro_batch();
     const std::int64_t learned_clean_steps = micro.clean_steps();
-    detail::AgreedCheckpoint agreed = detail::load_agreed_checkpoint(*store, *communicator);
+    detail::AgreedCheckpoint agreed =
+        detail::load_agreed_checkpoint(*store, *communicator, workload.replicated_state());
     for (const auto& skipped : agreed.skipped) {
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
       say("skipped checkpoint of step %lld: %s", static_cast<long long>(skipped.step),

@@ -2,7 +2,8 @@
 // every step's grains, and the gradients are combined by the pairwise tree over the global grain
 // index (--reduction exact). For f32, f16 and bf16, every N gives the single-process parameters
 // and loss history bit for bit; an out-of-memory on one rank (its micro-batch backs off alone)
-// and a rank killed under the supervisor change nothing; --reduction fast runs.
+// and a rank killed under the supervisor change nothing; a run killed on R ranks resumes on
+// R' != R (the state is replicated) with the same bits; --reduction fast runs.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -83,6 +84,23 @@ TEST_F(TrainMlpRanks, ARankKilledMidRunIsRestartedAndTheModelIsUnchanged) {
   EXPECT_EQ(model("kill"), model("one"));
   EXPECT_NE(log("kill").find("resumed from the checkpoint of step 10"), std::string::npos)
       << log("kill");
+}
+
+TEST_F(TrainMlpRanks, KilledOnSomeRanksAndResumedOnOthersEndsBitwiseEqual) {
+  ASSERT_EQ(run("one", 1), 0) << log("one");
+  // Killed on 4 ranks after the checkpoint of step 10, resumed on 2; killed on 2 after step 15,
+  // resumed on 3; killed on 3 after step 20, finished on 1.
+  EXPECT_NE(run("elastic", 4, "--inject kill@step=13:rank=1"), 0) << log("elastic");
+  EXPECT_NE(run("elastic", 2, "--inject kill@step=17:rank=0"), 0) << log("elastic");
+  EXPECT_NE(log("elastic").find("resumed from the checkpoint of step 10"), std::string::npos)
+      << log("elastic");
+  EXPECT_NE(run("elastic", 3, "--inject kill@step=22:rank=2"), 0) << log("elastic");
+  EXPECT_NE(log("elastic").find("resumed from the checkpoint of step 15"), std::string::npos)
+      << log("elastic");
+  ASSERT_EQ(run("elastic", 1), 0) << log("elastic");
+  EXPECT_NE(log("elastic").find("resumed from the checkpoint of step 20"), std::string::npos)
+      << log("elastic");
+  EXPECT_EQ(model("elastic"), model("one"));
 }
 
 TEST_F(TrainMlpRanks, TheFastReductionRunsAndStaysClose) {

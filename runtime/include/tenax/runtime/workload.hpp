@@ -73,6 +73,12 @@ class Workload {
   // step, including the first after a resume.
   [[nodiscard]] virtual bool finished() const { return false; }
 
+  // Whether every rank's state is the same (data-parallel training: the model and optimizer are
+  // replicated). Then a checkpoint written by another number of ranks resumes here, each rank
+  // reading one of the identical rank files. False (the default) for sharded states, which must
+  // resume on the number of ranks that wrote them.
+  [[nodiscard]] virtual bool replicated_state() const { return false; }
+
   // The device the state lives on (for memory statistics and empty_cache on out-of-memory).
   [[nodiscard]] virtual Device device() const { return Device::cpu(); }
 };
