@@ -14,6 +14,7 @@
 
 #include "runtime/communicator_checks.hpp"
 #include "runtime/communicator_fault_checks.hpp"
+#include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/runtime/communicator.hpp"
@@ -29,22 +30,7 @@ constexpr double kFaultTimeout = 0.5;
 // Runs body(rank, comm) on one thread per rank; returns each rank's error text ("" if none).
 std::vector<std::string> on_ranks(int size, double timeout,
                                   const std::function<void(int, Communicator&)>& body) {
-  CommOptions options;
-  options.timeout_seconds = timeout;
-  auto comms = make_thread_communicators(size, options);
-  std::vector<std::string> errors(static_cast<std::size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r, *comms[static_cast<std::size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
+  return testing::on_thread_ranks(size, timeout, body);
 }
 
 class ThreadCommunicator : public ::testing::TestWithParam<int> {

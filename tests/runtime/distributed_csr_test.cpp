@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
@@ -31,22 +32,7 @@ namespace {
 using kernels::ShardRange;
 
 std::vector<std::string> run_ranks(int size, const std::function<void(int, Communicator&)>& body) {
-  CommOptions options;
-  options.timeout_seconds = 60;
-  auto comms = make_thread_communicators(size, options);
-  std::vector<std::string> errors(static_cast<std::size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r, *comms[static_cast<std::size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
+  return testing::on_thread_ranks(size, 60, body);
 }
 
 std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
@@ -28,22 +29,7 @@ using kernels::ShardRange;
 
 // Runs body(rank, comm) on one thread per rank; returns each rank's error text ("" if none).
 std::vector<std::string> run_ranks(int size, const std::function<void(int, Communicator&)>& body) {
-  CommOptions options;
-  options.timeout_seconds = 20;
-  auto comms = make_thread_communicators(size, options);
-  std::vector<std::string> errors(static_cast<std::size_t>(size));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        body(r, *comms[static_cast<std::size_t>(r)]);
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  return errors;
+  return testing::on_thread_ranks(size, 20, body);
 }
 
 // Values of mixed magnitude and sign, so that a change of summation order changes the bits.
