@@ -293,7 +293,8 @@ class TrainMlp : public runtime::Workload {
                                               : runtime::GradientReduction::exact;
     trainer_ =
         std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
-    faults_ = tenax::FaultPlan::from_environment();
+    // This rank's items (overflow@step=S:rank=R fires on rank R only).
+    faults_ = tenax::FaultPlan::from_environment().for_rank(comm.rank());
     loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps, 1)}, DType::f32);
   }
 

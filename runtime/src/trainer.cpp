@@ -7,10 +7,10 @@
 #include <string>
 #include <utility>
 
-#include "tenax/runtime/gradient_exchange.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/gradient_exchange.hpp"
 #include "tenax/solvers/autodiff/anomaly.hpp"
 #include "tenax/solvers/autodiff/grain.hpp"
 
@@ -69,6 +69,11 @@ std::int64_t Trainer::effective_micro_batch(std::int64_t micro_batch) const {
 }
 
 namespace {
+
+// +Inf in a gradient's first element, as an f16 overflow would leave (overflow@step=S).
+void poison_first_element(const Tensor& g) {
+  ops::fill(g.reshape(Shape{g.numel()}).slice(0, 1), std::numeric_limits<double>::infinity());
+}
 
 // Clears the thread's tape when a micro-batch throws, so that the next attempt starts clean.
 struct TapeGuard {
@@ -134,7 +139,13 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       // every step succeeded; what it needs is acquired now (a failure here is this rank's).
       Pending pending;
       pending.step = step;
-      pending.faults = faults;
+      // An injected overflow (overflow@step=S, possibly on one rank) goes into this rank's
+      // share before the exchange, as a real one would, so every rank sees it in the combined
+      // gradients and takes the same decision.
+      const bool overflow =
+          faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
+                                                   static_cast<std::uint64_t>(step + 1));
+      pending.faults = nullptr;
       pending.divisor = divisor;
       pending.result = result;
       pending.grain_losses = autodiff::GrainScope::grain_losses();
@@ -144,6 +155,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       pending.most_grains = first.end - first.first;
       if (options_.reduction == GradientReduction::fast) {
         autodiff::GrainScope::finish_gradients();
+        if (overflow) poison_first_element(params_.front().grad());
         pending.fast = std::make_unique<detail::FastExchange>(params_);
       } else {
         TENAX_EXPECTS(autodiff::GrainScope::plain_gradients() == 0, UsageError,
@@ -152,8 +164,11 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                           "the exact reduction across ranks cannot combine",
                       "use grain-wise ops (autodiff::linear) for every parameter, or the fast "
                       "reduction (--reduction fast)");
-        pending.exact = std::make_unique<detail::ExactExchange>(
-            *options_.comm, autodiff::GrainScope::take_gradients(), grain_count, params_);
+        std::vector<autodiff::GrainScope::GradientTree> trees =
+            autodiff::GrainScope::take_gradients();
+        if (overflow && !trees.empty()) poison_first_element(trees.front().values.front());
+        pending.exact = std::make_unique<detail::ExactExchange>(*options_.comm, std::move(trees),
+                                                                grain_count, params_);
       }
       pending_ = std::move(pending);
       return result;
@@ -190,8 +205,7 @@ TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
   const double scale = scaler_.scale();
   if (faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
                                                static_cast<std::uint64_t>(step + 1))) {
-    const Tensor& g = params_.front().grad();
-    ops::fill(g.reshape(Shape{g.numel()}).slice(0, 1), std::numeric_limits<double>::infinity());
+    poison_first_element(params_.front().grad());
   }
 
   // The fused pass: unscale, count non-finite values, sum squares; parameters in a fixed order.

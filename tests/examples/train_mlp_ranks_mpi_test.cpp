@@ -103,6 +103,15 @@ TEST_F(TrainMlpRanks, KilledOnSomeRanksAndResumedOnOthersEndsBitwiseEqual) {
   EXPECT_EQ(model("elastic"), model("one"));
 }
 
+TEST_F(TrainMlpRanks, AnOverflowOnOneRankSkipsTheStepOnEveryRank) {
+  // f16: the overflow of rank 1's gradients reaches every rank through the exchange, so every
+  // rank skips step 9 and backs off its scale, as one process does.
+  ASSERT_EQ(run("one", 1, "--precision f16 --inject overflow@step=9"), 0) << log("one");
+  ASSERT_EQ(run("overflow", 3, "--precision f16 --inject overflow@step=9:rank=1"), 0)
+      << log("overflow");
+  EXPECT_EQ(model("overflow"), model("one"));
+}
+
 TEST_F(TrainMlpRanks, TheFastReductionRunsAndStaysClose) {
   ASSERT_EQ(run("one", 1), 0) << log("one");
   ASSERT_EQ(run("fast", 3, "--reduction fast"), 0) << log("fast");
