@@ -170,9 +170,10 @@ int main() {
           sink += local;
         });
     if (rank == 0) {
-      std::printf("| dot of %lld f64 split across ranks: single-process bits vs local dot + "
-                  "8-byte MPI_Allreduce | %.1f us | %.1f us | %.2fx | - |\n",
-                  static_cast<long long>(total), 1e6 * p.ours, 1e6 * p.theirs, p.ours / p.theirs);
+      std::printf(
+          "| dot of %lld f64 split across ranks: single-process bits vs local dot + "
+          "8-byte MPI_Allreduce | %.1f us | %.1f us | %.2fx | - |\n",
+          static_cast<long long>(total), 1e6 * p.ours, 1e6 * p.theirs, p.ours / p.theirs);
     }
     if (sink == 1234.5) std::printf(" ");  // keeps the dots from being optimised away
   }

@@ -164,7 +164,8 @@ TEST(ReductionOrder, AStreamOfLeavesOnEveryRankAssemblesTheSingleProcessRoot) {
           }
         }
         ASSERT_EQ(stream.nodes(), LeafStream::of_range(cuts[r], cuts[r + 1]));
-        for (std::size_t k = 0; k < values.size(); ++k) given.push_back({stream.nodes()[k], values[k]});
+        for (std::size_t k = 0; k < values.size(); ++k)
+          given.push_back({stream.nodes()[k], values[k]});
       }
       const auto lookup = [&](const TreeNode& node) -> const double* {
         for (const auto& [n, v] : given) {
