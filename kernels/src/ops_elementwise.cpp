@@ -225,7 +225,7 @@ double max(const Tensor& x) {
                   "max: the distributed vector has no elements, so the result is undefined",
                   "pass a vector with at least one element");
     if (x.numel() == 0) {
-      return kernels::finish_reduction<1>(nullptr, 0, 0, kernels::MaxCombine{}).v[0];
+      return kernels::empty_reduction<1, kernels::MaxCombine>().v[0];
     }
   } else {
     detail::check_not_empty("max", "x", x);

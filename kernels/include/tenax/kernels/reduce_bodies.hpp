@@ -87,11 +87,11 @@ ReduceTerms<K> finish_reduction(double* partials, std::int64_t blocks, std::int6
   return out;
 }
 
-// The result of a shardable sum over no local elements: the identity, or inside a
+// The result of a shardable reduction over no local elements: the identity, or inside a
 // ShardedReductionScope the global result (an empty shard still takes part).
-template <int K>
+template <int K, class Combine = PlusCombine>
 ReduceTerms<K> empty_reduction() {
-  return finish_reduction<K>(nullptr, 0, 0, PlusCombine{});
+  return finish_reduction<K>(nullptr, 0, 0, Combine{});
 }
 
 }  // namespace tenax::kernels
