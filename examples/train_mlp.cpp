@@ -414,6 +414,7 @@ class TrainMlp : public runtime::Workload {
     return {first, first + loss_count_};
   }
   std::int64_t skipped() const { return skipped_; }
+  const runtime::Trainer& trainer() const { return *trainer_; }
   const runtime::TrainStepResult& last() const { return last_; }
   // [first, last] allocation numbers of the second step of this process ({0, 0} if none).
   std::pair<std::uint64_t, std::uint64_t> step_allocations() const { return step_allocations_; }
@@ -573,6 +574,20 @@ int run(Options& o) {
       o.run, o.steps, "train_mlp", config_json(o), config_policy(o));
   options.min_micro_batch = std::min(o.grain, o.batch);
   options.regrow_micro_batch_after = o.regrow_after;
+  if (comm->size() > 1) {
+    // Which share of every step each rank computes, said once by each rank.
+    const runtime::GrainRange& grains = workload.trainer().grains();
+    const std::int64_t grain = std::min(o.grain, o.batch);
+    std::fprintf(stderr,
+                 "train_mlp [rank %d/%d]: data parallel: grains [%lld, %lld) of every step's "
+                 "%lld (rows [%lld, %lld) of the batch of %lld), --reduction %s\n",
+                 comm->rank(), comm->size(), static_cast<long long>(grains.first),
+                 static_cast<long long>(grains.end),
+                 static_cast<long long>((o.batch + grain - 1) / grain),
+                 static_cast<long long>(grains.first * grain),
+                 static_cast<long long>(std::min(o.batch, grains.end * grain)),
+                 static_cast<long long>(o.batch), o.reduction.c_str());
+  }
   runtime::Runner runner(workload, options, comm);
   const auto start = std::chrono::steady_clock::now();
   const runtime::RunResult result = runner.run();

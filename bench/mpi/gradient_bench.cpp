@@ -52,7 +52,7 @@ int main() {
   const int size = comm->size();
   // 16 grains per rank: each rank's grains are one whole subtree when size is a power of two.
   const std::int64_t grains = 16 * size;
-  const runtime::detail::GrainRange mine = runtime::detail::grains_of_rank(grains, size, rank);
+  const runtime::GrainRange mine = runtime::detail::grains_of_rank(grains, size, rank);
   if (rank == 0) {
     std::printf(
         "| f32 gradients (np %d) | exact | fast | raw MPI_Allreduce | exact / fast | "

@@ -123,7 +123,6 @@ ExactExchange::ExactExchange(Communicator& comm,
 }
 
 void ExactExchange::run(Communicator& comm) {
-  const int me = comm.rank();
   for (Peer& peer : sends_) {
     const std::int64_t begin = peer.rank * chunk_;
     const std::int64_t length = peer.buffer.numel() / static_cast<std::int64_t>(my_nodes_.size());
@@ -168,7 +167,6 @@ void ExactExchange::run(Communicator& comm) {
     const Tensor root = kernels::tree_root<Tensor>(grains_, lookup, combine);
     ops::copy(gather_send_.slice(0, my_length_), root);
   }
-  (void)me;
   comm.all_gather(gather_send_, gather_all_);
   for (const Entry& e : entries_) {
     autodiff::Tape::accumulate_grad(

@@ -46,15 +46,22 @@ Trainer::Trainer(std::vector<autodiff::Variable> params, solvers::nn::Optimizer&
                   "pass Variables made by Variable::parameter");
   }
   if (options_.grain == 0) options_.grain = options_.batch;
-  if (options_.comm != nullptr && options_.comm->size() > 1) {
-    const std::int64_t grains = (options_.batch + options_.grain - 1) / options_.grain;
+  grain_count_ = (options_.batch + options_.grain - 1) / options_.grain;
+  grains_ = {0, grain_count_};
+  if (parallel()) {
+    const std::int64_t grains = grain_count_;
     TENAX_EXPECTS(grains >= options_.comm->size(), UsageError,
                   "Trainer: a batch of " + std::to_string(options_.batch) + " rows is " +
                       std::to_string(grains) + " grain(s) of " + std::to_string(options_.grain) +
                       " rows, fewer than the " + std::to_string(options_.comm->size()) + " ranks",
                   "use a batch of at least one grain per rank (or a smaller grain, or fewer "
                   "ranks)");
+    grains_ = detail::grains_of_rank(grain_count_, options_.comm->size(), options_.comm->rank());
   }
+}
+
+bool Trainer::parallel() const noexcept {
+  return options_.comm != nullptr && options_.comm->size() > 1;
 }
 
 Trainer::~Trainer() = default;
@@ -100,13 +107,8 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
   const std::int64_t rows = effective_micro_batch(micro_batch);
   std::optional<autodiff::DetectAnomalyScope> anomaly_scope;
   if (options_.detect_anomaly) anomaly_scope.emplace();
-  const bool parallel = options_.comm != nullptr && options_.comm->size() > 1;
-  const std::int64_t grain_count = (options_.batch + options_.grain - 1) / options_.grain;
-  const detail::GrainRange mine =
-      parallel ? detail::grains_of_rank(grain_count, options_.comm->size(), options_.comm->rank())
-               : detail::GrainRange{0, grain_count};
-  const std::int64_t first_row = mine.first * options_.grain;
-  const std::int64_t end_row = std::min(options_.batch, mine.end * options_.grain);
+  const std::int64_t first_row = grains_.first * options_.grain;
+  const std::int64_t end_row = std::min(options_.batch, grains_.end * options_.grain);
   {
     TapeGuard guard;
     autodiff::GrainScope grains(options_.grain);
@@ -134,7 +136,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
     guard.armed = false;
     const double divisor =
         options_.loss_divisor > 0 ? options_.loss_divisor : static_cast<double>(options_.batch);
-    if (parallel) {
+    if (parallel()) {
       // The exchange needs every rank: it waits for combine(), after the ranks agreed that
       // every step succeeded; what it needs is acquired now (a failure here is this rank's).
       Pending pending;
@@ -145,13 +147,11 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       const bool overflow =
           faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
                                                    static_cast<std::uint64_t>(step + 1));
-      pending.faults = nullptr;
       pending.divisor = divisor;
       pending.result = result;
       pending.grain_losses = autodiff::GrainScope::grain_losses();
       // The most any rank computes (rank 0's share): the loss records have one size everywhere.
-      const detail::GrainRange first =
-          detail::grains_of_rank(grain_count, options_.comm->size(), 0);
+      const GrainRange first = detail::grains_of_rank(grain_count_, options_.comm->size(), 0);
       pending.most_grains = first.end - first.first;
       if (options_.reduction == GradientReduction::fast) {
         autodiff::GrainScope::finish_gradients();
@@ -168,7 +168,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
             autodiff::GrainScope::take_gradients();
         if (overflow && !trees.empty()) poison_first_element(trees.front().values.front());
         pending.exact = std::make_unique<detail::ExactExchange>(*options_.comm, std::move(trees),
-                                                                grain_count, params_);
+                                                                grain_count_, params_);
       }
       pending_ = std::move(pending);
       return result;
@@ -192,7 +192,7 @@ std::optional<std::string> Trainer::combine() {
   result.loss = detail::global_loss_sum(*options_.comm, pending.grain_losses, pending.most_grains) /
                 pending.divisor;
   try {
-    last_ = decide(pending.step, pending.faults, result);
+    last_ = decide(pending.step, /*faults=*/nullptr, result);
   } catch (const AnomalyError& e) {
     // Found in the combined gradients: alike on every rank.
     return std::string(e.what());

@@ -54,6 +54,14 @@ TEST_F(TrainMlpRanks, EveryNumberOfRanksGivesTheSingleProcessModelInEveryPrecisi
       const std::string name = precision + "-np" + std::to_string(ranks);
       ASSERT_EQ(run(name, ranks, "--precision " + precision), 0) << log(name);
       EXPECT_EQ(model(name), expected) << ranks << " ranks";
+      // Each rank computed its share of the 8 grains only, not the whole batch.
+      if (ranks == 3) {
+        for (const char* share : {"[rank 0/3]: data parallel: grains [0, 3) of every step's 8",
+                                  "[rank 1/3]: data parallel: grains [3, 6)",
+                                  "[rank 2/3]: data parallel: grains [6, 8)"}) {
+          EXPECT_NE(log(name).find(share), std::string::npos) << share << "\n" << log(name);
+        }
+      }
     }
   }
 }

@@ -292,12 +292,30 @@ TEST_P(TrainerRanks, EveryRankTakesTheSingleProcessStep) {
         threads.emplace_back([&, r] {
           try {
             Training mine(compute, {}, 0, comms[static_cast<std::size_t>(r)].get(), reduction);
+            // The rows this rank's loss function was asked for: its grains only.
+            std::int64_t first_row = kBatch, end_row = 0, row_count = 0;
+            const Trainer::MicroBatchLoss counted = [&, loss = mine.loss()](std::int64_t b,
+                                                                            std::int64_t e) {
+              first_row = std::min(first_row, b);
+              end_row = std::max(end_row, e);
+              row_count += e - b;
+              return loss(b, e);
+            };
             for (int k = 0; k < kSteps; ++k) {
               // Each rank its own micro-batch: the bits do not depend on it.
-              (void)mine.trainer.step(k, 4 * (1 + r % 2), mine.loss());
+              (void)mine.trainer.step(k, 4 * (1 + r % 2), counted);
               if (auto anomaly = mine.trainer.combine()) throw std::runtime_error(*anomaly);
               mine.trainer.commit();
             }
+            // 8 grains of 4 rows, split 8/1, 4/4, 3/3/2, 2/2/2/2.
+            const std::int64_t base = 8 / ranks, extra = 8 % ranks;
+            const std::int64_t first = r * base + std::min<std::int64_t>(r, extra);
+            const std::int64_t count = base + (r < extra ? 1 : 0);
+            EXPECT_EQ(mine.trainer.grains().first, first) << "rank " << r;
+            EXPECT_EQ(mine.trainer.grains().end, first + count) << "rank " << r;
+            EXPECT_EQ(first_row, 4 * first) << "rank " << r;
+            EXPECT_EQ(end_row, 4 * (first + count)) << "rank " << r;
+            EXPECT_EQ(row_count, kSteps * 4 * count) << "rank " << r;
             snapshots[static_cast<std::size_t>(r)] = mine.snapshot();
             losses[static_cast<std::size_t>(r)] = mine.trainer.last_result().loss;
           } catch (const std::exception& e) {

@@ -19,15 +19,11 @@
 
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/trainer.hpp"
 #include "tenax/solvers/autodiff/grain.hpp"
 #include "tenax/solvers/autodiff/variable.hpp"
 
 namespace tenax::runtime::detail {
-
-struct GrainRange {
-  std::int64_t first = 0;
-  std::int64_t end = 0;  // one past the last
-};
 
 // The grains [first, end) of `grains` that `rank` of `ranks` computes: contiguous, as even as
 // possible (the first grains % ranks ranks one more). grains >= ranks.

@@ -54,6 +54,12 @@ class ExactExchange;
 class FastExchange;
 }  // namespace detail
 
+// Grains [first, end) of a step's batch (grain g holds rows [g grain, (g + 1) grain)).
+struct GrainRange {
+  std::int64_t first = 0;
+  std::int64_t end = 0;  // one past the last
+};
+
 // How data-parallel ranks combine their gradients (gradient_reduction.hpp in the runtime):
 // exact gives the single-process bits for any number of ranks; fast uses the communicator's
 // native all-reduce sum (its bits depend on the number of ranks).
@@ -122,6 +128,8 @@ class Trainer {
   // unusable (a non-finite gradient without loss scaling, found alike on every rank), or
   // nothing. A no-op on one rank.
   [[nodiscard]] std::optional<std::string> combine();
+  // The grains [first, end) of every step's batch this rank computes (all of them on one rank).
+  [[nodiscard]] const GrainRange& grains() const noexcept { return grains_; }
   // The result of the last step staged (by step() on one rank, by combine() on several).
   [[nodiscard]] const TrainStepResult& last_result() const noexcept { return last_; }
   // Applies the step staged by the last successful step(). UsageError when none is staged.
@@ -149,7 +157,6 @@ class Trainer {
   // Several ranks: a step computed here, waiting for combine().
   struct Pending {
     std::int64_t step = 0;
-    const FaultPlan* faults = nullptr;
     double divisor = 1;
     TrainStepResult result;
     std::vector<double> grain_losses;
@@ -163,6 +170,9 @@ class Trainer {
   };
   std::optional<Pending> pending_;
   TrainStepResult last_;
+  std::int64_t grain_count_ = 0;  // grains per step, all ranks together
+  GrainRange grains_;             // this rank's
+  [[nodiscard]] bool parallel() const noexcept;
 
   // Steps 3-5 on the accumulated gradients: the fused pass, the scaler's decision, the staging.
   TrainStepResult decide(std::int64_t step, const FaultPlan* faults, TrainStepResult result);
