@@ -5,10 +5,8 @@
 // Each rank holds rows [range.first, range.first + range.count) of the global n x n matrix; the
 // vectors' shards are the same ranges (block-aligned: kernels::block_aligned_range, so that the
 // reductions keep the single-process bits). The columns a rank's rows touch outside its range are
-// its ghosts: at construction the ranks tell each owner which of its entries they need (one
-// all-gather of counts and one message per neighbour pair), and every apply() sends each
-// neighbour the entries it needs and receives its own ghosts (buffered messages, so no order of
-// the ranks can deadlock), then runs one ops::spmv over [local entries | ghosts]. Each row keeps
+// its ghosts, fetched by a HaloExchange (halo_exchange.hpp) in every apply(), which then runs one
+// ops::spmv over [local entries | ghosts]. Each row keeps
 // its entries in their stored order, so y = A x has, row for row, the bits of the single-process
 // ops::spmv on the whole matrix, for any number of ranks.
 //
@@ -20,12 +18,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/halo_exchange.hpp"
 #include "tenax/solvers/linear_operator.hpp"
 
 namespace tenax::runtime {
@@ -39,7 +39,7 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
                          const CsrMatrix& local_rows);
 
   [[nodiscard]] const kernels::ShardRange& range() const noexcept { return range_; }
-  [[nodiscard]] std::int64_t ghost_count() const noexcept { return ghosts_; }
+  [[nodiscard]] std::int64_t ghost_count() const noexcept { return halo_->ghost_count(); }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool has_diagonal() const noexcept override { return true; }
 
@@ -51,20 +51,10 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
   void exchange(const Tensor& x) const;
   Tensor diagonal_impl() const override;
 
-  struct Neighbour {
-    int rank = 0;
-    std::vector<std::int64_t> indices;  // send: local entries it needs; receive: unused
-    std::int64_t offset = 0;            // receive: where its entries start among the ghosts
-    std::int64_t count = 0;
-    Tensor buffer;  // send: the gathered entries
-  };
-
   Communicator* comm_;
   kernels::ShardRange range_;
-  std::int64_t ghosts_ = 0;
   CsrMatrix extended_;  // range.count x (range.count + ghosts): local columns first
-  std::vector<Neighbour> sends_;
-  std::vector<Neighbour> receives_;
+  std::optional<HaloExchange> halo_;
   Tensor extended_x_;  // [x | ghosts]
 };
 
