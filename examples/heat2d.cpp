@@ -4,7 +4,13 @@
 //
 // Time schemes (--scheme): explicit (FTCS, the default, below), rk4, implicit (backward Euler)
 // and cn (Crank-Nicolson); the last three are the solvers layer's DiffusionIntegrator on the
-// whole grid (the implicit ones solve with CG, warm-started from u). --dt sets the time step;
+// whole grid (the implicit ones solve with CG, warm-started from u).
+//
+// Several ranks (mpirun -np N): FTCS divides the grid's rows, with a halo row exchanged with each
+// neighbour per step. The integrators divide the grid's points in block-aligned ranges (a range
+// may end inside a row) and run on runtime::DistributedLaplacian2dOperator with the reductions
+// across the ranks, so their CG takes the single-process iterations and gives its bits. Either
+// split is stored with each checkpoint, so a run resumes on another number of ranks. --dt sets the time step;
 // the default is --courant times the FTCS limit h^2/(4 alpha). An implicit step whose solve does
 // not converge is an anomaly: the Runner rolls back and, when it happens again, stops with the
 // solver's report.
@@ -22,6 +28,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <memory>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -35,7 +43,9 @@
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/runtime/distributed_laplacian.hpp"
 #include "tenax/runtime/runner.hpp"
+#include "tenax/runtime/sharded_reductions.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 #include "tenax/solvers/time_integrator.hpp"
 
@@ -73,45 +83,57 @@ class Heat2d final : public tenax::runtime::Workload {
         comm_(comm),
         h_(1.0 / static_cast<double>(options.n + 1)),
         dt_(options.dt > 0 ? options.dt : options.courant * h_ * h_ / (4.0 * options.alpha)),
-        row_begin_(first_row(comm.rank())),
-        rows_(first_row(comm.rank() + 1) - row_begin_),
-        ghost_top_(comm.rank() > 0 ? 1 : 0),
-        ghost_bottom_(comm.rank() + 1 < comm.size() ? 1 : 0) {
-    if (options.scheme != "explicit") {
+        by_points_(options.scheme != "explicit"),
+        range_(points_of(comm.rank())),
+        rows_(by_points_ ? 0 : range_.count / options.n),
+        ghost_top_(!by_points_ && comm.rank() > 0 ? 1 : 0),
+        ghost_bottom_(!by_points_ && comm.rank() + 1 < comm.size() ? 1 : 0) {
+    if (by_points_) {
       tenax::solvers::IntegratorOptions integrator;
       integrator.scheme =
           tenax::solvers::time_scheme_from_string(options.scheme == "implicit" ? "implicit_euler"
                                                   : options.scheme == "cn"     ? "crank_nicolson"
                                                                                : options.scheme);
       integrator.solver_options.tolerance = options.solver_tol;
-      integrator_.emplace(tenax::solvers::make_heat_integrator(
-          options.n, options.n, h_, h_, options.alpha, integrator, DType::f64, device));
+      tenax::solvers::OperatorPtr laplacian;
+      if (comm.size() > 1) {
+        laplacian = std::make_shared<const tenax::runtime::DistributedLaplacian2dOperator>(
+            comm, range_, options.n, options.n, h_, h_);
+      } else {
+        laplacian = std::make_shared<const tenax::solvers::Laplacian2dOperator>(
+            options.n, options.n, h_, h_, DType::f64, device);
+      }
+      integrator_.emplace(std::move(laplacian), options.alpha, integrator);
     }
   }
 
   [[nodiscard]] double dt() const noexcept { return dt_; }
-  // This rank's rows of the field.
+  // This rank's part of the field: its rows [rows, n] (FTCS) or its points [count].
   [[nodiscard]] const Tensor& field() const noexcept { return u_; }
   // The whole field on the CPU, gathered on rank 0 (undefined on the others). Collective.
   [[nodiscard]] Tensor gather_field() const {
-    if (comm_.size() == 1) return u_.to(Device::cpu());
+    if (comm_.size() == 1) return u_.to(Device::cpu()).reshape({options_.n, options_.n});
     const std::int64_t n = options_.n;
-    const Tensor mine = u_.to(Device::cpu()).clone();
+    const Tensor mine = u_.to(Device::cpu()).reshape({range_.count}).clone();
     if (comm_.rank() != 0) {
-      comm_.send(mine, 0, kGatherTag);
+      if (range_.count > 0) comm_.send(mine, 0, kGatherTag);
       return Tensor{};
     }
     Tensor whole = Tensor::empty({n, n}, DType::f64);
-    tenax::ops::copy(whole.slice(0, rows_), mine);
+    const Tensor points = whole.reshape({n * n});
+    tenax::ops::copy(points.slice(0, range_.count), mine);
     for (int r = 1; r < comm_.size(); ++r) {
-      comm_.receive(whole.slice(first_row(r), first_row(r + 1)), r, kGatherTag);
+      const tenax::kernels::ShardRange theirs = points_of(r);
+      if (theirs.count == 0) continue;
+      comm_.receive(points.slice(theirs.first, theirs.first + theirs.count), r, kGatherTag);
     }
     return whole;
   }
   // The largest value of the field over every rank. Collective.
   [[nodiscard]] double max_value() const {
     const Tensor value = Tensor::empty({1}, DType::f64);
-    value.data_as<double>()[0] = tenax::ops::max(u_);
+    value.data_as<double>()[0] =
+        u_.numel() > 0 ? tenax::ops::max(u_) : -std::numeric_limits<double>::infinity();
     comm_.all_reduce(value, tenax::runtime::ReduceOp::max);
     return value.data_as<double>()[0];
   }
@@ -135,23 +157,25 @@ class Heat2d final : public tenax::runtime::Workload {
         }
       }
     }
-    adopt(host.slice(row_begin_, row_begin_ + rows_).to(device_), 0.0);
+    adopt(host.reshape({n * n}).slice(range_.first, range_.first + range_.count).to(device_), 0.0);
   }
 
   // Rows per block for FTCS; the integrators take the whole grid at once.
   [[nodiscard]] std::int64_t work_units() const override { return integrator_ ? 1 : rows_; }
 
+  // A step acquires everything that can fail for a retryable reason (memory); its collectives
+  // (the halo rows, the solver's reductions across the ranks) and its arithmetic run in
+  // commit_step(), once every rank agreed. So a rank that runs out of memory never leaves a
+  // peer waiting inside a collective: every rank computes the step again, with the same bits.
   void step(std::int64_t step, std::int64_t micro_batch) override {
-    const auto start = std::chrono::steady_clock::now();
     if (integrator_) {
-      integrate(step);
+      if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
+      integrator_->reserve(u_next_, dt_);
+      staged_ = Staged{u_next_, Tensor{}, 0};
     } else {
       ftcs(micro_batch);
     }
-    if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    step_seconds_.push_back(seconds);
+    staged_step_ = step;
   }
 
   // Median seconds of the steps this process took (0 when none).
@@ -176,21 +200,15 @@ class Heat2d final : public tenax::runtime::Workload {
   // of the field per step.
   void ftcs(std::int64_t micro_batch) {
     const std::int64_t n = options_.n;
-    const double factor = options_.alpha * dt_;
-    exchange_halos();
     if (micro_batch >= rows_) {
       // The whole grid in one pass into a second field from the pool (one parallel sweep, no
       // per-block dispatch): the fast path while memory allows. Under memory pressure the
       // allocation fails first, before the state changes, and the backoff leads to the blocked
       // in-place path below, which needs only two blocks beside the field.
-      Tensor next = Tensor::empty_like(slab_);
-      tenax::ops::laplacian_5pt_update(slab_, next.slice(ghost_top_, ghost_top_ + rows_),
-                                       ghost_top_, factor, h_, h_);
-      staged_ = Staged{std::move(next), Tensor{}, 0};
+      staged_ = Staged{Tensor::empty_like(slab_), Tensor{}, 0};
       return;
     }
-    // In place: everything that can fail (the two block buffers) is taken now; the sweep itself,
-    // which overwrites u, runs in commit_step() once every rank agreed.
+    // In place: only the two block buffers are taken now.
     const std::int64_t cache_rows = std::max<std::int64_t>(1, kBlockBytes / (8 * n));
     const std::int64_t rows = std::min({micro_batch, cache_rows, rows_});
     staged_ = Staged{Tensor{}, Tensor::empty({2, rows, n}, DType::f64, device_), rows};
@@ -254,24 +272,18 @@ class Heat2d final : public tenax::runtime::Workload {
     }
   }
 
-  // One step of the integrator on a copy of u; the integrator's own counters are part of the
-  // state and advance with u, so they are put back when the step is discarded.
+  // One step of the integrator into u_next_ (reserved by step()), which becomes u. A solve that
+  // did not converge is reported by check(): the Runner rolls back to the last checkpoint.
   void integrate(std::int64_t step) {
-    if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
+    // On several ranks the solver's dot products and norms run over the whole grid.
+    std::optional<tenax::runtime::ShardedReductions> whole_grid;
+    if (comm_.size() > 1) whole_grid.emplace(comm_, range_);
     tenax::ops::copy(u_next_, u_);
-    integrator_before_ = StateDict{};
-    integrator_->save_state(integrator_before_, "integrator");
-    tenax::solvers::SolveResult result;
-    try {
-      result = integrator_->step(u_next_, dt_);
-    } catch (...) {
-      integrator_->load_state(integrator_before_, "integrator");
-      throw;
-    }
-    staged_ = Staged{u_next_, Tensor{}, 0};
-    staged_problem_.reset();
+    const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
+    std::swap(u_, u_next_);
+    problem_.reset();
     if (!result.converged()) {
-      staged_problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) +
+      problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) +
                         " ended with " + std::string(tenax::solvers::to_string(result.status)) +
                         " after " + std::to_string(result.iterations) +
                         " iterations (relative residual " +
@@ -283,30 +295,32 @@ class Heat2d final : public tenax::runtime::Workload {
   void commit_step() override {
     TENAX_EXPECTS(staged_.has_value(), tenax::UsageError, "heat2d: commit with no step staged",
                   "call step() before commit_step()");
-    if (staged_->field.defined()) {
-      if (integrator_) {
-        std::swap(u_, u_next_);
-        problem_ = staged_problem_;
-      } else {
-        slab_ = staged_->field;
-        u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
-      }
+    const auto start = std::chrono::steady_clock::now();
+    if (integrator_) {
+      integrate(staged_step_);
+    } else if (staged_->field.defined()) {
+      exchange_halos();
+      const Tensor next = staged_->field;
+      tenax::ops::laplacian_5pt_update(slab_, next.slice(ghost_top_, ghost_top_ + rows_),
+                                       ghost_top_, options_.alpha * dt_, h_, h_);
+      slab_ = next;
+      u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
     } else {
+      exchange_halos();
       sweep_in_place(staged_->buffers, staged_->rows);
     }
+    if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
+    step_seconds_.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     time_ += dt_;
     staged_.reset();
   }
 
-  void discard_step() override {
-    if (staged_ && integrator_) integrator_->load_state(integrator_before_, "integrator");
-    staged_.reset();
-  }
+  void discard_step() override { staged_.reset(); }
 
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
-    state.set("u", u_);  // this rank's rows
-    state.set("row_begin", row_begin_);
+    state.set("u", u_);  // this rank's part (state_layout)
     state.set("t", time_);
     if (integrator_) integrator_->save_state(state, "integrator");
     return state;
@@ -314,14 +328,11 @@ class Heat2d final : public tenax::runtime::Workload {
 
   void load_state(const StateDict& state) override {
     const Tensor& u = state.tensor("u");
-    TENAX_EXPECTS(u.shape() == (tenax::Shape{rows_, options_.n}) && u.dtype() == DType::f64 &&
-                      (!state.contains("row_begin") || state.integer("row_begin") == row_begin_),
-                  tenax::UsageError,
-                  "the checkpoint holds u as " + u.describe() +
-                      " but this rank of a run with --n " + std::to_string(options_.n) +
-                      " holds rows " + std::to_string(row_begin_) + ".." +
-                      std::to_string(row_begin_ + rows_ - 1),
-                  "resume with the same --n and number of ranks, or use a new --run-dir");
+    TENAX_EXPECTS(u.shape() == local_shape() && u.dtype() == DType::f64, tenax::UsageError,
+                  "the checkpoint holds u as " + u.describe() + " but this rank of a run with --n " +
+                      std::to_string(options_.n) + " and --scheme " + options_.scheme +
+                      " holds it as f64" + tenax::to_string(local_shape()),
+                  "resume with the same --n and --scheme, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
     staged_.reset();
     if (integrator_) integrator_->load_state(state, "integrator");
@@ -329,21 +340,43 @@ class Heat2d final : public tenax::runtime::Workload {
 
   [[nodiscard]] Device device() const override { return device_; }
 
- private:
-  // The first row of `rank`'s block (the rows split as evenly as they go).
-  [[nodiscard]] std::int64_t first_row(int rank) const {
-    return options_.n * static_cast<std::int64_t>(rank) / comm_.size();
+  // u is split across the ranks: FTCS by rows of the [n, n] grid, the integrators by points of
+  // its n * n flattening.
+  [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
+    const std::int64_t n = options_.n;
+    if (by_points_) {
+      return {.shards = {{"u", 0, range_.first, range_.first + range_.count, n * n}},
+              .rank_local = {}};
+    }
+    const std::int64_t row = range_.first / n;
+    return {.shards = {{"u", 0, row, row + rows_, n}}, .rank_local = {}};
   }
 
-  // This rank's rows become the field, inside a slab with a halo row for each neighbour.
-  void adopt(Tensor rows, double time) {
+ private:
+  // The points of `rank`: whole rows split as evenly as they go (FTCS), or block-aligned ranges
+  // of points (the integrators, whose reductions across the ranks need whole reduction blocks).
+  [[nodiscard]] tenax::kernels::ShardRange points_of(int rank) const {
+    const std::int64_t n = options_.n;
+    if (by_points_) return tenax::kernels::block_aligned_range(n * n, comm_.size(), rank);
+    const auto first_row = [&](int r) { return n * static_cast<std::int64_t>(r) / comm_.size(); };
+    return {first_row(rank) * n, (first_row(rank + 1) - first_row(rank)) * n, n * n};
+  }
+  [[nodiscard]] tenax::Shape local_shape() const {
+    return by_points_ ? tenax::Shape{range_.count} : tenax::Shape{rows_, options_.n};
+  }
+
+  // This rank's part becomes the field; FTCS keeps it inside a slab with a halo row for each
+  // neighbour.
+  void adopt(const Tensor& part, double time) {
+    const Tensor mine = part.reshape(local_shape());
     if (ghost_top_ + ghost_bottom_ == 0) {
-      slab_ = std::move(rows);
+      slab_ = mine;
+      u_ = slab_;
     } else {
       slab_ = Tensor::empty({rows_ + ghost_top_ + ghost_bottom_, options_.n}, DType::f64, device_);
-      tenax::ops::copy(slab_.slice(ghost_top_, ghost_top_ + rows_), rows);
+      tenax::ops::copy(slab_.slice(ghost_top_, ghost_top_ + rows_), mine);
+      u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
     }
-    u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
     time_ = time;
   }
 
@@ -356,12 +389,13 @@ class Heat2d final : public tenax::runtime::Workload {
   tenax::runtime::Communicator& comm_;
   double h_;
   double dt_;
-  std::int64_t row_begin_;     // this rank's first row of the grid
-  std::int64_t rows_;          // and its number of rows
+  bool by_points_;                    // the integrators' split (else FTCS's rows)
+  tenax::kernels::ShardRange range_;  // this rank's points of the grid's n * n
+  std::int64_t rows_;                 // FTCS: this rank's rows (range_ / n)
   std::int64_t ghost_top_;     // 1 when a rank above sends its last row into slab_'s first
   std::int64_t ghost_bottom_;  // 1 when a rank below sends its first row into slab_'s last
-  Tensor slab_;                // [ghost_top_ + rows_ + ghost_bottom_, n]
-  Tensor u_;                   // this rank's rows: a view of slab_
+  Tensor slab_;                // FTCS: [ghost_top_ + rows_ + ghost_bottom_, n]; else u_
+  Tensor u_;                   // this rank's part of the field: a view of slab_
   Tensor u_next_;              // the integrators' working copy (FTCS updates u in place)
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
@@ -374,8 +408,7 @@ class Heat2d final : public tenax::runtime::Workload {
     std::int64_t rows = 0;
   };
   std::optional<Staged> staged_;
-  std::optional<std::string> staged_problem_;
-  StateDict integrator_before_;       // the integrator's counters before the staged step
+  std::int64_t staged_step_ = 0;
   std::vector<double> step_seconds_;  // of every step taken by this process
 };
 
@@ -434,10 +467,6 @@ int run(const Options& options) {
       "use sine, gauss or random");
   tenax::examples::apply_inject_flag(options.run);
   const auto comm = tenax::examples::make_communicator(options.run, "heat2d", true);
-  TENAX_EXPECTS(comm->size() == 1 || options.scheme == "explicit", tenax::UsageError,
-                "--scheme " + options.scheme + " on " + std::to_string(comm->size()) + " ranks",
-                "run the implicit and Runge-Kutta schemes on one rank; --scheme explicit (FTCS) "
-                "divides the grid's rows across ranks");
   TENAX_EXPECTS(
       options.n >= comm->size(), tenax::UsageError,
       "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) + " ranks",
@@ -447,6 +476,13 @@ int run(const Options& options) {
   if (device.is_cuda() && comm->size() > 1 && options.device.find(':') == std::string::npos) {
     device = Device::cuda(comm->local_rank());
   }
+  TENAX_EXPECTS(comm->size() == 1 || options.scheme == "explicit" || device.is_cpu(),
+                tenax::UsageError,
+                "--scheme " + options.scheme + " on " + std::to_string(comm->size()) +
+                    " ranks with --device " + tenax::to_string(device),
+                "run the integrators of several ranks with --device cpu (their distributed "
+                "operator is CPU-only for now), or use --scheme explicit (FTCS), which runs on "
+                "GPUs across ranks");
   Heat2d heat(options, device, *comm);
   const bool leader = comm->rank() == 0;
   tenax::runtime::Runner runner(

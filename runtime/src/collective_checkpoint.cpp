@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
+#include <variant>
 
 #include "tenax/core/error.hpp"
 
@@ -48,6 +50,154 @@ std::vector<std::int64_t> gather_steps(Communicator& communicator, std::int64_t 
   communicator.all_gather_bytes(std::as_bytes(std::span(&mine, 1)),
                                 std::as_writable_bytes(std::span(all.data(), all.size())));
   return all;
+}
+
+
+// Whether two state values are the same, bit for bit.
+bool same_value(const StateDict::Value& a, const StateDict::Value& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* ta = std::get_if<Tensor>(&a)) {
+    const Tensor& tb = std::get<Tensor>(b);
+    if (ta->dtype() != tb.dtype() || !(ta->shape() == tb.shape())) return false;
+    const Tensor ha = ta->to(Device::cpu());
+    const Tensor hb = tb.to(Device::cpu());
+    return std::memcmp(ha.data(), hb.data(), ha.nbytes()) == 0;
+  }
+  if (const auto* da = std::get_if<double>(&a)) {
+    const double db = std::get<double>(b);
+    return std::memcmp(da, &db, sizeof(double)) == 0;
+  }
+  if (const auto* ia = std::get_if<std::int64_t>(&a)) return *ia == std::get<std::int64_t>(b);
+  return std::get<std::string>(a) == std::get<std::string>(b);
+}
+
+// Rebuilds `loaded` (the file of old rank `source`, written by a world of another size) for this
+// rank's shards: each shard from the files of the old ranks that held part of it, every other
+// workload entry checked equal in each file read. Returns why the checkpoint cannot be resharded
+// here (a refusal, the same on a retry), or nothing; a file that fails to load makes `loaded`
+// not found, with the reason in its skipped list (an older checkpoint may still do).
+std::optional<std::string> reshard(const io::CheckpointStore& store, const ResumeLayout& layout,
+                                   int source, io::LoadedCheckpoint& loaded) {
+  const std::string where = (store.step_dir(loaded.step) / io::rank_file_name(source)).string();
+  if (!loaded.state.contains(kShardTableEntry)) {
+    return "the checkpoint of step " + std::to_string(loaded.step) + " (" +
+           std::to_string(loaded.world_size) +
+           " ranks) holds no shard table, so its split state cannot be divided among " +
+           "another number of ranks";
+  }
+  io::ShardTable table;
+  try {
+    table = io::parse_shard_table(loaded.state.text(kShardTableEntry), where);
+  } catch (const IoError& e) {
+    return std::string(e.cause());
+  }
+  if (table.ranks.size() != static_cast<std::size_t>(loaded.world_size)) {
+    return where + ": the shard table lists " + std::to_string(table.ranks.size()) +
+           " ranks where the commit record has " + std::to_string(loaded.world_size);
+  }
+  const std::vector<io::TensorShard>& theirs = table.ranks.front();
+  const auto describe = [](const io::TensorShard& s) {
+    return "'" + s.name + "' split along axis " + std::to_string(s.axis) + " of extent " +
+           std::to_string(s.extent);
+  };
+  std::vector<std::size_t> column(layout.shards.size());
+  for (std::size_t k = 0; k < layout.shards.size(); ++k) {
+    const io::TensorShard& mine = layout.shards[k];
+    const auto it = std::find_if(theirs.begin(), theirs.end(),
+                                 [&](const io::TensorShard& t) { return t.name == mine.name; });
+    if (it == theirs.end() || it->extent != mine.extent || it->axis != mine.axis) {
+      return "this run holds " + describe(mine) + ", the checkpoint " +
+             (it == theirs.end() ? std::string("does not split it") : describe(*it));
+    }
+    column[k] = static_cast<std::size_t>(it - theirs.begin());
+  }
+  if (theirs.size() != layout.shards.size()) {
+    return "the checkpoint splits " + std::to_string(theirs.size()) + " tensors, this run " +
+           std::to_string(layout.shards.size());
+  }
+  const auto sharded = [&](const std::string& name) {
+    return std::any_of(layout.shards.begin(), layout.shards.end(),
+                       [&](const io::TensorShard& s) { return s.name == name; });
+  };
+  const auto rank_local = [&](const std::string& name) {
+    return std::any_of(layout.rank_local.begin(), layout.rank_local.end(),
+                       [&](const std::string& n) { return "workload/" + n == name; });
+  };
+
+  // This rank's tensors (those the checkpoint holds: a method saves some vectors only in some
+  // configurations), filled from every old rank whose slabs overlap them.
+  std::vector<Tensor> assembled(layout.shards.size());
+  for (std::size_t k = 0; k < layout.shards.size(); ++k) {
+    if (!loaded.state.contains(layout.shards[k].name)) continue;
+    const Tensor& like = loaded.state.tensor(layout.shards[k].name);
+    const io::TensorShard& held = table.ranks[static_cast<std::size_t>(source)][column[k]];
+    if (!held.holds(like.shape())) {
+      return io::rank_file_name(source) + " of step " + std::to_string(loaded.step) + " holds '" +
+             held.name + "' as " + like.describe() + ", not the slab [" +
+             std::to_string(held.begin) + ", " + std::to_string(held.end) +
+             ") its shard table lists";
+    }
+    assembled[k] = Tensor::empty(layout.shards[k].part_shape(like.shape()), like.dtype());
+  }
+  for (int old = 0; old < loaded.world_size; ++old) {
+    const std::vector<io::TensorShard>& held = table.ranks[static_cast<std::size_t>(old)];
+    bool needed = false;
+    for (std::size_t k = 0; k < layout.shards.size(); ++k) {
+      needed = needed ||
+               (assembled[k].defined() && io::shards_overlap(held[column[k]], layout.shards[k]));
+    }
+    if (!needed) continue;
+    io::LoadedCheckpoint other;
+    if (old != source) {
+      other = store.load(loaded.step, old);
+      if (!other.found) {
+        loaded.found = false;
+        for (auto& skipped : other.skipped) loaded.skipped.push_back(std::move(skipped));
+        return std::nullopt;
+      }
+      for (const auto& [name, value] : loaded.state.entries()) {
+        if (name.rfind("workload/", 0) != 0 || sharded(name) || rank_local(name)) continue;
+        if (!other.state.contains(name) || !same_value(value, other.state.at(name))) {
+          return "entry '" + name + "' differs between " + io::rank_file_name(source) + " and " +
+                 io::rank_file_name(old) + " of step " + std::to_string(loaded.step) +
+                 ": it is neither split nor the same on every rank, so it cannot be divided "
+                 "among another number of ranks";
+        }
+      }
+    }
+    const StateDict& state = old == source ? loaded.state : other.state;
+    for (std::size_t k = 0; k < layout.shards.size(); ++k) {
+      const io::TensorShard& from = held[column[k]];
+      if (!assembled[k].defined() || !io::shards_overlap(from, layout.shards[k])) continue;
+      try {
+        TENAX_EXPECTS(state.contains(from.name), UsageError, "no entry '" + from.name + "'", "");
+        io::copy_shard_overlap(from, state.tensor(from.name).to(Device::cpu()), layout.shards[k],
+                               assembled[k]);
+      } catch (const UsageError& e) {
+        return io::rank_file_name(old) + " of step " + std::to_string(loaded.step) +
+               " does not hold its slab of '" + from.name + "' as its shard table says (" +
+               e.cause() + ")";
+      }
+    }
+  }
+  for (std::size_t k = 0; k < layout.shards.size(); ++k) {
+    if (assembled[k].defined()) loaded.state.set(layout.shards[k].name, assembled[k]);
+  }
+  return std::nullopt;
+}
+
+// reshard(), with any error it meets on this rank turned into its refusal, so that the ranks
+// answer together instead of one rank leaving the others waiting.
+std::optional<std::string> reshard_or_refuse(const io::CheckpointStore& store,
+                                             const ResumeLayout& layout, int source,
+                                             io::LoadedCheckpoint& loaded) {
+  try {
+    return reshard(store, layout, source, loaded);
+  } catch (const CommFaultError&) {
+    throw;
+  } catch (const Error& e) {
+    return std::string(e.cause());
+  }
 }
 
 }  // namespace
@@ -95,8 +245,48 @@ CheckpointOutcome write_collective_checkpoint(io::CheckpointStore& store,
   return CheckpointOutcome{true, -1, {}};
 }
 
+io::ShardTable gather_shard_table(Communicator& communicator,
+                                  const std::vector<io::TensorShard>& mine) {
+  const auto count = static_cast<std::int64_t>(mine.size());
+  const std::vector<std::int64_t> counts = gather_steps(communicator, count);
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    TENAX_EXPECTS(counts[r] == count, UsageError,
+                  "state layout: rank " + std::to_string(r) + " splits " +
+                      std::to_string(counts[r]) + " tensors, rank " +
+                      std::to_string(communicator.rank()) + " " + std::to_string(count),
+                  "every rank's Workload::state_layout must list the same tensors");
+  }
+  if (mine.empty()) return {};
+  std::vector<std::int64_t> slabs;
+  for (const io::TensorShard& s : mine) {
+    slabs.push_back(s.begin);
+    slabs.push_back(s.end);
+  }
+  std::vector<std::int64_t> all(slabs.size() * counts.size());
+  communicator.all_gather_bytes(std::as_bytes(std::span(slabs)),
+                                std::as_writable_bytes(std::span(all)));
+  io::ShardTable table;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    std::vector<io::TensorShard> theirs = mine;
+    for (std::size_t k = 0; k < theirs.size(); ++k) {
+      theirs[k].begin = all[r * slabs.size() + 2 * k];
+      theirs[k].end = all[r * slabs.size() + 2 * k + 1];
+    }
+    table.ranks.push_back(std::move(theirs));
+  }
+  try {
+    // The parser's checks: the slabs of every tensor tile its axis in rank order.
+    (void)io::parse_shard_table(io::format_shard_table(table), "this run's state layout");
+  } catch (const IoError& e) {
+    throw UsageError(e.cause(), "give each rank a slab of every split tensor, in rank order, "
+                                "covering the axis (Workload::state_layout)");
+  }
+  return table;
+}
+
 AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
-                                        Communicator& communicator, bool replicated) {
+                                        Communicator& communicator, const ResumeLayout& layout) {
+  const bool replicated = layout.elastic();
   AgreedCheckpoint agreed;
   std::optional<std::int64_t> bound;
   // The rank whose file this rank reads: its own, or with a replicated state written by another
@@ -140,8 +330,8 @@ AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
                         std::to_string(size) + " rank(s), and this job has " +
                         std::to_string(communicator.size()),
                     "resume with the same number of ranks (mpirun -np " + std::to_string(size) +
-                        "), or start a new run with another --run-dir; resuming on another "
-                        "number of ranks needs resharding, which this version does not do");
+                        "), or start a new run with another --run-dir: this job's state is split "
+                        "across the ranks in a way it cannot divide anew");
     }
     const std::int64_t proposal = mine.step.value_or(-1);
     const std::vector<std::int64_t> steps = gather_steps(communicator, proposal);
@@ -152,6 +342,24 @@ AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
       continue;
     }
     io::LoadedCheckpoint loaded = store.load(lowest, source);
+    if (!layout.shards.empty()) {
+      // Resharding is decided on every rank, so a refusal on one is a refusal on all.
+      std::optional<std::string> refusal;
+      if (loaded.found && loaded.world_size != communicator.size()) {
+        refusal = reshard_or_refuse(store, layout, source, loaded);
+      }
+      const std::vector<RankPart> answers =
+          gather(communicator, refusal ? failed_part(*refusal) : RankPart{.ok = 1});
+      if (auto failure = first_failure(answers)) {
+        throw UsageError(
+            "cannot resume the checkpoint of step " + std::to_string(lowest) + " in " +
+                store.run_dir().string() + " on " + std::to_string(communicator.size()) +
+                " ranks (rank " + std::to_string(failure->failed_rank) + "): " + failure->reason,
+            "resume with the number of ranks that wrote it (mpirun -np " +
+                std::to_string(world) + "), or start a new run with another "
+                "--run-dir");
+      }
+    }
     const std::vector<std::int64_t> loaded_steps =
         gather_steps(communicator, loaded.found ? lowest : -1);
     if (std::all_of(loaded_steps.begin(), loaded_steps.end(),

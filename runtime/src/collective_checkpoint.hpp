@@ -8,8 +8,8 @@
 // checkpoint stays the newest valid one everywhere. Retention runs once, in rank 0's commit,
 // after the new checkpoint verified.
 //
-// Resume: see CheckpointStore::newest_valid_step; a checkpoint of another world size is refused
-// (UsageError naming both sizes) before anything is loaded.
+// Resume: see CheckpointStore::newest_valid_step; a checkpoint of another world size is resharded
+// (ResumeLayout) or refused (UsageError naming both sizes) before anything is loaded.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tenax/io/checkpoint_store.hpp"
+#include "tenax/io/shard_layout.hpp"
 #include "tenax/runtime/communicator.hpp"
 
 namespace tenax::runtime::detail {
@@ -40,12 +41,35 @@ struct AgreedCheckpoint {
   std::vector<io::SkippedCheckpoint> skipped;  // this rank's newer checkpoints it could not use
 };
 
-// Collective: the newest checkpoint valid on every rank, loaded on each. Throws UsageError when
-// it was written by a different number of ranks.
-// `replicated`: every rank's state is the same (Workload::replicated_state), so a checkpoint of
-// another number of ranks resumes here: rank r reads the file of rank r % (its world size).
+// What the resume may do with a checkpoint of another number of ranks.
+struct ResumeLayout {
+  // Every rank's state is the same (Workload::replicated_state): rank r reads the file of rank
+  // r % (the writing world's size).
+  bool replicated = false;
+  // This rank's shards in this world (Workload::state_layout): when the checkpoint was written by
+  // another number of ranks, rank r loads the file of rank r % (that size), rebuilds each shard
+  // from the files of the ranks that held it (the table stored under kShardTableEntry) and checks
+  // every other entry except `rank_local` equal in every file it read.
+  std::vector<io::TensorShard> shards;
+  std::vector<std::string> rank_local;
+
+  [[nodiscard]] bool elastic() const noexcept { return replicated || !shards.empty(); }
+};
+
+// The state entry holding the checkpoint's io::ShardTable (JSON text).
+inline constexpr const char* kShardTableEntry = "runner/shards";
+
+// Collective: every rank's shards gathered into one table (all ranks list the same tensors; each
+// gives its slabs). Empty when the layout has no shards.
+[[nodiscard]] io::ShardTable gather_shard_table(Communicator& communicator,
+                                                const std::vector<io::TensorShard>& mine);
+
+// Collective: the newest checkpoint valid on every rank, loaded on each (and resharded to this
+// world, see ResumeLayout). Throws UsageError on every rank when it was written by a different
+// number of ranks and the layout is not elastic, or when a rank finds that the checkpoint cannot
+// be resharded here (tensors split differently, entries that should be replicated differ).
 [[nodiscard]] AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
                                                       Communicator& communicator,
-                                                      bool replicated = false);
+                                                      const ResumeLayout& layout = {});
 
 }  // namespace tenax::runtime::detail

@@ -156,6 +156,12 @@ void check_resumed_config(const io::LoadedCheckpoint& loaded, const RunnerOption
   }
 }
 
+// The workload's shards under the name its state has in a checkpoint ("workload/<name>").
+std::vector<io::TensorShard> prefixed(std::vector<io::TensorShard> shards) {
+  for (io::TensorShard& s : shards) s.name = "workload/" + s.name;
+  return shards;
+}
+
 }  // namespace
 
 struct Runner::Impl {
@@ -196,6 +202,8 @@ struct Runner::Impl {
   std::int64_t saved_step = -1;    // newest step checkpointed (asynchronously: write started)
   std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
   int checkpoint_failures = 0;
+  StateLayout layout;       // the workload's split across the ranks
+  std::string shard_table;  // every rank's shards (JSON), stored with each checkpoint
 
   // A line on stderr, prefixed with the rank in a job of several, written with one call so that
   // ranks sharing a terminal never interleave within a line.
@@ -240,6 +248,7 @@ struct Runner::Impl {
     state.set("runner/micro_batch", micro.micro_batch());
     state.set("runner/regrow_clean_steps", micro.clean_steps());
     state.set("runner/total_steps", options.total_steps);
+    if (!shard_table.empty()) state.set(detail::kShardTableEntry, shard_table);
     return state;
   }
 
@@ -310,7 +319,11 @@ struct Runner::Impl {
     const std::int64_t learned_micro_batch = micro.micro_batch();
     const std::int64_t learned_clean_steps = micro.clean_steps();
     detail::AgreedCheckpoint agreed =
-        detail::load_agreed_checkpoint(*store, *communicator, workload.replicated_state());
+        detail::load_agreed_checkpoint(
+            *store, *communicator,
+            {.replicated = workload.replicated_state(),
+             .shards = prefixed(layout.shards),
+             .rank_local = layout.rank_local});
     for (const auto& skipped : agreed.skipped) {
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
       say("skipped checkpoint of step %lld: %s", static_cast<long long>(skipped.step),
@@ -337,7 +350,15 @@ struct Runner::Impl {
     scanned_step = step;
     events->append(event, {{"step", step}, {"micro_batch", micro_batch}});
     if (std::string_view(event) == "resumed") {
-      say("resumed from the checkpoint of step %lld", static_cast<long long>(step));
+      if (loaded.world_size != world) {
+        say("resumed from the checkpoint of step %lld, written by %d rank(s), on %d rank(s)",
+            static_cast<long long>(step), loaded.world_size, world);
+        events->append("resharded", {{"step", step},
+                                     {"from_ranks", std::int64_t{loaded.world_size}},
+                                     {"to_ranks", std::int64_t{world}}});
+      } else {
+        say("resumed from the checkpoint of step %lld", static_cast<long long>(step));
+      }
     }
     return true;
   }
@@ -596,6 +617,10 @@ struct Runner::Impl {
   }
 
   RunResult run_steps() {
+    layout = workload.state_layout();
+    const io::ShardTable table =
+        detail::gather_shard_table(*communicator, prefixed(layout.shards));
+    if (!table.ranks.empty()) shard_table = io::format_shard_table(table);
     const bool resumed = with_cache_retry([&] { return restore("resumed"); });
     if (!resumed) {
       with_cache_retry([&] {

@@ -35,7 +35,7 @@ const Tensor& BiCgStab::precondition(const Tensor& v, const Tensor& z) const {
   return z;
 }
 
-double BiCgStab::start_method() {
+void BiCgStab::allocate_method() {
   ensure_vector(r_);
   ensure_vector(r_hat_);
   ensure_vector(p_);
@@ -45,6 +45,9 @@ double BiCgStab::start_method() {
     ensure_vector(p_hat_);
     ensure_vector(s_hat_);
   }
+}
+
+double BiCgStab::start_method() {
   const double rr = detail::compute_residual(op(), rhs(), solution(), r_);
   ops::copy(r_hat_, r_);
   ops::fill(p_, 0.0);

@@ -16,12 +16,15 @@ const Tensor& ConjugateGradient::z() const noexcept {
   return active_preconditioner() != nullptr ? z_ : r_;
 }
 
-double ConjugateGradient::start_method() {
+void ConjugateGradient::allocate_method() {
   ensure_vector(r_);
   ensure_vector(p_);
   ensure_vector(q_);
+  if (active_preconditioner() != nullptr) ensure_vector(z_);
+}
+
+double ConjugateGradient::start_method() {
   const Preconditioner* m = active_preconditioner();
-  if (m != nullptr) ensure_vector(z_);
 
   const double rr = detail::compute_residual(op(), rhs(), solution(), r_);
   if (m != nullptr) {

@@ -47,7 +47,7 @@ Tensor Gmres::basis_vector(std::int64_t i) const {
   return basis_.slice(i, i + 1).reshape({basis_.shape()[1]});
 }
 
-double Gmres::start_method() {
+void Gmres::allocate_method() {
   const std::int64_t n = op().rows();
   if (!basis_.defined() || basis_.shape() != Shape{restart_ + 1, n} ||
       basis_.dtype() != op().dtype() || basis_.device() != op().device()) {
@@ -55,6 +55,9 @@ double Gmres::start_method() {
   }
   ensure_vector(w_);
   if (active_preconditioner() != nullptr) ensure_vector(z_);
+}
+
+double Gmres::start_method() {
   return restart_cycle();
 }
 

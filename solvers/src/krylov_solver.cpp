@@ -36,7 +36,7 @@ SolveResult KrylovSolver::solve(const OperatorPtr& a, const Tensor& b, const Ten
   return result_;
 }
 
-void KrylovSolver::start(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
+void KrylovSolver::open_session(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
   const std::string who(name());
   TENAX_EXPECTS(a != nullptr, UsageError, who + ": start() was given a null operator",
                 "pass the operator A of the system A x = b");
@@ -71,7 +71,18 @@ void KrylovSolver::start(const OperatorPtr& a, const Tensor& b, const Tensor& x)
   iteration_ = 0;
   finished_ = false;
   result_ = SolveResult{};
+}
+
+void KrylovSolver::reserve(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
+  open_session(a, b, x);
+  allocate_method();
+  finished_ = true;
+}
+
+void KrylovSolver::start(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
+  open_session(a, b, x);
   rhs_norm_ = ops::nrm2(b_);
+  allocate_method();
   const double initial = start_method();
   result_.initial_residual = initial;
   record_residual(initial);

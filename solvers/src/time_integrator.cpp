@@ -54,18 +54,32 @@ DiffusionIntegrator::DiffusionIntegrator(DiffusionIntegrator&&) noexcept = defau
 DiffusionIntegrator& DiffusionIntegrator::operator=(DiffusionIntegrator&&) noexcept = default;
 DiffusionIntegrator::~DiffusionIntegrator() = default;
 
-SolveResult DiffusionIntegrator::step(const Tensor& u, double dt) {
+Tensor DiffusionIntegrator::checked_vector(const Tensor& u, double dt, const char* call) const {
   TENAX_EXPECTS(std::isfinite(dt) && dt > 0.0, UsageError,
-                "DiffusionIntegrator::step: dt = " + detail::format_number(dt) +
+                std::string(call) + ": dt = " + detail::format_number(dt) +
                     " but the time step must be positive and finite",
                 "pass dt > 0");
   const std::int64_t n = a_->rows();
   TENAX_EXPECTS(u.defined() && u.numel() == n, UsageError,
-                "DiffusionIntegrator::step: u is " + (u.defined() ? u.describe() : "undefined") +
+                std::string(call) + ": u is " + (u.defined() ? u.describe() : "undefined") +
                     " but " + a_->describe() + " acts on " + std::to_string(n) + " unknowns",
                 "pass the state with one element per unknown (any shape, e.g. the grid)");
   const Tensor v = u.reshape({n});
-  a_->check_vector("DiffusionIntegrator::step: u", v, n);
+  a_->check_vector(std::string(call) + ": u", v, n);
+  return v;
+}
+
+void DiffusionIntegrator::reserve(const Tensor& u, double dt) {
+  const Tensor v = checked_vector(u, dt, "DiffusionIntegrator::reserve");
+  ensure_work(v);
+  if (options_.scheme == TimeScheme::implicit_euler ||
+      options_.scheme == TimeScheme::crank_nicolson) {
+    solver_->reserve(implicit_system(dt), rhs_, v);
+  }
+}
+
+SolveResult DiffusionIntegrator::step(const Tensor& u, double dt) {
+  const Tensor v = checked_vector(u, dt, "DiffusionIntegrator::step");
   ensure_work(v);
 
   SolveResult result;
@@ -125,17 +139,23 @@ void DiffusionIntegrator::rk4(const Tensor& u, double dt) {
 SolveResult DiffusionIntegrator::implicit_step(const Tensor& u, double dt) {
   const bool crank_nicolson = options_.scheme == TimeScheme::crank_nicolson;
   const double c = (crank_nicolson ? dt / 2.0 : dt) * alpha_;
-  if (system_ == nullptr || system_dt_ != dt) {
-    system_ = scale_and_shift(a_, c, 1.0);
-    system_dt_ = dt;
-  }
+  const OperatorPtr& system = implicit_system(dt);
   if (crank_nicolson) {
     a_->apply(u, rhs_);
     ops::axpby(1.0, u, -c, rhs_);
   } else {
     ops::copy(rhs_, u);
   }
-  return solver_->solve(system_, rhs_, u);
+  return solver_->solve(system, rhs_, u);
+}
+
+const OperatorPtr& DiffusionIntegrator::implicit_system(double dt) {
+  const double c = (options_.scheme == TimeScheme::crank_nicolson ? dt / 2.0 : dt) * alpha_;
+  if (system_ == nullptr || system_dt_ != dt) {
+    system_ = scale_and_shift(a_, c, 1.0);
+    system_dt_ = dt;
+  }
+  return system_;
 }
 
 void DiffusionIntegrator::ensure_work(const Tensor& like) {

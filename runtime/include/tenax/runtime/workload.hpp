@@ -6,11 +6,24 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tenax/core/device.hpp"
 #include "tenax/core/state_dict.hpp"
+#include "tenax/io/shard_layout.hpp"
 
 namespace tenax::runtime {
+
+// How a workload's state is split across the ranks (Workload::state_layout).
+struct StateLayout {
+  // The tensors of save_state() split across the ranks, each with this rank's slab in the current
+  // world (names as in save_state()).
+  std::vector<io::TensorShard> shards;
+  // Entries of save_state() that may differ between ranks without changing any result (a rank's
+  // own timings). On an elastic resume rank r takes them from the file of old rank r % (old
+  // world size).
+  std::vector<std::string> rank_local;
+};
 
 class Workload {
  public:
@@ -78,6 +91,16 @@ class Workload {
   // reading one of the identical rank files. False (the default) for sharded states, which must
   // resume on the number of ranks that wrote them.
   [[nodiscard]] virtual bool replicated_state() const { return false; }
+
+  // How the state is split across the ranks; known from construction on (the Runner asks before
+  // init() or load_state()). With shards, a checkpoint written by another number of ranks
+  // resumes here (elastic resume): the checkpoint stores every rank's slabs; each rank rebuilds
+  // its own from the files of the ranks that held them (it reads only those files) and takes
+  // every other entry from one file, after checking it equal in every other file it read
+  // (entries listed as rank_local excepted). Every entry that is neither sharded nor rank-local
+  // must be the same on every rank. Without shards (the default) a state that is not
+  // replicated_state() resumes only on the number of ranks that wrote it.
+  [[nodiscard]] virtual StateLayout state_layout() const { return {}; }
 
   // The device the state lives on (for memory statistics and empty_cache on out-of-memory).
   [[nodiscard]] virtual Device device() const { return Device::cpu(); }

@@ -31,6 +31,7 @@ class BiCgStab final : public KrylovSolver {
   [[nodiscard]] std::string_view name() const noexcept override { return "bicgstab"; }
 
  private:
+  void allocate_method() override;
   double start_method() override;
   Step step() override;
   void save_method(StateDict& state) const override;

@@ -35,6 +35,7 @@ class ConjugateGradient final : public KrylovSolver {
   [[nodiscard]] std::string_view name() const noexcept override { return "cg"; }
 
  private:
+  void allocate_method() override;
   double start_method() override;
   Step step() override;
   void save_method(StateDict& state) const override;

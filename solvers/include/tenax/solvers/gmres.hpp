@@ -35,6 +35,7 @@ class Gmres final : public KrylovSolver {
   [[nodiscard]] std::string_view name() const noexcept override { return "gmres"; }
 
  private:
+  void allocate_method() override;
   double start_method() override;
   Step step() override;
   void finish_method() override;

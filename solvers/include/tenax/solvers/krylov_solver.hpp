@@ -83,6 +83,13 @@ class KrylovSolver {
   // computes the initial residual and evaluates the criteria once (an initial guess that
   // already satisfies them finishes with 0 iterations).
   void start(const OperatorPtr& a, const Tensor& b, const Tensor& x);
+  // Allocates the work vectors (and builds the preconditioner) that start(a, b, x) needs, without
+  // starting a session: no operator application and no reduction, hence no collective when the
+  // operands are split across ranks. A job that acquires its memory before a step's collectives
+  // (runtime::Workload::step) calls it first; start() with operands of the same size, dtype and
+  // device then allocates nothing. Validates as start() does; afterwards the solver is
+  // finished() with no session (start() begins one).
+  void reserve(const OperatorPtr& a, const Tensor& b, const Tensor& x);
   // Runs at most max_steps (>= 0) iterations; returns finished(). After it returns true, x
   // holds the final iterate and result() the final status. UsageError before start().
   bool iterate(std::int64_t max_steps);
@@ -139,8 +146,12 @@ class KrylovSolver {
   void load_vector(const StateDict& state, std::string_view name, const Tensor& into) const;
 
  private:
-  // Allocates the work vectors and sets up the iteration from x; returns ||b - A x||.
+  // Allocates the work vectors (ensure_vector): what start_method() and reserve() need first.
+  virtual void allocate_method() = 0;
+  // Sets up the iteration from x (after allocate_method()); returns ||b - A x||.
   virtual double start_method() = 0;
+  // start() and reserve(): the operands checked and the session's preconditioner built.
+  void open_session(const OperatorPtr& a, const Tensor& b, const Tensor& x);
   // Computes iteration iteration() + 1.
   virtual Step step() = 0;
   // Called once when the session stops for any reason (GMRES folds its pending update into x).

@@ -64,6 +64,11 @@ class DiffusionIntegrator {
 
   // Advances u by dt > 0 (see the top of this file for the result).
   SolveResult step(const Tensor& u, double dt);
+  // Allocates what step(u, dt) needs (work vectors, the implicit system for dt, the solver's
+  // vectors) without computing anything: no operator application and no reduction, hence no
+  // collective when u is split across ranks. step() with a u of the same size, dtype and device
+  // and the same dt then allocates nothing. Validates as step() does.
+  void reserve(const Tensor& u, double dt);
 
   [[nodiscard]] double time() const noexcept { return time_; }
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
@@ -79,6 +84,10 @@ class DiffusionIntegrator {
   void explicit_euler(const Tensor& u, double dt);
   void rk4(const Tensor& u, double dt);
   SolveResult implicit_step(const Tensor& u, double dt);
+  // The implicit schemes' I + c A for dt (rebuilt only when dt changes).
+  const OperatorPtr& implicit_system(double dt);
+  // u as the vector the operator acts on, checked as step() documents.
+  Tensor checked_vector(const Tensor& u, double dt, const char* call) const;
   void ensure_work(const Tensor& like);
 
   OperatorPtr a_;

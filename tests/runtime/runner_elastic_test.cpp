@@ -1,0 +1,210 @@
+// Elastic resume of a sharded state with the threads communicator: a run written by R ranks
+// resumes on R' != R ranks, each rank rebuilding its slabs (split along axis 0 and along axis 1)
+// from the files that hold them, and ends with the bits of the uninterrupted single-process run;
+// entries that are neither split nor rank-local must agree across the files read, and a
+// checkpoint that cannot be divided anew is refused on every rank, naming why.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tenax/core/error.hpp"
+#include "tenax/kernels/reduction_order.hpp"
+#include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/runner.hpp"
+
+namespace tenax::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::int64_t kExtent = 23;  // elements of the split vector
+
+// x[i] <- 0.5 x[i] + 0.1 i + 0.001 step, and a [2, n] "pair" split along axis 1 that follows x;
+// each rank holds the global elements [begin, end) of both.
+class ShardedToy final : public Workload {
+ public:
+  ShardedToy(Communicator& comm, bool differing_bias = false, bool layout = true)
+      : comm_(comm),
+        begin_(kExtent * comm.rank() / comm.size()),
+        end_(kExtent * (comm.rank() + 1) / comm.size()),
+        differing_bias_(differing_bias),
+        layout_(layout) {}
+
+  void init() override {
+    x_ = Tensor::empty({end_ - begin_}, DType::f64);
+    for (std::int64_t i = begin_; i < end_; ++i) x_.data_as<double>()[i - begin_] = 1.0 + 0.3 * i;
+    pair_ = Tensor::empty({2, end_ - begin_}, DType::f32);
+    follow();
+  }
+  [[nodiscard]] std::int64_t work_units() const override { return 1; }
+  void step(std::int64_t step, std::int64_t) override {
+    next_ = x_.clone();
+    for (std::int64_t i = begin_; i < end_; ++i) {
+      double& v = next_.data_as<double>()[i - begin_];
+      v = 0.5 * v + 0.1 * static_cast<double>(i) + 0.001 * static_cast<double>(step + 1);
+    }
+  }
+  void commit_step() override {
+    x_ = next_;
+    follow();
+    time_ += 0.25;
+  }
+  [[nodiscard]] StateDict save_state() const override {
+    StateDict s;
+    s.set("x", x_);
+    s.set("pair", pair_);
+    s.set("t", time_);
+    s.set("bias", differing_bias_ ? static_cast<std::int64_t>(comm_.rank()) : std::int64_t{7});
+    s.set("seconds", 0.5 + comm_.rank());  // rank-local: differs, changes nothing
+    return s;
+  }
+  void load_state(const StateDict& s) override {
+    ASSERT_EQ(s.tensor("x").shape(), (Shape{end_ - begin_}));
+    ASSERT_EQ(s.tensor("pair").shape(), (Shape{2, end_ - begin_}));
+    x_ = s.tensor("x").clone();
+    pair_ = s.tensor("pair").clone();
+    time_ = s.real("t");
+  }
+  [[nodiscard]] StateLayout state_layout() const override {
+    if (!layout_) return {};
+    return {.shards = {{"x", 0, begin_, end_, kExtent}, {"pair", 1, begin_, end_, kExtent}},
+            .rank_local = {"seconds"}};
+  }
+
+  std::vector<double> x() const { return {x_.data_as<double>(), x_.data_as<double>() + x_.numel()}; }
+  std::vector<float> pair() const {
+    return {pair_.data_as<float>(), pair_.data_as<float>() + pair_.numel()};
+  }
+  double time() const { return time_; }
+
+ private:
+  void follow() {
+    for (std::int64_t i = 0; i < end_ - begin_; ++i) {
+      pair_.data_as<float>()[i] = static_cast<float>(x_.data_as<double>()[i]);
+      pair_.data_as<float>()[end_ - begin_ + i] = static_cast<float>(-x_.data_as<double>()[i]);
+    }
+  }
+
+  Communicator& comm_;
+  std::int64_t begin_, end_;
+  bool differing_bias_, layout_;
+  Tensor x_, next_, pair_;
+  double time_ = 0.0;
+};
+
+struct Result {
+  std::vector<double> x;      // the whole vector, rank 0's gather
+  std::vector<float> pair;    // the whole [2, n], rows concatenated
+  double time = 0.0;
+  std::vector<std::string> errors;
+};
+
+class RunnerElastic : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tenax-elastic-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
+            "-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result run(int ranks, std::int64_t steps, const fs::path& dir, bool differing_bias = false,
+             bool layout = true) {
+    CommOptions options;
+    options.timeout_seconds = 20;
+    auto comms = make_thread_communicators(ranks, options);
+    Result result;
+    result.x.assign(kExtent, 0.0);
+    result.pair.assign(2 * kExtent, 0.0f);
+    result.errors.assign(static_cast<std::size_t>(ranks), "");
+    std::vector<std::thread> threads;
+    std::mutex mutex;
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&, r] {
+        ShardedToy toy(*comms[static_cast<std::size_t>(r)], differing_bias, layout);
+        RunnerOptions o;
+        o.run_dir = dir;
+        o.total_steps = steps;
+        o.checkpoint_every = 3;
+        o.progress = ProgressMode::quiet;
+        try {
+          Runner runner(toy, o, comms[static_cast<std::size_t>(r)]);
+          const RunResult done = runner.run();
+          if (done.status != RunStatus::completed) throw std::runtime_error(done.message);
+        } catch (const std::exception& e) {
+          result.errors[static_cast<std::size_t>(r)] = e.what();
+          return;
+        }
+        const std::int64_t begin = kExtent * r / ranks;
+        const std::vector<double> x = toy.x();
+        const std::vector<float> pair = toy.pair();
+        const std::lock_guard lock(mutex);
+        const auto count = static_cast<std::int64_t>(x.size());
+        for (std::int64_t i = 0; i < count; ++i) {
+          result.x[static_cast<std::size_t>(begin + i)] = x[static_cast<std::size_t>(i)];
+          result.pair[static_cast<std::size_t>(begin + i)] = pair[static_cast<std::size_t>(i)];
+          result.pair[static_cast<std::size_t>(kExtent + begin + i)] =
+              pair[static_cast<std::size_t>(count + i)];
+        }
+        if (r == 0) result.time = toy.time();
+      });
+    }
+    for (auto& t : threads) t.join();
+    return result;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RunnerElastic, ARunResumedOnEveryOtherNumberOfRanksEndsWithTheSingleProcessBits) {
+  const Result single = run(1, 12, dir_ / "single");
+  for (const std::string& e : single.errors) ASSERT_EQ(e, "");
+  for (const int first : {1, 2, 3, 4}) {
+    for (const int second : {1, 2, 3, 4}) {
+      if (second == first) continue;
+      SCOPED_TRACE(std::to_string(first) + " -> " + std::to_string(second) + " ranks");
+      const fs::path dir = dir_ / (std::to_string(first) + "-" + std::to_string(second));
+      for (const std::string& e : run(first, 7, dir).errors) ASSERT_EQ(e, "");
+      const Result resumed = run(second, 12, dir);
+      for (const std::string& e : resumed.errors) ASSERT_EQ(e, "");
+      EXPECT_EQ(resumed.x, single.x);
+      EXPECT_EQ(resumed.pair, single.pair);
+      EXPECT_EQ(resumed.time, single.time);
+      std::ifstream events(dir / "events.jsonl");
+      const std::string log{std::istreambuf_iterator<char>(events), {}};
+      EXPECT_NE(log.find("\"resharded\""), std::string::npos) << log;
+    }
+  }
+}
+
+TEST_F(RunnerElastic, AnEntryThatDiffersBetweenRanksIsRefusedOnEveryRank) {
+  for (const std::string& e : run(3, 4, dir_, /*differing_bias=*/true).errors) ASSERT_EQ(e, "");
+  const Result resumed = run(2, 8, dir_, true);
+  for (const std::string& e : resumed.errors) {
+    EXPECT_NE(e.find("entry 'workload/bias' differs between"), std::string::npos) << e;
+    EXPECT_NE(e.find("mpirun -np 3"), std::string::npos) << e;
+  }
+  // The same world size resumes as before: nothing is divided anew.
+  for (const std::string& e : run(3, 8, dir_, true).errors) EXPECT_EQ(e, "");
+}
+
+TEST_F(RunnerElastic, ACheckpointWithoutAShardTableIsRefusedOnAnotherNumberOfRanks) {
+  for (const std::string& e : run(2, 4, dir_, false, /*layout=*/false).errors) ASSERT_EQ(e, "");
+  for (const std::string& e : run(3, 8, dir_).errors) {
+    EXPECT_NE(e.find("holds no shard table"), std::string::npos) << e;
+  }
+  // Without a layout a sharded state keeps refusing another world size, as before.
+  for (const std::string& e : run(3, 8, dir_, false, false).errors) {
+    EXPECT_NE(e.find("written by 2 rank(s)"), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace tenax::runtime
