@@ -88,10 +88,10 @@ struct System {
   std::int64_t nnz = 0;                      // stored entries (0 for a matrix-free operator)
   std::int64_t rows = 0;                     // rows of the whole system
   std::string description;
-  // On several ranks: the communicator and this rank's rows (block-aligned, so the reductions
-  // keep the single-process bits).
-  tenax::runtime::Communicator* comm = nullptr;
+  // This rank's rows (block-aligned, so the reductions keep the single-process bits; all of them
+  // on one rank) and, on several ranks, the communicator.
   tenax::kernels::ShardRange range;
+  tenax::runtime::Communicator* comm = nullptr;
 };
 
 // While alive on several ranks, the solver's dot products and norms are over the whole system.
@@ -293,12 +293,12 @@ System build_system(const Options& o, DType dtype, Device device,
                     tenax::runtime::Communicator& comm) {
   System system = build_whole_system(o, dtype, device);
   system.rows = system.a->rows();
+  system.range = tenax::kernels::block_aligned_range(system.rows, comm.size(), comm.rank());
   if (comm.size() == 1) return system;
   const auto* csr = dynamic_cast<const solvers::CsrOperator*>(system.a.get());
   TENAX_EXPECTS(csr != nullptr, UsageError, "poisson: a matrix-free operator on several ranks",
                 "use --operator csr on several ranks");
   system.comm = &comm;
-  system.range = tenax::kernels::block_aligned_range(system.rows, comm.size(), comm.rank());
   const std::int64_t first = system.range.first;
   const std::int64_t count = system.range.count;
   system.a = std::make_shared<const tenax::runtime::DistributedCsrOperator>(
@@ -387,11 +387,40 @@ class PoissonSolve final : public tenax::runtime::Workload {
   void load_state(const StateDict& state) override {
     begin();
     const WholeSystemReductions whole(system_);
-    solver_->load_state(state, "solver");
+    // The session's length is this rank's number of rows: on a resume on another number of ranks
+    // the entry comes from another rank's file (state_layout), and the vectors' shapes, which
+    // load_state checks, say the same.
+    StateDict mine = state;
+    if (mine.contains("solver/length")) mine.set("solver/length", system_.range.count);
+    solver_->load_state(mine, "solver");
     solve_seconds_ = state.real("solve_seconds");
   }
 
   [[nodiscard]] bool finished() const override { return solver_->finished(); }
+
+  // The solver's vectors are split by rows like the system (the GMRES basis [j + 1, rows] along
+  // its second axis); every scalar of the solve is the same on every rank, except this rank's
+  // length and its own solve time.
+  [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
+    const std::int64_t begin = system_.range.first;
+    const std::int64_t end = begin + system_.range.count;
+    const std::int64_t rows = system_.rows;
+    tenax::runtime::StateLayout layout;
+    const auto rows_of = [&](const std::string& name, int axis = 0) {
+      layout.shards.push_back({"solver/" + name, axis, begin, end, rows});
+    };
+    rows_of("x");
+    const std::string method(solver_->name());
+    if (method == "cg") {
+      for (const char* v : {"r", "p", "z"}) rows_of("cg/" + std::string(v));
+    } else if (method == "bicgstab") {
+      for (const char* v : {"r", "r_hat", "p", "v"}) rows_of("bicgstab/" + std::string(v));
+    } else if (method == "gmres") {
+      rows_of("gmres/basis", 1);
+    }
+    layout.rank_local = {"solve_seconds", "solver/length"};
+    return layout;
+  }
   [[nodiscard]] Device device() const override { return system_.a->device(); }
 
   [[nodiscard]] const Tensor& solution() const noexcept { return x_; }

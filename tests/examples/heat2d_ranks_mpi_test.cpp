@@ -105,28 +105,11 @@ TEST_F(Heat2dRanks, KilledAndResumedOnOtherNumbersOfRanksEndsWithTheSingleProces
     const std::string args = "--device cpu --progress log --steps 60 --checkpoint-every 10 " +
                              grid + " " + scheme + " --run-dir " + dir("elastic").string() + " --output " +
                              (dir("elastic") / "final.h5").string();
-    struct Leg {
-      int ranks;
-      const char* inject;
-      const char* resumed;  // the step it resumes from, and from how many ranks
-    };
-    for (const Leg leg : {Leg{4, "--inject kill@step=13:rank=2", nullptr},
-                          Leg{2, "--inject kill@step=34:rank=1", "step 10, written by 4"},
-                          Leg{3, "--inject kill@step=47:rank=0", "step 30, written by 2"},
-                          Leg{1, "", "step 40, written by 3"}}) {
-      const std::string name = "leg" + std::to_string(leg.ranks);
-      const int status = run_program(name, leg.ranks, args + " " + leg.inject);
-      if (leg.ranks == 1) {
-        ASSERT_EQ(status, 0) << log(name);
-      } else {
-        ASSERT_NE(status, 0) << log(name);
-      }
-      if (leg.resumed != nullptr) {
-        EXPECT_NE(log(name).find(std::string("resumed from the checkpoint of ") + leg.resumed),
-                  std::string::npos)
-            << log(name);
-      }
-    }
+    run_legs("elastic", args,
+             {{4, "--inject kill@step=13:rank=2", ""},
+              {2, "--inject kill@step=34:rank=1", "step 10, written by 4 rank(s), on 2"},
+              {3, "--inject kill@step=47:rank=0", "step 30, written by 2 rank(s), on 3"},
+              {1, "", "step 40, written by 3 rank(s), on 1"}});
     EXPECT_EQ(values("elastic", "final.h5", "u"), expected);
     std::filesystem::remove_all(dir("elastic"));
     std::filesystem::remove_all(dir("whole"));

@@ -85,6 +85,35 @@ class MpiExampleRuns : public ::testing::Test {
     return {t.data_as<double>(), t.data_as<double>() + t.numel()};
   }
 
+  // One leg of a job run in turns on different numbers of ranks: `ranks` processes, killed by
+  // `inject` (none: the leg finishes), resuming from `resumed` ("step S, written by N").
+  struct Leg {
+    int ranks;
+    std::string inject;
+    std::string resumed;
+  };
+  // Runs the legs in order on one run directory (dir(name)), each with `arguments` (which must
+  // name that run directory); a leg with an injection must die, the last must finish, and each
+  // leg with `resumed` must say that it resumed from there.
+  void run_legs(const std::string& name, const std::string& arguments,
+                const std::vector<Leg>& legs) {
+    for (std::size_t k = 0; k < legs.size(); ++k) {
+      const Leg& leg = legs[k];
+      const std::string log_name = name + "-leg" + std::to_string(k);
+      const int status = run_program(log_name, leg.ranks, arguments + " " + leg.inject);
+      if (leg.inject.empty()) {
+        ASSERT_EQ(status, 0) << log(log_name);
+      } else {
+        ASSERT_NE(status, 0) << "the injected kill did not happen\n" << log(log_name);
+      }
+      if (!leg.resumed.empty()) {
+        EXPECT_NE(log(log_name).find("resumed from the checkpoint of " + leg.resumed),
+                  std::string::npos)
+            << log(log_name);
+      }
+    }
+  }
+
  private:
   std::string program_;
   std::filesystem::path root_;

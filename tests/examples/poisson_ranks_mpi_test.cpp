@@ -2,7 +2,8 @@
 // ranges, halo exchange in every product, reductions across the ranks in the single-process
 // order). For CG, BiCGSTAB and GMRES with and without Jacobi, every N gives the single-process
 // iteration count, residual and solution bits; a rank killed mid-solve under the supervisor
-// resumes to the same bits; what cannot run on several ranks yet is refused with the fix.
+// resumes to the same bits, also on other numbers of ranks; what cannot run on several ranks yet
+// is refused with the fix.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -70,6 +71,34 @@ TEST_F(PoissonRanks, ARankKilledMidSolveIsRestartedAndEndsWithTheSameBits) {
   EXPECT_EQ(outcome("kill"), outcome("one"));
   EXPECT_NE(log("kill").find("resumed from the checkpoint of step 6"), std::string::npos)
       << log("kill");
+}
+
+// Killed on 4 ranks, resumed on 2 and killed, on 3 and killed, finished on 1: the iteration
+// count, residual and solution are the uninterrupted single-process ones. GMRES is killed in the
+// middle of a restart cycle, so its basis (split along its second axis) is divided anew too.
+TEST_F(PoissonRanks, KilledAndResumedOnOtherNumbersOfRanksEndsWithTheSingleProcessBits) {
+  const std::vector<std::string> methods = {"--solver cg --precond jacobi",
+                                            "--solver bicgstab --precond jacobi",
+                                            "--solver gmres --restart 20 --problem convdiff"};
+  for (std::size_t m = 0; m < methods.size(); ++m) {
+    const std::string method = methods[m] + " --checkpoint-every 3";
+    SCOPED_TRACE(method);
+    const std::string one = "m" + std::to_string(m) + "-one";
+    ASSERT_EQ(run(one, 1, method), 0) << log(one);
+    const std::string name = "m" + std::to_string(m) + "-elastic";
+    const std::string args = "--device cpu --n 128 --tol 1e-9 --iterations-per-step 25 " +
+                             method + " --run-dir " + dir(name).string() + " --output " +
+                             (dir(name) / "x.h5").string() + " --json";
+    run_legs(name, args,
+             {{4, "--inject kill@step=5:rank=1", ""},
+              {2, "--inject kill@step=8:rank=1", "step 3, written by 4 rank(s), on 2"},
+              {3, "--inject kill@step=10:rank=0", "step 6, written by 2 rank(s), on 3"},
+              {1, "", "step 9, written by 3 rank(s), on 1"}});
+    EXPECT_EQ(solution(name), solution(one));
+    const std::string last = log(name + "-leg3");
+    const std::string expected = outcome(one);
+    EXPECT_NE(last.find(expected), std::string::npos) << expected << "\n" << last;
+  }
 }
 
 TEST_F(PoissonRanks, WhatRunsOnOneProcessOnlyIsRefusedWithTheFix) {
