@@ -18,6 +18,7 @@
 #include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/checksum.hpp"
+#include "tenax/io/shard_layout.hpp"
 #include "tenax/io/state_file.hpp"
 
 namespace tenax::tools {
@@ -342,6 +343,56 @@ int show_entry(const Shown& shown, const CkptShowOptions& options, std::ostream&
 
 }  // namespace
 
+// The entry in which the Runner stores how the state is split across the ranks (the table of
+// io/shard_layout.hpp, every rank's slabs).
+constexpr const char* kShardTableEntry = "runner/shards";
+
+// The sharding of the shown checkpoint: per split tensor, its axis, extent and every rank's slab;
+// null when the state holds no table (a state that is not split, or replicated); a string saying
+// why when the table cannot be read.
+nlohmann::json sharding_json(const Shown& shown) {
+  if (!shown.state.contains(kShardTableEntry)) return nullptr;
+  io::ShardTable table;
+  try {
+    table = io::parse_shard_table(shown.state.text(kShardTableEntry), shown.file.string());
+  } catch (const Error& e) {
+    return std::string("unreadable: ") + e.cause();
+  }
+  nlohmann::json tensors = nlohmann::json::array();
+  for (std::size_t k = 0; k < table.ranks.front().size(); ++k) {
+    const io::TensorShard& first = table.ranks.front()[k];
+    nlohmann::json slabs = nlohmann::json::array();
+    for (const auto& rank : table.ranks) slabs.push_back({rank[k].begin, rank[k].end});
+    tensors.push_back({{"name", first.name},
+                       {"axis", first.axis},
+                       {"extent", first.extent},
+                       {"slabs", std::move(slabs)}});
+  }
+  return {{"world_size", table.ranks.size()}, {"tensors", std::move(tensors)}};
+}
+
+void print_sharding(const nlohmann::json& sharding, int rank, std::ostream& out) {
+  if (sharding.is_null()) return;
+  if (sharding.is_string()) {
+    out << fmt::format("sharding:        {}\n", sharding.get<std::string>());
+    return;
+  }
+  out << fmt::format("sharding:        {} tensor(s) split across {} rank(s); this file holds rank "
+                     "{}'s slabs (*); a resume on another number of ranks divides them anew\n",
+                     sharding["tensors"].size(), sharding["world_size"].get<std::size_t>(), rank);
+  for (const nlohmann::json& t : sharding["tensors"]) {
+    std::string slabs;
+    int r = 0;
+    for (const nlohmann::json& slab : t["slabs"]) {
+      slabs += fmt::format("  {}:[{}, {}){}", r, slab[0].get<std::int64_t>(),
+                           slab[1].get<std::int64_t>(), r == rank ? "*" : "");
+      ++r;
+    }
+    out << fmt::format("  {} along axis {} of {}:{}\n", t["name"].get<std::string>(),
+                       t["axis"].get<int>(), t["extent"].get<std::int64_t>(), slabs);
+  }
+}
+
 int run_ckpt_show(const std::filesystem::path& path, const CkptShowOptions& options,
                   std::ostream& out) {
   const Shown shown = load(resolve_checkpoint_path(path), options.rank);
@@ -358,6 +409,7 @@ int run_ckpt_show(const std::filesystem::path& path, const CkptShowOptions& opti
                           {"origin", shown.origin},
                           {"skipped", std::move(skipped)},
                           {"metadata", metadata_json(shown.metadata)},
+                          {"sharding", sharding_json(shown)},
                           {"entries", std::move(entries)}}
                .dump(2)
         << '\n';
@@ -377,6 +429,7 @@ int run_ckpt_show(const std::filesystem::path& path, const CkptShowOptions& opti
       << fmt::format("created:         {}\n", m.created)
       << fmt::format("config:          {}\n", m.config.empty() ? "(none)" : m.config)
       << fmt::format("entries:         {}\n", infos.size());
+  print_sharding(sharding_json(shown), m.rank, out);
   std::size_t name_width = 4, dtype_width = 5, shape_width = 5, bytes_width = 5;
   for (std::size_t i = 0; i < infos.size(); ++i) {
     name_width = std::max(name_width, shown.state.entries()[i].first.size());

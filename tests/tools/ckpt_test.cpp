@@ -255,6 +255,31 @@ TEST_F(CkptTest, ShowPrintsMetadataAndEntries) {
   EXPECT_NE(missing.output.find("workload/u"), std::string::npos) << missing.output;
 }
 
+TEST_F(CkptTest, ShowSaysHowTheStateIsSplitAcrossRanks) {
+  const CliRun run = tenax_cli("ckpt show " + quote(run_dir_));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("sharding:        1 tensor(s) split across 1 rank(s)"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("workload/u along axis 0 of 16:  0:[0, 16)*"), std::string::npos)
+      << run.output;
+  const nlohmann::json shown = tenax_json("ckpt show --json " + quote(run_dir_));
+  EXPECT_EQ(shown.at("sharding").at("world_size"), 1);
+  EXPECT_EQ(shown.at("sharding").at("tensors").at(0).at("slabs"),
+            nlohmann::json::parse("[[0, 16]]"));
+
+  // A damaged table (rewritten, with its checksum, by a program that does not know its rules)
+  // is named, not trusted.
+  StateDict state = io::read_state_file(rank_file(30));
+  state.set("runner/shards", std::string(R"({"world_size":1,"ranks":[[{"name":"workload/u",)"
+                                         R"("axis":0,"begin":0,"end":9,"extent":16}]]})"));
+  const fs::path forged = run_dir_ / "forged.h5";
+  io::write_state_file(forged, state, io::FileMetadata{});
+  const CliRun bad = tenax_cli("ckpt show " + quote(forged));
+  EXPECT_NE(bad.output.find("sharding:        unreadable"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("up to 9 of 16"), std::string::npos) << bad.output;
+}
+
 TEST_F(CkptTest, ShowPrintsTheValuesOfSmallEntries) {
   StateDict state;
   Tensor small = Tensor::empty({2, 2}, DType::f32);
