@@ -287,10 +287,57 @@ System build_whole_system(const Options& o, DType dtype, Device device) {
   return system;
 }
 
-// The system, and on several ranks this rank's rows of it: every rank builds (or reads) the whole
-// matrix and keeps its block-aligned range of rows, right-hand side and known solution.
+// A user's matrix on several ranks: each rank reads the file and keeps only the entries of its
+// block-aligned rows (read_matrix_market_rows), so no rank holds the whole matrix. The rows are
+// those csr_rows would cut from the whole matrix, so every product has the same bits.
+System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Communicator& comm) {
+  System system;
+  tenax::io::CooMatrix coo = tenax::io::read_matrix_market_rows(
+      o.matrix, [&](std::int64_t rows, std::int64_t /*cols*/) {
+        system.range = tenax::kernels::block_aligned_range(rows, comm.size(), comm.rank());
+        return tenax::io::RowRange{system.range.first, system.range.count};
+      });
+  TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
+                "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " +
+                    std::to_string(coo.cols),
+                "Krylov solvers need a square, non-empty matrix");
+  system.rows = coo.rows;
+  system.comm = &comm;
+  const std::int64_t first = system.range.first;
+  const std::int64_t count = system.range.count;
+  for (std::int64_t& row : coo.row) row -= first;
+  coo.rows = count;
+  const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
+  const CsrMatrix rows(count, coo.cols, arrays.row_ptr, arrays.col_idx,
+                       tenax::ops::cast(arrays.values, dtype));
+  const Tensor entries = Tensor::empty({1}, DType::i64);
+  entries.data_as<std::int64_t>()[0] = rows.nnz();
+  comm.all_reduce(entries, tenax::runtime::ReduceOp::sum);
+  system.nnz = entries.data_as<std::int64_t>()[0];
+  std::printf("poisson [rank %d/%d]: read rows [%lld, %lld) of %s: %lld of its %lld entries\n",
+              comm.rank(), comm.size(), static_cast<long long>(first),
+              static_cast<long long>(first + count), o.matrix.c_str(),
+              static_cast<long long>(rows.nnz()), static_cast<long long>(system.nnz));
+  system.a = std::make_shared<const tenax::runtime::DistributedCsrOperator>(
+      comm, system.range,
+      with_index_dtype(rows, o.index == "i64" ? DType::i64 : DType::i32, Device::cpu()));
+  if (o.rhs.empty()) {
+    system.b = times_ones(*system.a);
+    system.exact = std::vector<double>(static_cast<std::size_t>(count), 1.0);
+  } else {
+    // The right-hand side is one value per row: read whole, this rank's part kept.
+    system.b = read_rhs(o.rhs, coo.cols, dtype, Device::cpu()).slice(first, first + count).clone();
+  }
+  system.description = o.matrix;
+  return system;
+}
+
+// The system, and on several ranks this rank's rows of it: every rank builds the whole generated
+// matrix and keeps its block-aligned range of rows, right-hand side and known solution; a user's
+// matrix is read by rows (read_distributed_system).
 System build_system(const Options& o, DType dtype, Device device,
                     tenax::runtime::Communicator& comm) {
+  if (!o.matrix.empty() && comm.size() > 1) return read_distributed_system(o, dtype, comm);
   System system = build_whole_system(o, dtype, device);
   system.rows = system.a->rows();
   system.range = tenax::kernels::block_aligned_range(system.rows, comm.size(), comm.rank());

@@ -230,7 +230,9 @@ struct Header {
 
 class Parser {
  public:
-  explicit Parser(const std::filesystem::path& path) : name_(path.string()), lines_(path, name_) {
+  Parser(const std::filesystem::path& path,
+         std::function<RowRange(std::int64_t, std::int64_t)> rows_of)
+      : name_(path.string()), lines_(path, name_), rows_of_(std::move(rows_of)) {
     std::error_code ec;
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
     file_bytes_ = ec ? 0 : static_cast<std::int64_t>(std::min<std::uintmax_t>(size, kInt64Max));
@@ -430,6 +432,18 @@ class Parser {
       }
       entries_ = capacity;
     }
+    if (rows_of_) {
+      const RowRange keep = rows_of_(coo_.rows, coo_.cols);
+      TENAX_EXPECTS(keep.first >= 0 && keep.count >= 0 && keep.first <= coo_.rows - keep.count,
+                    UsageError,
+                    name_ + ": rows [" + str(keep.first) + ", +" + str(keep.count) +
+                        ") were asked of a matrix of " + str(coo_.rows) + " rows",
+                    "select rows inside the matrix");
+      keep_first_ = keep.first;
+      keep_end_ = keep.first + keep.count;
+      return;  // the share kept is not known ahead: let the arrays grow with it
+    }
+    keep_end_ = coo_.rows;
     // Reserve no more than the file can hold: an entry line takes at least 4 bytes ("1 1\n").
     const std::int64_t mirrored = header_.symmetry == Symmetry::general ? 1 : 2;
     const auto reserve =
@@ -496,10 +510,12 @@ class Parser {
   }
 
   void push(std::int64_t i, std::int64_t j, double v) {
-    coo_.row.push_back(i);
-    coo_.col.push_back(j);
-    coo_.value.push_back(v);
-    if (i == j || header_.symmetry == Symmetry::general) {
+    if (i >= keep_first_ && i < keep_end_) {
+      coo_.row.push_back(i);
+      coo_.col.push_back(j);
+      coo_.value.push_back(v);
+    }
+    if (i == j || header_.symmetry == Symmetry::general || j < keep_first_ || j >= keep_end_) {
       return;
     }
     coo_.row.push_back(j);
@@ -586,13 +602,23 @@ class Parser {
   std::int64_t size_line_ = 0;
   std::int64_t entries_ = 0;
   CooMatrix coo_;
+  // The rows kept (all unless a selection was given).
+  std::function<RowRange(std::int64_t, std::int64_t)> rows_of_;
+  std::int64_t keep_first_ = 0;
+  std::int64_t keep_end_ = 0;
 };
 
 // Rows in CSR order with sorted columns and no repeated position.
 }  // namespace
 
 CooMatrix read_matrix_market(const std::filesystem::path& path) {
-  Parser parser(path);
+  return read_matrix_market_rows(path, nullptr);
+}
+
+CooMatrix read_matrix_market_rows(
+    const std::filesystem::path& path,
+    const std::function<RowRange(std::int64_t rows, std::int64_t cols)>& rows_of) {
+  Parser parser(path, rows_of);
   try {
     return parser.parse();
   } catch (const std::bad_alloc&) {

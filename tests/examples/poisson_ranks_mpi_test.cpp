@@ -6,10 +6,13 @@
 // is refused with the fix.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "mpi_example_runs.hpp"
+#include "tenax/io/matrix_market.hpp"
 
 #ifndef POISSON_PATH
 #define POISSON_PATH ""
@@ -98,6 +101,56 @@ TEST_F(PoissonRanks, KilledAndResumedOnOtherNumbersOfRanksEndsWithTheSingleProce
     const std::string last = log(name + "-leg3");
     const std::string expected = outcome(one);
     EXPECT_NE(last.find(expected), std::string::npos) << expected << "\n" << last;
+  }
+}
+
+// A user's Matrix Market file on several ranks: each rank reads only its rows (its console line
+// says how many entries it kept; none holds them all), and the iterates are the single-process
+// ones. The file is symmetric, so rows are assembled from both triangles.
+TEST_F(PoissonRanks, AMatrixMarketFileIsReadByRowsWithTheSingleProcessIterates) {
+  tenax::io::CooMatrix a;
+  const std::int64_t side = 100;
+  a.rows = a.cols = side * side;
+  const auto add = [&](std::int64_t i, std::int64_t j, double v) {
+    a.row.push_back(i), a.col.push_back(j), a.value.push_back(v);
+  };
+  for (std::int64_t y = 0; y < side; ++y) {
+    for (std::int64_t x = 0; x < side; ++x) {
+      const std::int64_t i = y * side + x;
+      add(i, i, 4.0 + 1e-3 * static_cast<double>(x));
+      if (x > 0) add(i, i - 1, -1.0), add(i - 1, i, -1.0);
+      if (y > 0) add(i, i - side, -1.0), add(i - side, i, -1.0);
+    }
+  }
+  const std::filesystem::path file = dir("file") / "a.mtx";
+  std::filesystem::create_directories(dir("file"));
+  tenax::io::write_matrix_market(file, a, tenax::io::Symmetry::symmetric);
+  const std::string method = "--solver cg --precond jacobi --matrix " + file.string();
+  ASSERT_EQ(run("one", 1, method), 0) << log("one");
+  const std::vector<double> expected = solution("one");
+  ASSERT_EQ(expected.size(), static_cast<std::size_t>(side * side));
+  for (const int ranks : {2, 3, 4}) {
+    const std::string name = "np" + std::to_string(ranks);
+    ASSERT_EQ(run(name, ranks, method), 0) << log(name);
+    EXPECT_EQ(outcome(name), outcome("one")) << ranks << " ranks";
+    EXPECT_EQ(solution(name), expected) << ranks << " ranks";
+    // Every rank kept only its share of the 49 600 entries, and the shares add up.
+    const std::string text = log(name);
+    long long kept = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const std::string tag = "poisson [rank " + std::to_string(r) + "/" + std::to_string(ranks) +
+                              "]: read rows [";
+      const auto at = text.find(tag);
+      ASSERT_NE(at, std::string::npos) << text;
+      const auto colon = text.find(": ", at + tag.size());
+      long long mine = 0, total = 0;
+      ASSERT_EQ(std::sscanf(text.c_str() + colon + 2, "%lld of its %lld entries", &mine, &total), 2)
+          << text.substr(at, 200);
+      EXPECT_EQ(total, 49600);
+      if (mine > 0) EXPECT_LT(mine, total);
+      kept += mine;
+    }
+    EXPECT_EQ(kept, 49600);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 namespace tenax::io {
@@ -245,6 +246,70 @@ TEST_F(MatrixMarket, SymmetricFileExpandsWithTheDiagonalOnce) {
   const CooMatrix a = read_matrix_market(path);
   EXPECT_EQ(a.nnz(), 4);
   EXPECT_EQ(dense_of(a), (std::vector<double>{2, 0, -1, 0, 0, 0, -1, 0, 5}));
+}
+
+// Each rank of a job reads only its rows: the row ranges of any split, read one by one, hold
+// together exactly the entries of the whole read, in its order (symmetric and skew-symmetric
+// files are expanded before the rows are selected), and a range outside the matrix is refused.
+TEST_F(MatrixMarket, ReadingByRowsKeepsOnlyTheSelectedRowsOfTheExpandedMatrix) {
+  for (const char* symmetry : {"general", "symmetric", "skew-symmetric"}) {
+    SCOPED_TRACE(symmetry);
+    std::string text = std::string("%%MatrixMarket matrix coordinate real ") + symmetry + "\n";
+    std::vector<std::string> lines;
+    const std::int64_t n = 9;
+    for (std::int64_t i = 1; i <= n; ++i) {
+      for (std::int64_t j = 1; j <= i; ++j) {
+        if ((i * 7 + j * 3) % 4 != 0) continue;
+        if (std::string(symmetry) == "skew-symmetric" && i == j) continue;
+        lines.push_back(std::to_string(i) + " " + std::to_string(j) + " " +
+                        std::to_string(0.5 * static_cast<double>(i) - static_cast<double>(j)));
+      }
+    }
+    text += std::to_string(n) + " " + std::to_string(n) + " " + std::to_string(lines.size()) + "\n";
+    for (const std::string& line : lines) text += line + "\n";
+    const fs::path path = write("rows.mtx", text);
+    const CooMatrix whole = read_matrix_market(path);
+    for (const std::int64_t parts : {1, 2, 4}) {
+      std::vector<std::int64_t> rows, cols;
+      std::vector<double> values;
+      std::vector<std::tuple<std::int64_t, std::int64_t, double>> kept;
+      for (std::int64_t p = 0; p < parts; ++p) {
+        const std::int64_t first = n * p / parts;
+        const std::int64_t count = n * (p + 1) / parts - first;
+        const CooMatrix mine = read_matrix_market_rows(path, [&](std::int64_t r, std::int64_t c) {
+          EXPECT_EQ(r, n);
+          EXPECT_EQ(c, n);
+          return RowRange{first, count};
+        });
+        EXPECT_EQ(mine.rows, n);
+        for (std::int64_t k = 0; k < mine.nnz(); ++k) {
+          const std::int64_t i = mine.row[static_cast<std::size_t>(k)];
+          EXPECT_TRUE(i >= first && i < first + count) << i;
+          kept.emplace_back(i, mine.col[static_cast<std::size_t>(k)],
+                            mine.value[static_cast<std::size_t>(k)]);
+        }
+        if (parts > 1) EXPECT_LT(mine.nnz(), whole.nnz());
+      }
+      // Row by row, the entries appear in the whole read's order.
+      std::vector<std::tuple<std::int64_t, std::int64_t, double>> expected;
+      for (std::int64_t k = 0; k < whole.nnz(); ++k) {
+        expected.emplace_back(whole.row[static_cast<std::size_t>(k)],
+                              whole.col[static_cast<std::size_t>(k)],
+                              whole.value[static_cast<std::size_t>(k)]);
+      }
+      const auto by_row = [](const auto& a, const auto& b) {
+        return std::get<0>(a) < std::get<0>(b);
+      };
+      std::stable_sort(expected.begin(), expected.end(), by_row);
+      std::stable_sort(kept.begin(), kept.end(), by_row);
+      EXPECT_EQ(kept, expected) << parts << " parts";
+    }
+    for (const RowRange bad : {RowRange{-1, 2}, RowRange{5, 5}, RowRange{0, -1}, RowRange{10, 0}}) {
+      EXPECT_THROW((void)read_matrix_market_rows(
+                       path, [&](std::int64_t, std::int64_t) { return bad; }),
+                   UsageError);
+    }
+  }
 }
 
 TEST_F(MatrixMarket, PatternAndIntegerFieldsReadAsReal) {

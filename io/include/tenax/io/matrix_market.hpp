@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <vector>
 
 #include "tenax/core/tensor.hpp"
@@ -63,6 +64,22 @@ struct CsrArrays {
 // an error. Dense array files yield every stored entry, zeros included. Indices become 0-based.
 // Throws IoError when the file cannot be read or is malformed, naming the file and line.
 [[nodiscard]] CooMatrix read_matrix_market(const std::filesystem::path& path);
+
+// Rows [first, first + count) of a matrix.
+struct RowRange {
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+};
+
+// Reads the rows of a Matrix Market file that `rows_of` selects, given the declared size: each
+// rank of a job reads its own rows, and no process holds the whole matrix. The file is read and
+// validated whole exactly as read_matrix_market does (the same errors), the symmetric expansion
+// is applied before selecting, and only the selected entries are kept (indices stay global,
+// 0-based; rows and cols are the declared size), so memory follows this rank's share of the
+// entries, not the file. UsageError when the range returned is not within [0, rows].
+[[nodiscard]] CooMatrix read_matrix_market_rows(
+    const std::filesystem::path& path,
+    const std::function<RowRange(std::int64_t rows, std::int64_t cols)>& rows_of);
 
 // Sorts and compresses a COO matrix. Entries at the same position are summed in input order
 // (DuplicatePolicy::sum) or rejected (DuplicatePolicy::error). Throws UsageError for
