@@ -10,10 +10,10 @@
 // neighbour per step. The integrators divide the grid's points in block-aligned ranges (a range
 // may end inside a row) and run on runtime::DistributedLaplacian2dOperator with the reductions
 // across the ranks, so their CG takes the single-process iterations and gives its bits. Either
-// split is stored with each checkpoint, so a run resumes on another number of ranks. --dt sets the time step;
-// the default is --courant times the FTCS limit h^2/(4 alpha). An implicit step whose solve does
-// not converge is an anomaly: the Runner rolls back and, when it happens again, stops with the
-// solver's report.
+// split is stored with each checkpoint, so a run resumes on another number of ranks. --dt sets the
+// time step; the default is --courant times the FTCS limit h^2/(4 alpha). An implicit step whose
+// solve does not converge is an anomaly: the Runner rolls back and, when it happens again, stops
+// with the solver's report.
 //
 // Grid: n interior points per side; point (i, j) sits at x = (i+1)/(n+1), y = (j+1)/(n+1) and
 // is stored at u[j][i]. An FTCS step writes the new field into a second one from the memory pool
@@ -283,12 +283,11 @@ class Heat2d final : public tenax::runtime::Workload {
     std::swap(u_, u_next_);
     problem_.reset();
     if (!result.converged()) {
-      problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) +
-                        " ended with " + std::string(tenax::solvers::to_string(result.status)) +
-                        " after " + std::to_string(result.iterations) +
-                        " iterations (relative residual " +
-                        std::to_string(result.relative_residual) + ")" +
-                        (result.detail.empty() ? "" : ": " + result.detail);
+      problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) + " ended with " +
+                 std::string(tenax::solvers::to_string(result.status)) + " after " +
+                 std::to_string(result.iterations) + " iterations (relative residual " +
+                 std::to_string(result.relative_residual) + ")" +
+                 (result.detail.empty() ? "" : ": " + result.detail);
     }
   }
 
@@ -329,9 +328,10 @@ class Heat2d final : public tenax::runtime::Workload {
   void load_state(const StateDict& state) override {
     const Tensor& u = state.tensor("u");
     TENAX_EXPECTS(u.shape() == local_shape() && u.dtype() == DType::f64, tenax::UsageError,
-                  "the checkpoint holds u as " + u.describe() + " but this rank of a run with --n " +
-                      std::to_string(options_.n) + " and --scheme " + options_.scheme +
-                      " holds it as f64" + tenax::to_string(local_shape()),
+                  "the checkpoint holds u as " + u.describe() +
+                      " but this rank of a run with --n " + std::to_string(options_.n) +
+                      " and --scheme " + options_.scheme + " holds it as f64" +
+                      tenax::to_string(local_shape()),
                   "resume with the same --n and --scheme, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
     staged_.reset();
@@ -392,11 +392,11 @@ class Heat2d final : public tenax::runtime::Workload {
   bool by_points_;                    // the integrators' split (else FTCS's rows)
   tenax::kernels::ShardRange range_;  // this rank's points of the grid's n * n
   std::int64_t rows_;                 // FTCS: this rank's rows (range_ / n)
-  std::int64_t ghost_top_;     // 1 when a rank above sends its last row into slab_'s first
-  std::int64_t ghost_bottom_;  // 1 when a rank below sends its first row into slab_'s last
-  Tensor slab_;                // FTCS: [ghost_top_ + rows_ + ghost_bottom_, n]; else u_
-  Tensor u_;                   // this rank's part of the field: a view of slab_
-  Tensor u_next_;              // the integrators' working copy (FTCS updates u in place)
+  std::int64_t ghost_top_;            // 1 when a rank above sends its last row into slab_'s first
+  std::int64_t ghost_bottom_;         // 1 when a rank below sends its first row into slab_'s last
+  Tensor slab_;                       // FTCS: [ghost_top_ + rows_ + ghost_bottom_, n]; else u_
+  Tensor u_;                          // this rank's part of the field: a view of slab_
+  Tensor u_next_;                     // the integrators' working copy (FTCS updates u in place)
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
   std::optional<std::string> problem_;  // why the last step is not acceptable

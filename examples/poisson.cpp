@@ -292,15 +292,15 @@ System build_whole_system(const Options& o, DType dtype, Device device) {
 // those csr_rows would cut from the whole matrix, so every product has the same bits.
 System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Communicator& comm) {
   System system;
-  tenax::io::CooMatrix coo = tenax::io::read_matrix_market_rows(
-      o.matrix, [&](std::int64_t rows, std::int64_t /*cols*/) {
+  tenax::io::CooMatrix coo =
+      tenax::io::read_matrix_market_rows(o.matrix, [&](std::int64_t rows, std::int64_t /*cols*/) {
         system.range = tenax::kernels::block_aligned_range(rows, comm.size(), comm.rank());
         return tenax::io::RowRange{system.range.first, system.range.count};
       });
-  TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
-                "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " +
-                    std::to_string(coo.cols),
-                "Krylov solvers need a square, non-empty matrix");
+  TENAX_EXPECTS(
+      coo.rows == coo.cols && coo.rows > 0, UsageError,
+      "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " + std::to_string(coo.cols),
+      "Krylov solvers need a square, non-empty matrix");
   system.rows = coo.rows;
   system.comm = &comm;
   const std::int64_t first = system.range.first;

@@ -377,9 +377,10 @@ void print_sharding(const nlohmann::json& sharding, int rank, std::ostream& out)
     out << fmt::format("sharding:        {}\n", sharding.get<std::string>());
     return;
   }
-  out << fmt::format("sharding:        {} tensor(s) split across {} rank(s); this file holds rank "
-                     "{}'s slabs (*); a resume on another number of ranks divides them anew\n",
-                     sharding["tensors"].size(), sharding["world_size"].get<std::size_t>(), rank);
+  out << fmt::format(
+      "sharding:        {} tensor(s) split across {} rank(s); this file holds rank "
+      "{}'s slabs (*); a resume on another number of ranks divides them anew\n",
+      sharding["tensors"].size(), sharding["world_size"].get<std::size_t>(), rank);
   for (const nlohmann::json& t : sharding["tensors"]) {
     std::string slabs;
     int r = 0;

@@ -30,7 +30,8 @@ std::int64_t integer_field(const json& object, const char* key, std::string_view
 }  // namespace
 
 bool TensorShard::holds(const Shape& part) const noexcept {
-  return axis >= 0 && axis < part.rank() && part.extents()[static_cast<std::size_t>(axis)] == end - begin;
+  return axis >= 0 && axis < part.rank() &&
+         part.extents()[static_cast<std::size_t>(axis)] == end - begin;
 }
 
 Shape TensorShard::part_shape(const Shape& other) const {
@@ -83,10 +84,10 @@ ShardTable parse_shard_table(std::string_view text, std::string_view where) {
     corrupt(where, "has no \"ranks\" list");
   }
   const json& ranks = document["ranks"];
-  const std::int64_t world = document.contains("world_size") &&
-                                     document["world_size"].is_number_integer()
-                                 ? document["world_size"].get<std::int64_t>()
-                                 : -1;
+  const std::int64_t world =
+      document.contains("world_size") && document["world_size"].is_number_integer()
+          ? document["world_size"].get<std::int64_t>()
+          : -1;
   if (world < 1 || static_cast<std::size_t>(world) != ranks.size()) {
     corrupt(where, "lists " + std::to_string(ranks.size()) + " ranks for a world_size of " +
                        std::to_string(world));
@@ -121,8 +122,9 @@ ShardTable parse_shard_table(std::string_view text, std::string_view where) {
       const std::vector<TensorShard>& mine = table.ranks[r];
       if (mine.size() != first.size() || mine[k].name != first[k].name ||
           mine[k].extent != first[k].extent || mine[k].axis != first[k].axis) {
-        corrupt(where, "has rank " + std::to_string(r) + " describe its tensors differently from "
-                       "rank 0");
+        corrupt(where, "has rank " + std::to_string(r) +
+                           " describe its tensors differently from "
+                           "rank 0");
       }
       if (mine[k].begin != next) {
         corrupt(where, "has rank " + std::to_string(r) + " hold '" + first[k].name + "' from " +
@@ -145,13 +147,12 @@ bool shards_overlap(const TensorShard& a, const TensorShard& b) noexcept {
 
 void copy_shard_overlap(const TensorShard& from, const Tensor& source, const TensorShard& to,
                         const Tensor& destination) {
-  TENAX_EXPECTS(from.name == to.name && from.extent == to.extent && from.axis == to.axis,
-                UsageError,
-                "copy_shard_overlap: shards of '" + from.name + "' (axis " +
-                    std::to_string(from.axis) + ", extent " + std::to_string(from.extent) +
-                    ") and '" + to.name + "' (axis " + std::to_string(to.axis) + ", extent " +
-                    std::to_string(to.extent) + ")",
-                "copy between shards of one tensor split along one axis");
+  TENAX_EXPECTS(
+      from.name == to.name && from.extent == to.extent && from.axis == to.axis, UsageError,
+      "copy_shard_overlap: shards of '" + from.name + "' (axis " + std::to_string(from.axis) +
+          ", extent " + std::to_string(from.extent) + ") and '" + to.name + "' (axis " +
+          std::to_string(to.axis) + ", extent " + std::to_string(to.extent) + ")",
+      "copy between shards of one tensor split along one axis");
   TENAX_EXPECTS(source.device().is_cpu() && destination.device().is_cpu() &&
                     source.dtype() == destination.dtype() && from.holds(source.shape()) &&
                     to.holds(destination.shape()) &&

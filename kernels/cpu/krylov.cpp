@@ -155,7 +155,8 @@ void xpay_typed(CpuContext& context, const XpayArgs& s) {
 template <class T, class I>
 KrylovTerms<1> spmv_dot_block(const I* __restrict row_ptr, const I* __restrict col_idx,
                               const T* __restrict values, const T* __restrict p, T* __restrict q,
-                              std::int64_t begin, std::int64_t end) {
+                              std::int64_t pair, std::int64_t begin, std::int64_t end) {
+  const T* paired = p + pair;  // the entries of p the rows pair with in the dot
   double lanes[kLanes] = {};
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
@@ -164,11 +165,11 @@ KrylovTerms<1> spmv_dot_block(const I* __restrict row_ptr, const I* __restrict c
       csr_four_row_sums(row_ptr, col_idx, values, p, i + j, sums);
       for (int k = 0; k < 4; ++k) {
         q[i + j + k] = sums[k];
-        lanes[j + k] += dot_term(p[i + j + k], sums[k]);
+        lanes[j + k] += dot_term(paired[i + j + k], sums[k]);
       }
     }
   }
-  const SpmvDotBody<T, I> body{row_ptr, col_idx, values, p, q};
+  const SpmvDotBody<T, I> body{row_ptr, col_idx, values, p, q, pair};
   for (int j = 0; i + j < end; ++j) lanes[j] += body(i + j).v[0];
   return {{fold_lanes(lanes)}};
 }
@@ -180,6 +181,7 @@ double spmv_dot_typed(CpuContext& context, const SpmvDotArgs& s) {
   const T* values = s.a.values().data_as<const T>();
   const T* p = s.p.data_as<const T>();
   T* q = s.q.data_as<T>();
+  const std::int64_t pair = s.pair;
   const std::int64_t rows = s.a.rows();
   // Blocks per chunk from the average row length, so that small matrices stay on one thread.
   const std::int64_t per_row = std::max<std::int64_t>(1, (s.a.nnz() + rows - 1) / rows);
@@ -187,7 +189,7 @@ double spmv_dot_typed(CpuContext& context, const SpmvDotArgs& s) {
       std::max<std::int64_t>(1, kMinEntriesPerChunk / (per_row * kReduceBlock));
   return reduce_blocks<1>(context, rows, min_blocks,
                           [=](std::int64_t begin, std::int64_t end) {
-                            return spmv_dot_block(row_ptr, col_idx, values, p, q, begin, end);
+                            return spmv_dot_block(row_ptr, col_idx, values, p, q, pair, begin, end);
                           })
       .v[0];
 }

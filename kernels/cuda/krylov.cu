@@ -27,9 +27,12 @@ detail::ReduceTerms<K> fused_reduce(Device device, std::int64_t n, const Body& b
 
 template <class T, class I>
 double spmv_dot_typed(const SpmvDotArgs& s) {
-  const SpmvDotBody<T, I> body{s.a.row_ptr().data_as<const I>(), s.a.col_idx().data_as<const I>(),
-                               s.a.values().data_as<const T>(), s.p.data_as<const T>(),
-                               s.q.data_as<T>()};
+  const SpmvDotBody<T, I> body{s.a.row_ptr().data_as<const I>(),
+                               s.a.col_idx().data_as<const I>(),
+                               s.a.values().data_as<const T>(),
+                               s.p.data_as<const T>(),
+                               s.q.data_as<T>(),
+                               s.pair};
   return fused_reduce<1>(s.q.device(), s.a.rows(), body, "spmv_dot kernel").v[0];
 }
 

@@ -40,7 +40,7 @@ void check_stencil(std::string_view op, const Tensor& p, const Tensor& q, int ra
 
 }  // namespace
 
-double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q) {
+double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q, std::int64_t pair) {
   constexpr std::string_view op = "spmv_dot";
   TENAX_EXPECTS(a.defined(), UsageError, "spmv_dot: a is an empty CsrMatrix with no storage",
                 "construct it from row_ptr, col_idx and values (or CsrMatrix::from_dense)");
@@ -53,10 +53,11 @@ double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q) {
       "spmv_dot: a is " + str(a.dtype()) + " but p is " + str(p.dtype()) + " and q is " +
           str(q.dtype()),
       "cast p and q to " + str(a.dtype()) + " with ops::cast (or build a with their dtype)");
-  TENAX_EXPECTS(a.rows() <= a.cols(), UsageError,
-                "spmv_dot: a is " + a.describe() + " but p.(A p) needs rows <= cols",
-                "pass a square matrix (or one with more columns than rows, whose first columns "
-                "the rows pair with), or use ops::spmv and ops::dot");
+  TENAX_EXPECTS(pair >= 0 && pair <= a.cols() - a.rows(), UsageError,
+                "spmv_dot: a is " + a.describe() + " but p.(A p) needs rows <= cols - pair (pair " +
+                    str(pair) + ")",
+                "pass a square matrix with pair 0 (or one with more columns than rows and a pair "
+                "offset that keeps the paired columns inside it), or use ops::spmv and ops::dot");
   TENAX_EXPECTS(p.shape().rank() == 1 && p.numel() == a.cols(), UsageError,
                 "spmv_dot: a is " + a.describe() + " but p has shape " + to_string(p.shape()),
                 "pass p of shape [" + str(a.cols()) + "] (one entry per column of a)");
@@ -70,7 +71,7 @@ double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q) {
                     {"a.row_ptr", &a.row_ptr()}});
   if (a.rows() == 0) return kernels::empty_reduction<1>().v[0];
 
-  const kernels::SpmvDotArgs args{a, p, q};
+  const kernels::SpmvDotArgs args{a, p, q, pair};
   return q.device().is_cpu() ? kernels::cpu::spmv_dot(args) : kernels::cuda::spmv_dot(args);
 }
 

@@ -52,7 +52,6 @@ std::vector<std::int64_t> gather_steps(Communicator& communicator, std::int64_t 
   return all;
 }
 
-
 // Whether two state values are the same, bit for bit.
 bool same_value(const StateDict::Value& a, const StateDict::Value& b) {
   if (a.index() != b.index()) return false;
@@ -278,8 +277,9 @@ io::ShardTable gather_shard_table(Communicator& communicator,
     // The parser's checks: the slabs of every tensor tile its axis in rank order.
     (void)io::parse_shard_table(io::format_shard_table(table), "this run's state layout");
   } catch (const IoError& e) {
-    throw UsageError(e.cause(), "give each rank a slab of every split tensor, in rank order, "
-                                "covering the axis (Workload::state_layout)");
+    throw UsageError(e.cause(),
+                     "give each rank a slab of every split tensor, in rank order, "
+                     "covering the axis (Workload::state_layout)");
   }
   return table;
 }
@@ -355,8 +355,8 @@ AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
             "cannot resume the checkpoint of step " + std::to_string(lowest) + " in " +
                 store.run_dir().string() + " on " + std::to_string(communicator.size()) +
                 " ranks (rank " + std::to_string(failure->failed_rank) + "): " + failure->reason,
-            "resume with the number of ranks that wrote it (mpirun -np " +
-                std::to_string(world) + "), or start a new run with another "
+            "resume with the number of ranks that wrote it (mpirun -np " + std::to_string(world) +
+                "), or start a new run with another "
                 "--run-dir");
       }
     }

@@ -63,14 +63,17 @@ DistributedCsrOperator::DistributedCsrOperator(Communicator& comm, const kernels
     ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
     const auto ghost_count = static_cast<std::int64_t>(ghosts.size());
 
-    // Local columns first, then the ghosts; every row keeps its stored order.
+    // Columns in the order of [ghosts below | local | ghosts above], the layout of a vector with
+    // room for its ghosts around it; every row keeps its stored order.
+    const std::int64_t below =
+        std::lower_bound(ghosts.begin(), ghosts.end(), rows.first) - ghosts.begin();
     std::vector<std::int64_t> columns(host.col_idx.size());
     for (std::size_t k = 0; k < columns.size(); ++k) {
       const std::int64_t c = host.col_idx[k];
-      columns[k] =
-          (c >= rows.first && c < rows.first + rows.count)
-              ? c - rows.first
-              : rows.count + (std::lower_bound(ghosts.begin(), ghosts.end(), c) - ghosts.begin());
+      const std::int64_t ghost = std::lower_bound(ghosts.begin(), ghosts.end(), c) - ghosts.begin();
+      columns[k] = (c >= rows.first && c < rows.first + rows.count) ? below + (c - rows.first)
+                   : c < rows.first                                 ? ghost
+                                                                    : rows.count + ghost;
     }
     const DType index =
         local_rows.index_dtype() == DType::i32 && rows.count + ghost_count < (std::int64_t{1} << 31)
@@ -91,30 +94,50 @@ std::string DistributedCsrOperator::describe() const {
          std::to_string(range_.first) + ", " + std::to_string(range_.first + range_.count) +
          ") of " + std::to_string(range_.total) + " (nnz " + std::to_string(extended_.nnz()) +
          ", " + std::to_string(halo_->ghost_count()) + " ghosts from " +
-         std::to_string(halo_->source_count()) +
-         " ranks) on rank " + std::to_string(comm_->rank()) + " of " +
-         std::to_string(comm_->size());
+         std::to_string(halo_->source_count()) + " ranks) on rank " +
+         std::to_string(comm_->rank()) + " of " + std::to_string(comm_->size());
 }
 
 void DistributedCsrOperator::apply_impl(const Tensor& x, const Tensor& y) const {
   // LinearOperator::apply checked x and y (this operator's dtype and device, range.count long).
-  exchange(x);
-  if (range_.count > 0) ops::spmv(extended_, extended_x_, y);
+  const Tensor extended = exchange(x);
+  if (range_.count > 0) ops::spmv(extended_, extended, y);
 }
 
 double DistributedCsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
-  exchange(x);
+  const Tensor extended = exchange(x);
   // An empty shard still takes part in the dot's reduction across the ranks.
   if (range_.count == 0) return ops::dot(x, y);
-  return ops::spmv_dot(extended_, extended_x_, y);
+  return ops::spmv_dot(extended_, extended, y, halo_->ghosts_below());
 }
 
-void DistributedCsrOperator::exchange(const Tensor& x) const {
-  if (range_.count > 0) ops::copy(extended_x_.slice(0, range_.count), x);
-  halo_->exchange(x, extended_x_.slice(range_.count, range_.count + halo_->ghost_count()));
+Tensor DistributedCsrOperator::make_vector_impl() const {
+  std::erase_if(made_, [](const Tensor& e) { return e.buffer().use_count() == 1; });
+  const std::int64_t below = halo_->ghosts_below();
+  Tensor extended = Tensor::empty({range_.count + halo_->ghost_count()}, dtype());
+  made_.push_back(extended);
+  return extended.slice(below, below + range_.count);
 }
 
-Tensor DistributedCsrOperator::diagonal_impl() const { return solvers::csr_diagonal(extended_); }
+Tensor DistributedCsrOperator::exchange(const Tensor& x) const {
+  const std::int64_t below = halo_->ghosts_below();
+  const std::int64_t end = below + range_.count;
+  const std::int64_t total = range_.count + halo_->ghost_count();
+  // x inside a vector of make_vector(): the ghosts go around it, nothing is copied.
+  for (const Tensor& e : made_) {
+    if (e.buffer() == x.buffer() && x.offset() == e.offset() + below) {
+      halo_->exchange(x, e.slice(0, below), e.slice(end, total));
+      return e;
+    }
+  }
+  if (range_.count > 0) ops::copy(extended_x_.slice(below, end), x);
+  halo_->exchange(x, extended_x_.slice(0, below), extended_x_.slice(end, total));
+  return extended_x_;
+}
+
+Tensor DistributedCsrOperator::diagonal_impl() const {
+  return solvers::csr_diagonal(extended_, halo_->ghosts_below());
+}
 
 CsrMatrix csr_rows(const CsrMatrix& matrix, const kernels::ShardRange& range) {
   TENAX_EXPECTS(range.first >= 0 && range.count >= 0 && range.first + range.count <= matrix.rows(),

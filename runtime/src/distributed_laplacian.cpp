@@ -20,16 +20,16 @@ constexpr double kNegate = -1.0;
 
 const kernels::ShardRange& checked(const kernels::ShardRange& range, std::int64_t ny,
                                    std::int64_t nx, double hy, double hx) {
-  TENAX_EXPECTS(ny >= 1 && nx >= 1 && nx <= range.total && range.total / nx == ny &&
-                    range.total % nx == 0,
-                UsageError,
-                "distributed laplacian: a [" + std::to_string(ny) + ", " + std::to_string(nx) +
-                    "] grid split as a vector of " + std::to_string(range.total) + " points",
-                "pass ny, nx >= 1 and ranges of ny * nx points (kernels::block_aligned_range)");
-  TENAX_EXPECTS(std::isfinite(hy) && hy > 0 && std::isfinite(hx) && hx > 0, UsageError,
-                "distributed laplacian: spacings hy " + std::to_string(hy) + ", hx " +
-                    std::to_string(hx),
-                "pass positive, finite grid spacings");
+  TENAX_EXPECTS(
+      ny >= 1 && nx >= 1 && nx <= range.total && range.total / nx == ny && range.total % nx == 0,
+      UsageError,
+      "distributed laplacian: a [" + std::to_string(ny) + ", " + std::to_string(nx) +
+          "] grid split as a vector of " + std::to_string(range.total) + " points",
+      "pass ny, nx >= 1 and ranges of ny * nx points (kernels::block_aligned_range)");
+  TENAX_EXPECTS(
+      std::isfinite(hy) && hy > 0 && std::isfinite(hx) && hx > 0, UsageError,
+      "distributed laplacian: spacings hy " + std::to_string(hy) + ", hx " + std::to_string(hx),
+      "pass positive, finite grid spacings");
   return range;
 }
 
@@ -68,9 +68,9 @@ DistributedLaplacian2dOperator::DistributedLaplacian2dOperator(Communicator& com
 std::string DistributedLaplacian2dOperator::describe() const {
   return "distributed -laplacian 5-point " + std::string(to_string(dtype())) + "[" +
          std::to_string(ny_) + ", " + std::to_string(nx_) + "] points [" +
-         std::to_string(range_.first) + ", " + std::to_string(range_.first + range_.count) +
-         ") (" + std::to_string(halo_.ghost_count()) + " ghosts) on rank " +
-         std::to_string(comm_->rank()) + " of " + std::to_string(comm_->size());
+         std::to_string(range_.first) + ", " + std::to_string(range_.first + range_.count) + ") (" +
+         std::to_string(halo_.ghost_count()) + " ghosts) on rank " + std::to_string(comm_->rank()) +
+         " of " + std::to_string(comm_->size());
 }
 
 template <class T>
@@ -97,8 +97,8 @@ void DistributedLaplacian2dOperator::apply_typed(const Tensor& x, const Tensor& 
     const T east = column + 1 < nx_ ? p[k + 1] : zero;
     const T south = row > 0 ? p[k - nx_] : zero;
     const T north = row + 1 < ny_ ? p[k + nx_] : zero;
-    q[e] = kernels::scaled_point(scale, kernels::laplacian_5pt_point(p[k], west, east, south,
-                                                                     north, c));
+    q[e] = kernels::scaled_point(scale,
+                                 kernels::laplacian_5pt_point(p[k], west, east, south, north, c));
     if (++column == nx_) {
       column = 0;
       ++row;

@@ -67,15 +67,17 @@ HaloExchange::HaloExchange(Communicator& comm, const kernels::ShardRange& range,
   const int me = comm.rank();
   for (std::size_t k = 0; k < ghosts_.size(); ++k) {
     const std::int64_t g = ghosts_[k];
-    TENAX_EXPECTS(g >= 0 && g < range.total && (g < range.first || g >= range.first + range.count) &&
-                      (k == 0 || g > ghosts_[k - 1]),
-                  UsageError,
-                  std::string(who) + ": ghost " + std::to_string(g) + " (entry " +
-                      std::to_string(k) + ") of rank " + std::to_string(me) + " holding [" +
-                      std::to_string(range.first) + ", +" + std::to_string(range.count) + ") of " +
-                      std::to_string(range.total),
-                  "name ghosts outside the rank's own range, ascending, without repeats");
+    TENAX_EXPECTS(
+        g >= 0 && g < range.total && (g < range.first || g >= range.first + range.count) &&
+            (k == 0 || g > ghosts_[k - 1]),
+        UsageError,
+        std::string(who) + ": ghost " + std::to_string(g) + " (entry " + std::to_string(k) +
+            ") of rank " + std::to_string(me) + " holding [" + std::to_string(range.first) + ", +" +
+            std::to_string(range.count) + ") of " + std::to_string(range.total),
+        "name ghosts outside the rank's own range, ascending, without repeats");
   }
+
+  below_ = std::lower_bound(ghosts_.begin(), ghosts_.end(), range.first) - ghosts_.begin();
 
   // Who needs how many of whose entries: counts[q * size + p] = ghosts rank q takes from p.
   std::vector<std::int64_t> needs(static_cast<std::size_t>(size), 0);
@@ -118,13 +120,23 @@ HaloExchange::HaloExchange(Communicator& comm, const kernels::ShardRange& range,
 }
 
 void HaloExchange::exchange(const Tensor& x, const Tensor& ghosts) const {
-  TENAX_EXPECTS(x.device().is_cpu() && x.dtype() == dtype_ && x.numel() == range_.count &&
-                    ghosts.device().is_cpu() && ghosts.dtype() == dtype_ &&
-                    ghosts.numel() == ghost_count(),
-                UsageError,
-                "halo exchange: x " + x.describe() + " and ghosts " + ghosts.describe() +
-                    " for a rank holding " + std::to_string(range_.count) + " entries with " +
+  TENAX_EXPECTS(ghosts.numel() == ghost_count(), UsageError,
+                "halo exchange: ghosts " + ghosts.describe() + " for " +
                     std::to_string(ghost_count()) + " ghosts",
+                "pass a tensor of ghost_count() entries");
+  exchange(x, ghosts.slice(0, below_), ghosts.slice(below_, ghost_count()));
+}
+
+void HaloExchange::exchange(const Tensor& x, const Tensor& below, const Tensor& above) const {
+  const auto fits = [&](const Tensor& t, std::int64_t count) {
+    return t.device().is_cpu() && t.dtype() == dtype_ && t.numel() == count;
+  };
+  TENAX_EXPECTS(fits(x, range_.count) && fits(below, below_) && fits(above, ghost_count() - below_),
+                UsageError,
+                "halo exchange: x " + x.describe() + ", ghosts below " + below.describe() +
+                    " and above " + above.describe() + " for a rank holding " +
+                    std::to_string(range_.count) + " entries with " + std::to_string(below_) +
+                    " ghosts below and " + std::to_string(ghost_count() - below_) + " above",
                 "pass CPU tensors of the exchange's dtype and sizes");
   for (const Neighbour& n : sends_) {
     if (dtype_ == DType::f64) {
@@ -134,8 +146,12 @@ void HaloExchange::exchange(const Tensor& x, const Tensor& ghosts) const {
     }
     comm_->send(n.buffer, n.rank, kGhostValueTag);
   }
+  // A lower rank's entries all lie below the range, a higher rank's above it.
   for (const Neighbour& n : receives_) {
-    comm_->receive(ghosts.slice(n.offset, n.offset + n.count), n.rank, kGhostValueTag);
+    const Tensor into = n.offset < below_
+                            ? below.slice(n.offset, n.offset + n.count)
+                            : above.slice(n.offset - below_, n.offset - below_ + n.count);
+    comm_->receive(into, n.rank, kGhostValueTag);
   }
 }
 

@@ -319,11 +319,10 @@ struct Runner::Impl {
     const std::int64_t learned_micro_batch = micro.micro_batch();
     const std::int64_t learned_clean_steps = micro.clean_steps();
     detail::AgreedCheckpoint agreed =
-        detail::load_agreed_checkpoint(
-            *store, *communicator,
-            {.replicated = workload.replicated_state(),
-             .shards = prefixed(layout.shards),
-             .rank_local = layout.rank_local});
+        detail::load_agreed_checkpoint(*store, *communicator,
+                                       {.replicated = workload.replicated_state(),
+                                        .shards = prefixed(layout.shards),
+                                        .rank_local = layout.rank_local});
     for (const auto& skipped : agreed.skipped) {
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
       say("skipped checkpoint of step %lld: %s", static_cast<long long>(skipped.step),
@@ -618,8 +617,7 @@ struct Runner::Impl {
 
   RunResult run_steps() {
     layout = workload.state_layout();
-    const io::ShardTable table =
-        detail::gather_shard_table(*communicator, prefixed(layout.shards));
+    const io::ShardTable table = detail::gather_shard_table(*communicator, prefixed(layout.shards));
     if (!table.ranks.empty()) shard_table = io::format_shard_table(table);
     const bool resumed = with_cache_retry([&] { return restore("resumed"); });
     if (!resumed) {

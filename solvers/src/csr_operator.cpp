@@ -36,17 +36,21 @@ double CsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
 
 Tensor CsrOperator::diagonal_impl() const { return csr_diagonal(matrix_); }
 
-Tensor csr_diagonal(const CsrMatrix& matrix) {
+Tensor csr_diagonal(const CsrMatrix& matrix, std::int64_t column_offset) {
+  TENAX_EXPECTS(
+      column_offset >= 0 && column_offset <= matrix.cols(), UsageError,
+      "csr_diagonal: column offset " + std::to_string(column_offset) + " of a " + matrix.describe(),
+      "pass an offset in [0, cols]");
   return detail::with_float_type(matrix.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const HostCsr<T> host = read_host_csr<T>(matrix);
-    const std::int64_t rows = std::min(matrix.rows(), matrix.cols());
+    const std::int64_t rows = std::min(matrix.rows(), matrix.cols() - column_offset);
     Tensor diagonal = Tensor::empty({rows}, matrix.dtype());
     T* d = diagonal.data_as<T>();
     for (std::int64_t r = 0; r < rows; ++r) {
       T sum = T(0);
       for (std::int64_t j = host.row_ptr[r]; j < host.row_ptr[r + 1]; ++j) {
-        if (host.col_idx[j] == r) sum += host.values[j];
+        if (host.col_idx[j] == r + column_offset) sum += host.values[j];
       }
       d[r] = sum;
     }

@@ -57,9 +57,7 @@ void Gmres::allocate_method() {
   if (active_preconditioner() != nullptr) ensure_vector(z_);
 }
 
-double Gmres::start_method() {
-  return restart_cycle();
-}
+double Gmres::start_method() { return restart_cycle(); }
 
 double Gmres::restart_cycle() {
   const Tensor v0 = basis_vector(0);

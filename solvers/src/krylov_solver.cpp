@@ -125,7 +125,7 @@ void KrylovSolver::ensure_vector(Tensor& t) const {
       t.device() == a_->device()) {
     return;
   }
-  t = Tensor::empty({n}, a_->dtype(), a_->device());
+  t = a_->make_vector();
 }
 
 void KrylovSolver::save_tensor(StateDict& state, std::string_view name, const Tensor& t) {

@@ -95,6 +95,10 @@ Tensor LinearOperator::diagonal() const {
 
 Tensor LinearOperator::diagonal_impl() const { return {}; }
 
+Tensor LinearOperator::make_vector() const { return make_vector_impl(); }
+
+Tensor LinearOperator::make_vector_impl() const { return Tensor::empty({cols_}, dtype_, device_); }
+
 std::shared_ptr<const LinearOperator> LinearOperator::with_dtype(DType dtype) const {
   TENAX_EXPECTS(supports_dtype_cast(), UsageError,
                 describe() + " cannot make a copy of itself in " + str(dtype),

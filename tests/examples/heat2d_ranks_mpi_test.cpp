@@ -26,9 +26,8 @@ class Heat2dRanks : public testing::MpiExampleRuns {
           bool supervised = false, const std::string& environment = "") {
     return run_program(name, ranks,
                        "--device cpu --progress log --steps 60 --checkpoint-every 10 " + grid +
-                           " --run-dir " +
-                           dir(name).string() + " --output " + (dir(name) / "final.h5").string() +
-                           " " + extra,
+                           " --run-dir " + dir(name).string() + " --output " +
+                           (dir(name) / "final.h5").string() + " " + extra,
                        supervised, environment);
   }
   std::vector<double> field(const std::string& name) { return values(name, "final.h5", "u"); }
@@ -103,8 +102,8 @@ TEST_F(Heat2dRanks, KilledAndResumedOnOtherNumbersOfRanksEndsWithTheSingleProces
     ASSERT_EQ(run("whole", 1, scheme), 0) << log("whole");
     const std::vector<double> expected = field("whole");
     const std::string args = "--device cpu --progress log --steps 60 --checkpoint-every 10 " +
-                             grid + " " + scheme + " --run-dir " + dir("elastic").string() + " --output " +
-                             (dir("elastic") / "final.h5").string();
+                             grid + " " + scheme + " --run-dir " + dir("elastic").string() +
+                             " --output " + (dir("elastic") / "final.h5").string();
     run_legs("elastic", args,
              {{4, "--inject kill@step=13:rank=2", ""},
               {2, "--inject kill@step=34:rank=1", "step 10, written by 4 rank(s), on 2"},

@@ -89,8 +89,8 @@ TEST_F(PoissonRanks, KilledAndResumedOnOtherNumbersOfRanksEndsWithTheSingleProce
     const std::string one = "m" + std::to_string(m) + "-one";
     ASSERT_EQ(run(one, 1, method), 0) << log(one);
     const std::string name = "m" + std::to_string(m) + "-elastic";
-    const std::string args = "--device cpu --n 128 --tol 1e-9 --iterations-per-step 25 " +
-                             method + " --run-dir " + dir(name).string() + " --output " +
+    const std::string args = "--device cpu --n 128 --tol 1e-9 --iterations-per-step 25 " + method +
+                             " --run-dir " + dir(name).string() + " --output " +
                              (dir(name) / "x.h5").string() + " --json";
     run_legs(name, args,
              {{4, "--inject kill@step=5:rank=1", ""},
@@ -138,8 +138,8 @@ TEST_F(PoissonRanks, AMatrixMarketFileIsReadByRowsWithTheSingleProcessIterates) 
     const std::string text = log(name);
     long long kept = 0;
     for (int r = 0; r < ranks; ++r) {
-      const std::string tag = "poisson [rank " + std::to_string(r) + "/" + std::to_string(ranks) +
-                              "]: read rows [";
+      const std::string tag =
+          "poisson [rank " + std::to_string(r) + "/" + std::to_string(ranks) + "]: read rows [";
       const auto at = text.find(tag);
       ASSERT_NE(at, std::string::npos) << text;
       const auto colon = text.find(": ", at + tag.size());

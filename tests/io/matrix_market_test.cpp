@@ -12,8 +12,8 @@
 #include <map>
 #include <random>
 #include <string>
-#include <utility>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tenax::io {
@@ -305,9 +305,9 @@ TEST_F(MatrixMarket, ReadingByRowsKeepsOnlyTheSelectedRowsOfTheExpandedMatrix) {
       EXPECT_EQ(kept, expected) << parts << " parts";
     }
     for (const RowRange bad : {RowRange{-1, 2}, RowRange{5, 5}, RowRange{0, -1}, RowRange{10, 0}}) {
-      EXPECT_THROW((void)read_matrix_market_rows(
-                       path, [&](std::int64_t, std::int64_t) { return bad; }),
-                   UsageError);
+      EXPECT_THROW(
+          (void)read_matrix_market_rows(path, [&](std::int64_t, std::int64_t) { return bad; }),
+          UsageError);
     }
   }
 }

@@ -88,11 +88,11 @@ TEST(ShardCopy, RebuildsEachPartFromTheOverlappingPartsOfAnotherSplit) {
     }
     return t;
   };
-  const std::vector<TensorShard> old = {{"b", 1, 0, 4, extent}, {"b", 1, 4, 7, extent},
-                                        {"b", 1, 7, 10, extent}};
-  for (const TensorShard& mine : {TensorShard{"b", 1, 0, 5, extent},
-                                  TensorShard{"b", 1, 5, 10, extent},
-                                  TensorShard{"b", 1, 3, 3, extent}}) {
+  const std::vector<TensorShard> old = {
+      {"b", 1, 0, 4, extent}, {"b", 1, 4, 7, extent}, {"b", 1, 7, 10, extent}};
+  for (const TensorShard& mine :
+       {TensorShard{"b", 1, 0, 5, extent}, TensorShard{"b", 1, 5, 10, extent},
+        TensorShard{"b", 1, 3, 3, extent}}) {
     Tensor built = Tensor::empty(mine.part_shape(Shape{rows, 4}), DType::f64);
     for (const TensorShard& from : old) copy_shard_overlap(from, part_of(from), mine, built);
     const Tensor expected = part_of(mine);

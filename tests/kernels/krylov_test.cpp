@@ -233,6 +233,38 @@ TEST(SpmvDot, MatchesSpmvAndDotBitForBit) {
   }
 }
 
+// A rank's rows of a distributed matrix read [ghosts below | local | ghosts above]: the dot pairs
+// each row with the entry `pair` columns on, and equals ops::dot over that slice of p.
+TEST(SpmvDot, PairsTheRowsWithTheEntriesFromItsOffset) {
+  std::uint32_t seed = 450;
+  for (const DType dtype : kDtypes) {
+    // 70 x 90 rows of a 5-point matrix, read as a rank's rows with 20 columns below its own.
+    const CsrMatrix whole = five_point_csr(90, 90, dtype, DType::i64, seed++);
+    const std::int64_t rows = 70 * 90, below = 20 * 90, cols = whole.cols();
+    const Tensor p = random_tensor({cols}, dtype, seed++);
+    const Tensor q = Tensor::empty({cols}, dtype);
+    ops::spmv(whole, p, q);
+    // Rows [below, below + rows) of the whole matrix, with every column.
+    const auto row_ptr = whole.row_ptr().data_as<const std::int64_t>();
+    const std::int64_t first = row_ptr[below];
+    const std::int64_t last = row_ptr[below + rows];
+    Tensor rp = Tensor::empty({rows + 1}, DType::i64);
+    for (std::int64_t r = 0; r <= rows; ++r) {
+      rp.data_as<std::int64_t>()[r] = row_ptr[below + r] - first;
+    }
+    const CsrMatrix mine(rows, cols, rp, whole.col_idx().slice(first, last).clone(),
+                         whole.values().slice(first, last).clone());
+    const Tensor mine_q = nan_tensor({rows}, dtype);
+    const double pq = ops::spmv_dot(mine, p, mine_q, below);
+    EXPECT_TRUE(same_bytes(mine_q, q.slice(below, below + rows))) << to_string(dtype);
+    EXPECT_EQ(bits(pq), bits(ops::dot(p.slice(below, below + rows), mine_q))) << to_string(dtype);
+    expect_contains(usage_error([&] { (void)ops::spmv_dot(mine, p, mine_q, cols - rows + 1); }),
+                    {"spmv_dot", "rows <= cols - pair"});
+    expect_contains(usage_error([&] { (void)ops::spmv_dot(mine, p, mine_q, -1); }),
+                    {"spmv_dot", "pair -1"});
+  }
+}
+
 TEST(SpmvDot, MatchesTheDenseProduct) {
   std::uint32_t seed = 500;
   const std::int64_t n = 150;

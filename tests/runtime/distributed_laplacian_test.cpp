@@ -104,10 +104,10 @@ TEST_P(DistributedLaplacian, HeatIntegratorsStepTheShardsWithTheSingleProcessBit
     solvers::IntegratorOptions options;
     options.scheme = solvers::time_scheme_from_string(scheme);
     options.solver_options.tolerance = 1e-10;
-    const double dt = std::string(scheme).find("explicit") != std::string::npos ||
-                              std::string(scheme) == "rk4"
-                          ? 0.2 * h * h
-                          : 5 * h * h;
+    const double dt =
+        std::string(scheme).find("explicit") != std::string::npos || std::string(scheme) == "rk4"
+            ? 0.2 * h * h
+            : 5 * h * h;
     Tensor u = random_vector(n, 21);
     const Tensor u0 = u.clone();
     solvers::DiffusionIntegrator single = solvers::make_heat_integrator(ny, nx, h, h, 1.0, options);

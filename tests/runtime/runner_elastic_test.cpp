@@ -77,7 +77,9 @@ class ShardedToy final : public Workload {
             .rank_local = {"seconds"}};
   }
 
-  std::vector<double> x() const { return {x_.data_as<double>(), x_.data_as<double>() + x_.numel()}; }
+  std::vector<double> x() const {
+    return {x_.data_as<double>(), x_.data_as<double>() + x_.numel()};
+  }
   std::vector<float> pair() const {
     return {pair_.data_as<float>(), pair_.data_as<float>() + pair_.numel()};
   }
@@ -99,8 +101,8 @@ class ShardedToy final : public Workload {
 };
 
 struct Result {
-  std::vector<double> x;      // the whole vector, rank 0's gather
-  std::vector<float> pair;    // the whole [2, n], rows concatenated
+  std::vector<double> x;    // the whole vector, rank 0's gather
+  std::vector<float> pair;  // the whole [2, n], rows concatenated
   double time = 0.0;
   std::vector<std::string> errors;
 };
@@ -109,8 +111,9 @@ class RunnerElastic : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("tenax-elastic-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            "-" + std::to_string(::getpid()));
+           ("tenax-elastic-" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "-" +
+            std::to_string(::getpid()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }

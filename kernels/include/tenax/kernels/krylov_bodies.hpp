@@ -115,7 +115,7 @@ struct XpayBody {
 };
 
 // q[row] = (A p)[row], summed in storage order by csr_row_dot, the sum ops::spmv stores (it
-// stores alpha * sum with alpha = 1, the same bits); term p[row] q[row].
+// stores alpha * sum with alpha = 1, the same bits); term p[pair + row] q[row].
 template <class T, class I>
 struct SpmvDotBody {
   const I* row_ptr;
@@ -123,10 +123,11 @@ struct SpmvDotBody {
   const T* values;
   const T* p;
   T* q;
+  std::int64_t pair = 0;
   TENAX_HD KrylovTerms<1> operator()(std::int64_t row) const {
     const T v = detail::csr_row_dot(row_ptr, col_idx, values, p, row);
     q[row] = v;
-    return {{dot_term(p[row], v)}};
+    return {{dot_term(p[pair + row], v)}};
   }
 };
 

@@ -34,12 +34,13 @@
 
 namespace tenax::ops {
 
-// q = A p for a CSR matrix with rows <= cols (i32 or i64 indices), and returns the dot of q with
-// p's first rows() entries. q is only written (it may hold NaN on entry) and equals, bit for bit,
-// ops::spmv(a, p, q) (each row summed in storage order); the result equals ops::dot(p, q) on that
-// q for a square matrix. (A rank's rows of a distributed matrix are [local | ghost] columns, with
-// the local entries of p first.)
-[[nodiscard]] double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q);
+// q = A p for a CSR matrix with rows + pair <= cols (i32 or i64 indices), and returns the dot of
+// q with p's entries [pair, pair + rows()). q is only written (it may hold NaN on entry) and
+// equals, bit for bit, ops::spmv(a, p, q) (each row summed in storage order); the result equals
+// ops::dot(p, q) on that q for a square matrix (pair 0). (A rank's rows of a distributed matrix
+// read [ghosts below | local | ghosts above] columns; its rows pair with the local entries.)
+[[nodiscard]] double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q,
+                              std::int64_t pair = 0);
 
 // q = scale * L p with L the 5-point (2-D grid [ny, nx]) or 7-point (3-D grid [nz, ny, nx])
 // Dirichlet-zero Laplacian of ops::laplacian_5pt / laplacian_7pt (same arithmetic, same

@@ -6,7 +6,9 @@
 // vectors' shards are the same ranges (block-aligned: kernels::block_aligned_range, so that the
 // reductions keep the single-process bits). The columns a rank's rows touch outside its range are
 // its ghosts, fetched by a HaloExchange (halo_exchange.hpp) in every apply(), which then runs one
-// ops::spmv over [local entries | ghosts]. Each row keeps
+// ops::spmv over [ghosts below | local entries | ghosts above]. A vector from make_vector() (the
+// Krylov solvers' work vectors) lies inside room for its ghosts, so its product copies nothing;
+// any other x is copied next to the ghosts first. Each row keeps
 // its entries in their stored order, so y = A x has, row for row, the bits of the single-process
 // ops::spmv on the whole matrix, for any number of ranks.
 //
@@ -14,7 +16,7 @@
 // vectors are CPU tensors for now (the ghost gather is a host loop; UsageError for other
 // devices). Not thread-safe: apply() uses the operator's own exchange buffers. diagonal() is the
 // shard's diagonal (Jacobi preconditioning); with_dtype() is not offered (mixed precision runs on
-// one rank). The communication is not yet overlapped with the local rows' product.
+// one rank). The communication is not overlapped with the local rows' product.
 #pragma once
 
 #include <cstdint>
@@ -45,17 +47,22 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
 
  private:
   void apply_impl(const Tensor& x, const Tensor& y) const override;
-  // The exchange, then ops::spmv_dot over [x | ghosts] (one pass: the product and x.y).
+  // The exchange, then ops::spmv_dot over [ghosts below | x | ghosts above] (one pass: the
+  // product and x.y).
   double apply_dot_impl(const Tensor& x, const Tensor& y) const override;
-  // Sends the entries the neighbours need and fills extended_x_ with [x | ghosts].
-  void exchange(const Tensor& x) const;
+  // Sends the entries the neighbours need and returns x with its ghosts around it: the vector of
+  // make_vector() that x lies in (nothing copied), or extended_x_ with x copied in.
+  Tensor exchange(const Tensor& x) const;
   Tensor diagonal_impl() const override;
+  // A vector inside [room for the ghosts below | x | room above], kept in made_ while in use.
+  Tensor make_vector_impl() const override;
 
   Communicator* comm_;
   kernels::ShardRange range_;
-  CsrMatrix extended_;  // range.count x (range.count + ghosts): local columns first
+  CsrMatrix extended_;  // range.count x (ghosts + range.count): [below | local | above] columns
   std::optional<HaloExchange> halo_;
-  Tensor extended_x_;  // [x | ghosts]
+  Tensor extended_x_;                 // [ghosts below | a copy of x | ghosts above]
+  mutable std::vector<Tensor> made_;  // the whole vectors around make_vector()'s
 };
 
 // Rows [range.first, range.first + range.count) of `matrix` (on the CPU), with their columns:

@@ -37,12 +37,17 @@ class HaloExchange {
   [[nodiscard]] std::int64_t ghost_count() const noexcept {
     return static_cast<std::int64_t>(ghosts_.size());
   }
+  // The ghosts below the rank's range (held by lower ranks); the rest lie above it.
+  [[nodiscard]] std::int64_t ghosts_below() const noexcept { return below_; }
   // The ranks this rank receives ghosts from.
   [[nodiscard]] std::size_t source_count() const noexcept { return receives_.size(); }
 
   // Collective. `x`: this rank's range.count entries; `ghosts`: ghost_count() entries, filled in
   // the order of ghosts(). Both contiguous CPU tensors of the exchange's dtype.
   void exchange(const Tensor& x, const Tensor& ghosts) const;
+  // The same with the ghosts below the range into `below` (ghosts_below() entries) and those
+  // above into `above` (the rest): the two sides of x in a vector laid out around it.
+  void exchange(const Tensor& x, const Tensor& below, const Tensor& above) const;
 
  private:
   struct Neighbour {
@@ -57,6 +62,7 @@ class HaloExchange {
   kernels::ShardRange range_;
   DType dtype_;
   std::vector<std::int64_t> ghosts_;
+  std::int64_t below_ = 0;
   std::vector<Neighbour> sends_;
   std::vector<Neighbour> receives_;
 };

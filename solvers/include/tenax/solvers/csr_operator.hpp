@@ -34,10 +34,11 @@ class CsrOperator final : public LinearOperator {
   CsrMatrix matrix_;
 };
 
-// The entries (r, r) of a CSR matrix for r < min(rows, cols), duplicates summed in storage order
-// from 0, 0 where a row stores none; on the matrix's device. The diagonal of CsrOperator, and of
-// a rank's rows of a distributed matrix stored with local column indices first.
-[[nodiscard]] Tensor csr_diagonal(const CsrMatrix& matrix);
+// The entries (r, r + column_offset) of a CSR matrix for r < min(rows, cols - column_offset),
+// duplicates summed in storage order from 0, 0 where a row stores none; on the matrix's device.
+// The diagonal of CsrOperator (offset 0), and of a rank's rows of a distributed matrix whose
+// local columns start at column_offset. UsageError for an offset outside [0, cols].
+[[nodiscard]] Tensor csr_diagonal(const CsrMatrix& matrix, std::int64_t column_offset = 0);
 
 // std::make_shared<const CsrOperator>(matrix), as an OperatorPtr.
 [[nodiscard]] OperatorPtr make_csr_operator(CsrMatrix matrix);

@@ -52,6 +52,12 @@ class LinearOperator {
   // y = A x and returns x.y (accumulated in f64 in the fixed order of ops::dot).
   [[nodiscard]] double apply_dot(const Tensor& x, const Tensor& y) const;
 
+  // A new, uninitialised vector of the operator's domain (cols() elements, its dtype and device).
+  // Solvers take their work vectors from here: an operator may place them where it applies them
+  // fastest (a distributed operator leaves room for its ghost entries around the vector, so
+  // applying it to such a vector copies nothing).
+  [[nodiscard]] Tensor make_vector() const;
+
   // Whether diagonal() is available.
   [[nodiscard]] virtual bool has_diagonal() const noexcept { return false; }
   // A new vector holding the diagonal of A (rows() == cols() required). Throws UsageError when
@@ -74,6 +80,8 @@ class LinearOperator {
   // Default: apply_impl, then ops::dot(x, y).
   virtual double apply_dot_impl(const Tensor& x, const Tensor& y) const;
   virtual Tensor diagonal_impl() const;
+  // Default: Tensor::empty({cols()}, dtype(), device()).
+  virtual Tensor make_vector_impl() const;
   virtual std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const;
 
   std::int64_t rows_;

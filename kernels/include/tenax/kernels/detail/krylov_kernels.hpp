@@ -16,11 +16,12 @@
 
 namespace tenax::kernels {
 
-// q = A p for a square CSR matrix; returns p.q.
+// q = A p for a CSR matrix with rows + pair <= cols; returns p[pair, pair + rows).q.
 struct SpmvDotArgs {
   CsrMatrix a;
   Tensor p;
   Tensor q;
+  std::int64_t pair = 0;
 };
 
 // grid.out = scale * Laplacian(grid.u); returns u.out. grid.u is p and grid.out is q.
