@@ -154,6 +154,15 @@ TEST_F(PoissonRanks, AMatrixMarketFileIsReadByRowsWithTheSingleProcessIterates) 
   }
 }
 
+TEST_F(PoissonRanks, OutOfMemoryOnOneRankChangesNothing) {
+  const std::string method = "--solver bicgstab --precond jacobi";
+  ASSERT_EQ(run("one", 1, method), 0) << log("one");
+  ASSERT_EQ(run("oom", 3, method, "--inject oom@step=3:rank=1 --comm-timeout 30"), 0) << log("oom");
+  EXPECT_EQ(solution("oom"), solution("one"));
+  EXPECT_EQ(outcome("oom"), outcome("one"));
+  EXPECT_NE(log("oom").find("on rank 1"), std::string::npos) << log("oom");
+}
+
 TEST_F(PoissonRanks, WhatRunsOnOneProcessOnlyIsRefusedWithTheFix) {
   EXPECT_EQ(run("ilu", 2, "--precond ilu0"), 1) << log("ilu");
   EXPECT_NE(log("ilu").find("use --precond jacobi"), std::string::npos) << log("ilu");

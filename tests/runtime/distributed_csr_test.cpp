@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/shard_vectors.hpp"
 #include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
@@ -35,15 +36,8 @@ std::vector<std::string> run_ranks(int size, const std::function<void(int, Commu
   return testing::on_thread_ranks(size, 60, body);
 }
 
-std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
-
-Tensor random_vector(std::int64_t n, std::uint64_t seed) {
-  std::mt19937_64 random(seed);
-  std::uniform_real_distribution<double> value(-1.0, 1.0);
-  Tensor t = Tensor::empty({n}, DType::f64);
-  for (std::int64_t i = 0; i < n; ++i) t.data_as<double>()[i] = value(random);
-  return t;
-}
+using testing::bits;
+using testing::random_vector;
 
 // A non-symmetric, diagonally dominant matrix whose rows reach far and near columns (ghosts from
 // several ranks), with a duplicated entry in some rows (duplicates add up in stored order).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/shard_vectors.hpp"
 #include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
@@ -28,15 +29,8 @@ namespace {
 
 using kernels::ShardRange;
 
-std::uint64_t bits(double v) { return std::bit_cast<std::uint64_t>(v); }
-
-Tensor random_vector(std::int64_t n, std::uint64_t seed) {
-  std::mt19937_64 random(seed);
-  std::uniform_real_distribution<double> value(-1.0, 1.0);
-  Tensor t = Tensor::empty({n}, DType::f64);
-  for (std::int64_t i = 0; i < n; ++i) t.data_as<double>()[i] = value(random);
-  return t;
-}
+using testing::bits;
+using testing::random_vector;
 
 void expect_no_errors(const std::vector<std::string>& errors) {
   for (std::size_t r = 0; r < errors.size(); ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
