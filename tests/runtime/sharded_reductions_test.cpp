@@ -1,7 +1,8 @@
 // Reductions over vectors split across ranks (runtime/sharded_reductions.hpp) with the threads
 // communicator at 1 to 4 ranks: every rank gets the bits of the single-process reduction over the
 // whole vector, for every length (empty shards included) and every reduction op, and the fused
-// Krylov updates write the same vectors.
+// Krylov updates write the same vectors; the error against a long double reference stays within
+// the order's bound.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -123,6 +124,54 @@ TEST_P(ShardedReductionsTest, EveryReductionHasTheSingleProcessBitsOnEveryRank) 
     for (int r = 0; r < ranks; ++r)
       EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
   }
+}
+
+// The exact reductions across ranks against a long double reference: the error of the sharded
+// dot, sum and norm is within the bound of the one reduction order (a lane sums 256 terms in
+// sequence, then 4 halving levels, then the tree over the blocks: ulp/2 times the sum of the
+// terms' magnitudes per level), for sums with heavy cancellation, on every rank and for every
+// number of ranks; their bits are the single-process ones (above), so their error is too.
+TEST_P(ShardedReductionsTest, ErrorsAreWithinTheOrdersBoundAgainstALongDoubleReference) {
+  const int ranks = GetParam();
+  const std::int64_t n = 37 * kernels::kReduceBlock + 1234;
+  const Tensor x = random_vector(n, DType::f64, 11);
+  const Tensor y = random_vector(n, DType::f64, 12);
+  // Cancellation: the second halves repeat the first ones, y's with its sign flipped and
+  // slightly off, so the dot and the sum are far smaller than their terms.
+  for (std::int64_t i = n / 2; i < 2 * (n / 2); ++i) {
+    x.data_as<double>()[i] = x.data_as<double>()[i - n / 2];
+    y.data_as<double>()[i] = -y.data_as<double>()[i - n / 2] * (1.0 + 1e-9);
+  }
+  long double dot = 0, sum = 0, squares = 0, dot_scale = 0, sum_scale = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const long double xi = x.data_as<double>()[i];
+    const long double yi = y.data_as<double>()[i];
+    dot += xi * yi;
+    dot_scale += std::fabs(xi * yi);
+    sum += yi;
+    sum_scale += std::fabs(yi);
+    squares += xi * xi;
+  }
+  const double levels =
+      256 + 4 + std::ceil(std::log2(static_cast<double>(n / kernels::kReduceBlock + 1))) + 2;
+  const double u = std::numeric_limits<double>::epsilon() / 2;
+  const auto errors = run_ranks(ranks, [&](int r, Communicator& comm) {
+    const ShardRange range = kernels::block_aligned_range(n, ranks, r);
+    const Tensor xs = shard_of(x, range), ys = shard_of(y, range);
+    ShardedReductions reductions(comm, range);
+    const double d = ops::dot(xs, ys), s = ops::sum(ys), norm = ops::nrm2(xs);
+    EXPECT_LE(std::fabs(static_cast<long double>(d) - dot), levels * u * dot_scale)
+        << "dot on rank " << r;
+    EXPECT_LE(std::fabs(static_cast<long double>(s) - sum), levels * u * sum_scale)
+        << "sum on rank " << r;
+    EXPECT_LE(std::fabs(static_cast<long double>(norm) - std::sqrt(squares)),
+              (levels + 1) * u * std::sqrt(squares))
+        << "nrm2 on rank " << r;
+    // The cancellation is real: the dot and the sum are far smaller than their terms.
+    EXPECT_LT(std::fabs(static_cast<double>(dot)), 1e-3 * static_cast<double>(dot_scale));
+    EXPECT_LT(std::fabs(static_cast<double>(sum)), 1e-3 * static_cast<double>(sum_scale));
+  });
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << r;
 }
 
 TEST_P(ShardedReductionsTest, RangesThatDoNotTileTheVectorFailOnEveryRank) {
