@@ -15,6 +15,8 @@ function(tenax_add_layer layer)
                                                   VERSION ${PROJECT_VERSION} SOVERSION 0)
   target_include_directories(tenax_${layer} PUBLIC $<BUILD_INTERFACE:${dir}/include>
                                                    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  # Private headers (<layer>/src/detail/...) are found from sources in any subfolder of src.
+  target_include_directories(tenax_${layer} PRIVATE ${dir}/src)
   target_compile_features(tenax_${layer} PUBLIC cxx_std_20)
   target_compile_options(tenax_${layer} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic>
                          -fmacro-prefix-map=${PROJECT_SOURCE_DIR}/=)

@@ -472,6 +472,10 @@ int run(const Options& options) {
       "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) + " ranks",
       "give every rank at least one row: use --n >= the number of ranks");
   Device device = tenax::select_device(options.device);
+  // The field itself, before anything is allocated (FTCS adds only cache-sized buffers; the
+  // integrators' vectors come on top and meet the pool's own limit).
+  (void)tenax::examples::expect_grid_fits(device, "--n " + std::to_string(options.n), options.n, 2,
+                                          sizeof(double));
   // Several ranks on one host: each takes the GPU of its local rank (unless --device names one).
   if (device.is_cuda() && comm->size() > 1 && options.device.find(':') == std::string::npos) {
     device = Device::cuda(comm->local_rank());
@@ -503,18 +507,19 @@ int run(const Options& options) {
   const std::string where =
       tenax::to_string(device) +
       (comm->size() > 1 ? " x " + std::to_string(comm->size()) + " ranks" : std::string());
+  // The step the state reached: --steps, or more when a resume asked for fewer than the run had.
+  const std::int64_t steps = result.step;
   std::printf("heat2d: %lld steps of %lldx%lld on %s done, t = %.9g, max u = %.17g\n",
-              static_cast<long long>(options.steps), static_cast<long long>(options.n),
+              static_cast<long long>(steps), static_cast<long long>(options.n),
               static_cast<long long>(options.n), where.c_str(), heat.time(), max_u);
   if (!options.output.empty()) {
     tenax::io::FileMetadata metadata;
-    metadata.step = options.steps;
+    metadata.step = steps;
     metadata.config = config_json(options);
-    tenax::io::write_tensor_file(options.output, "u", whole,
-                                 {{"t", heat.time()},
-                                  {"alpha", options.alpha},
-                                  {"steps", static_cast<double>(options.steps)}},
-                                 metadata);
+    tenax::io::write_tensor_file(
+        options.output, "u", whole,
+        {{"t", heat.time()}, {"alpha", options.alpha}, {"steps", static_cast<double>(steps)}},
+        metadata);
     std::printf("heat2d: final field written to %s (dataset /u)\n", options.output.c_str());
   }
   // An FTCS step reads and writes the field once: 16 bytes per point (f64) at the least.
@@ -532,9 +537,8 @@ int run(const Options& options) {
     std::printf(
         "{\"scheme\":\"%s\",\"n\":%lld,\"steps\":%lld,\"timed_steps\":%zu,"
         "\"ms_per_step\":%.9g,\"bytes_per_step\":%.17g,\"gbps\":%.9g,\"t\":%.17g}\n",
-        options.scheme.c_str(), static_cast<long long>(options.n),
-        static_cast<long long>(options.steps), heat.timed_steps(), 1e3 * step_seconds,
-        16.0 * points, gbps, heat.time());
+        options.scheme.c_str(), static_cast<long long>(options.n), static_cast<long long>(steps),
+        heat.timed_steps(), 1e3 * step_seconds, 16.0 * points, gbps, heat.time());
   }
   return 0;
 }
@@ -565,10 +569,5 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "print a JSON summary as the last line");
   tenax::examples::add_run_flags(app, o.run);
   CLI11_PARSE(app, argc, argv);
-  try {
-    return run(o);
-  } catch (const tenax::Error& e) {
-    std::fprintf(stderr, "heat2d: %s\n", e.what());
-    return tenax::exit_code_for(e.fault_class());
-  }
+  return tenax::examples::run_program("heat2d", [&] { return run(o); });
 }

@@ -19,6 +19,8 @@
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
 
+#include "run_flags.hpp"
+
 namespace {
 
 struct Options {
@@ -58,6 +60,9 @@ int run(const Options& options) {
                 "explicit Euler is stable only for dt <= h^2/4: pick a fraction in (0, 1]");
 
   const std::int64_t n = options.grid;
+  // The field and its Laplacian, before anything is allocated.
+  (void)tenax::examples::expect_grid_fits(device, "--grid " + std::to_string(n), n, 2,
+                                          2 * static_cast<std::int64_t>(tenax::size_of(dtype)));
   const double h = 1.0 / static_cast<double>(n + 1);
   const double dt = options.courant * h * h / 4.0;
   const double lambda = -8.0 / (h * h) * std::pow(std::sin(std::numbers::pi * h / 2.0), 2);
@@ -104,10 +109,5 @@ int main(int argc, char** argv) {
   app.add_option("--courant", options.courant, "dt as a fraction of the stability limit h^2/4")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  try {
-    return run(options);
-  } catch (const tenax::Error& e) {
-    std::fprintf(stderr, "heat_equation: %s\n", e.what());
-    return tenax::exit_code_for(e.fault_class());
-  }
+  return tenax::examples::run_program("heat_equation", [&] { return run(options); });
 }

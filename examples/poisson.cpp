@@ -23,10 +23,12 @@
 // model of the method (see bytes_per_iteration); --json adds one JSON object as the last line.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -164,33 +166,37 @@ CsrMatrix with_index_dtype(const CsrMatrix& matrix, DType index_dtype, Device de
       .to(device);
 }
 
+// Assembled into pool tensors (TENAX_MEMORY_LIMIT holds for them); the sizes were checked by
+// expect_generated_problem_fits.
 CsrMatrix convection_diffusion(std::int64_t n, double beta_h) {
   const std::int64_t rows = n * n;
-  std::vector<std::int64_t> row_ptr{0};
-  std::vector<std::int64_t> columns;
-  std::vector<double> values;
-  row_ptr.reserve(static_cast<std::size_t>(rows + 1));
-  columns.reserve(static_cast<std::size_t>(5 * rows));
-  values.reserve(static_cast<std::size_t>(5 * rows));
+  const std::int64_t entries = 5 * rows - 4 * n;  // no south row, west column, ... at the edges
+  Tensor row_ptr = Tensor::empty({rows + 1}, DType::i64);
+  Tensor columns = Tensor::empty({entries}, DType::i64);
+  Tensor values = Tensor::empty({entries}, DType::f64);
+  std::int64_t* const ptr = row_ptr.data_as<std::int64_t>();
+  std::int64_t* const col = columns.data_as<std::int64_t>();
+  double* const val = values.data_as<double>();
+  std::int64_t written = 0;
+  const auto add = [&](std::int64_t c, double v) {
+    col[written] = c;
+    val[written] = v;
+    ++written;
+  };
+  ptr[0] = 0;
   for (std::int64_t j = 0; j < n; ++j) {
     for (std::int64_t i = 0; i < n; ++i) {
       const std::int64_t row = j * n + i;
       // Increasing column order: south, west, centre, east, north.
-      if (j > 0) columns.push_back(row - n), values.push_back(-1.0 - beta_h);
-      if (i > 0) columns.push_back(row - 1), values.push_back(-1.0 - beta_h);
-      columns.push_back(row), values.push_back(4.0 + 2.0 * beta_h);
-      if (i + 1 < n) columns.push_back(row + 1), values.push_back(-1.0);
-      if (j + 1 < n) columns.push_back(row + n), values.push_back(-1.0);
-      row_ptr.push_back(static_cast<std::int64_t>(columns.size()));
+      if (j > 0) add(row - n, -1.0 - beta_h);
+      if (i > 0) add(row - 1, -1.0 - beta_h);
+      add(row, 4.0 + 2.0 * beta_h);
+      if (i + 1 < n) add(row + 1, -1.0);
+      if (j + 1 < n) add(row + n, -1.0);
+      ptr[row + 1] = written;
     }
   }
-  auto tensor_of = [](const auto& data, DType dtype) {
-    Tensor t = Tensor::empty({static_cast<std::int64_t>(data.size())}, dtype);
-    std::memcpy(t.data(), data.data(), data.size() * 8);
-    return t;
-  };
-  return CsrMatrix(rows, rows, tensor_of(row_ptr, DType::i64), tensor_of(columns, DType::i64),
-                   tensor_of(values, DType::f64));
+  return CsrMatrix(rows, rows, std::move(row_ptr), std::move(columns), std::move(values));
 }
 
 // b = A 1, in A's dtype on its device.
@@ -200,6 +206,20 @@ Tensor times_ones(const solvers::LinearOperator& a) {
   Tensor b = Tensor::empty({a.rows()}, a.dtype(), a.device());
   a.apply(ones, b);
   return b;
+}
+
+// A square matrix with an empty row is singular. A file that stores fewer entries than rows
+// (say 50 000 000 rows and 3 entries) has one for certain: refuse it after reading the entries
+// and before the rows' arrays are built, so memory follows the entries present, not the size
+// line. `empty_rows`: how many rows are empty at least (rows minus entries, summed over the
+// ranks' shares).
+void expect_no_empty_rows(const std::string& path, std::int64_t entries, std::int64_t rows,
+                          std::int64_t empty_rows) {
+  TENAX_EXPECTS(empty_rows <= 0, UsageError,
+                "--matrix " + path + " stores " + std::to_string(entries) + " entries for " +
+                    std::to_string(rows) + " rows: at least " + std::to_string(empty_rows) +
+                    " rows have no entry, so the matrix is singular",
+                "check the size line of the file (rows columns entries) against its entries");
 }
 
 Tensor read_rhs(const std::string& path, std::int64_t rows, DType dtype, Device device) {
@@ -226,6 +246,7 @@ System build_whole_system(const Options& o, DType dtype, Device device) {
                   "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " +
                       std::to_string(coo.cols),
                   "Krylov solvers need a square, non-empty matrix");
+    expect_no_empty_rows(o.matrix, coo.nnz(), coo.rows, coo.rows - coo.nnz());
     const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
     CsrMatrix matrix(coo.rows, coo.cols, arrays.row_ptr, arrays.col_idx,
                      tenax::ops::cast(arrays.values, dtype));
@@ -305,6 +326,17 @@ System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Co
   system.comm = &comm;
   const std::int64_t first = system.range.first;
   const std::int64_t count = system.range.count;
+  {
+    // The empty-row check of the whole matrix, agreed on by all ranks (one rank's rows may pass
+    // where another's fail): the entries read and the rows short of one entry each.
+    const Tensor read = Tensor::empty({2}, DType::i64);
+    read.data_as<std::int64_t>()[0] = coo.nnz();
+    read.data_as<std::int64_t>()[1] = std::max<std::int64_t>(0, count - coo.nnz());
+    comm.all_reduce(read, tenax::runtime::ReduceOp::sum);
+    const std::int64_t entries = read.data_as<std::int64_t>()[0];
+    const std::int64_t short_rows = read.data_as<std::int64_t>()[1];
+    expect_no_empty_rows(o.matrix, entries, coo.rows, short_rows);
+  }
   for (std::int64_t& row : coo.row) row -= first;
   coo.rows = count;
   const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
@@ -598,6 +630,29 @@ int exit_code_of(const solvers::SolveResult& result) {
   }
 }
 
+// A generated problem's sizes, checked before anything is assembled: every rank builds the
+// whole matrix on the host (and keeps its rows), with the right-hand side, the known solution
+// and the solver's vectors, so a grid that cannot fit is refused with the largest --n that can,
+// and an entry count beyond --index i32 names the flag that widens it.
+void expect_generated_problem_fits(const Options& o, DType dtype, DType index_dtype) {
+  const std::int64_t value = static_cast<std::int64_t>(tenax::size_of(dtype));
+  const std::int64_t index = static_cast<std::int64_t>(tenax::size_of(index_dtype));
+  const std::int64_t per_row = 1 + 2 * o.dim;  // the stencil's entries in an interior row
+  const bool assembled = o.op == "csr";
+  const std::int64_t matrix_bytes = assembled ? per_row * (value + index) + index : 0;
+  // b, x and the residual in the solver's dtype; the known solution in f64.
+  const std::int64_t rows = tenax::examples::expect_grid_fits(
+      Device::cpu(), "--n " + std::to_string(o.n) + " --dim " + std::to_string(o.dim), o.n, o.dim,
+      matrix_bytes + 3 * value + 8);
+  if (!assembled || index_dtype != DType::i32) return;
+  // The diagonal, and two entries for each pair of neighbours along each axis.
+  const std::int64_t entries = rows + 2 * o.dim * (rows / o.n) * (o.n - 1);
+  TENAX_EXPECTS(entries <= std::numeric_limits<std::int32_t>::max(), UsageError,
+                "--index i32 cannot hold the " + std::to_string(entries) + " entries of --n " +
+                    std::to_string(o.n) + " --dim " + std::to_string(o.dim),
+                "use --index i64");
+}
+
 int run(const Options& o) {
   validate(o);
   tenax::examples::apply_inject_flag(o.run);
@@ -631,6 +686,7 @@ int run(const Options& o) {
                   "use --device cpu on several ranks");
   }
   const bool speaker = comm->rank() == 0;  // rank 0 prints the results
+  if (o.matrix.empty()) expect_generated_problem_fits(o, dtype, index_dtype);
 
   const auto setup_start = std::chrono::steady_clock::now();
   System system = build_system(o, dtype, device, *comm);
@@ -789,10 +845,5 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "print a JSON summary as the last line");
   tenax::examples::add_run_flags(app, o.run);
   CLI11_PARSE(app, argc, argv);
-  try {
-    return run(o);
-  } catch (const tenax::Error& e) {
-    std::fprintf(stderr, "poisson: %s\n", e.what());
-    return tenax::exit_code_for(e.fault_class());
-  }
+  return tenax::examples::run_program("poisson", [&] { return run(o); });
 }

@@ -80,6 +80,7 @@ struct Options {
   std::uint64_t seed = 0;
   std::string data;
   std::string init;
+  std::int64_t classes = 0;  // 0: inferred from the labels
   std::string output;
   bool shuffle = true;
   double clip_grad_norm = 0;
@@ -151,7 +152,22 @@ DataSet spirals_set(std::int64_t n, double noise, std::uint64_t seed) {
   return d;
 }
 
-DataSet load_data(const std::string& path) {
+// The first non-finite value of a [N, d] float32 tensor, named by sample and column: a NaN in the
+// data would otherwise surface as a non-finite loss after three rollbacks, naming no sample.
+void expect_finite(const std::string& path, const char* dataset, const Tensor& values) {
+  const float* data = values.data_as<float>();
+  const std::int64_t columns = values.shape()[1];
+  for (std::int64_t k = 0; k < values.numel(); ++k) {
+    if (std::isfinite(data[k])) continue;
+    throw UsageError("--data " + path + ": /" + dataset + "[" + std::to_string(k / columns) + ", " +
+                         std::to_string(k % columns) + "] (sample " + std::to_string(k / columns) +
+                         ") is " + std::to_string(data[k]),
+                     "replace or drop that sample: training needs finite inputs and targets");
+  }
+}
+
+// `classes`: --classes, or 0 to infer the count from the largest label.
+DataSet load_data(const std::string& path, std::int64_t classes) {
   DataSet d;
   Tensor x = tenax::io::read_dataset(path, "x");
   Tensor y = tenax::io::read_dataset(path, "y");
@@ -159,6 +175,7 @@ DataSet load_data(const std::string& path) {
                 "--data " + path + ": /x has shape " + to_string(x.shape()),
                 "store the inputs as /x of shape [N, d_in] (float32)");
   d.x = x.dtype() == DType::f32 ? x : ops::cast(x, DType::f32);
+  expect_finite(path, "x", d.x);
   const std::int64_t n = x.shape()[0];
   if (y.dtype() == DType::i64 || y.dtype() == DType::i32) {
     TENAX_EXPECTS(
@@ -169,6 +186,7 @@ DataSet load_data(const std::string& path) {
     d.classification = true;
     d.y = Tensor::empty(Shape{n}, DType::i64);
     std::int64_t* labels = d.y.data_as<std::int64_t>();
+    std::int64_t largest = 0;  // the sample with the largest label
     for (std::int64_t i = 0; i < n; ++i) {
       labels[i] = y.dtype() == DType::i64 ? y.data_as<std::int64_t>()[i]
                                           : std::int64_t{y.data_as<std::int32_t>()[i]};
@@ -176,8 +194,24 @@ DataSet load_data(const std::string& path) {
                     "--data " + path + ": label " + std::to_string(labels[i]) + " of sample " +
                         std::to_string(i) + " is negative",
                     "number the classes 0, 1, ..., C-1");
-      d.classes = std::max(d.classes, labels[i] + 1);
+      TENAX_EXPECTS(
+          classes == 0 || labels[i] < classes, UsageError,
+          "--data " + path + ": label " + std::to_string(labels[i]) + " of sample " +
+              std::to_string(i) + " is outside the " + std::to_string(classes) +
+              " classes of --classes",
+          "number the classes 0, 1, ..., " + std::to_string(classes - 1) + ", or raise --classes");
+      if (labels[i] > labels[largest]) largest = i;
     }
+    d.classes = classes > 0 ? classes : labels[largest] + 1;
+    // A stray label (say 1000000 among 0 and 1) would build a million-class model, and end in an
+    // out-of-memory report that never mentions labels: more classes than samples is refused
+    // unless --classes says so.
+    TENAX_EXPECTS(classes > 0 || d.classes <= n, UsageError,
+                  "--data " + path + ": label " + std::to_string(labels[largest]) + " of sample " +
+                      std::to_string(largest) + " implies " + std::to_string(d.classes) +
+                      " classes for " + std::to_string(n) + " samples",
+                  "correct that label, or pass --classes " + std::to_string(d.classes) +
+                      " if the data really has that many classes");
     TENAX_EXPECTS(
         d.classes >= 2, UsageError,
         "--data " + path + ": the labels name only " + std::to_string(d.classes) + " class",
@@ -188,7 +222,11 @@ DataSet load_data(const std::string& path) {
                       " for /x of shape " + to_string(x.shape()),
                   "store regression targets as /y of shape [" + std::to_string(n) +
                       ", d_out] (float32), or class labels as int64 [" + std::to_string(n) + "]");
+    TENAX_EXPECTS(classes == 0, UsageError,
+                  "--classes " + std::to_string(classes) + " with regression targets in " + path,
+                  "drop --classes, or store class labels as int64 /y of shape [N]");
     d.y = y.dtype() == DType::f32 ? y : ops::cast(y, DType::f32);
+    expect_finite(path, "y", d.y);
   }
   return d;
 }
@@ -307,7 +345,18 @@ class TrainMlp : public runtime::Workload {
       for (const auto& [name, value] : model.entries()) {
         loaded.set(name, tenax::io::read_dataset(o_.init, "params/" + name));
       }
-      mlp_->load_state_dict(loaded);
+      mlp_->load_state_dict(loaded);  // names both shapes when one differs
+      // A parameter the model does not have means the file is of another model: refuse it
+      // rather than start from a part of it.
+      const tenax::io::DatasetListing held = tenax::io::list_datasets(o_.init);
+      for (const std::string& name : held.names) {
+        if (!name.starts_with("params/")) continue;
+        TENAX_EXPECTS(model.contains(name.substr(7)), UsageError,
+                      "--init " + o_.init + " holds /" + name + ", which this model (--layers " +
+                          o_.layers + ") does not have",
+                      "start from a file of the same model: use the --layers (and data "
+                      "dimensions) it was trained with");
+      }
     }
     loss_count_ = 0;
     skipped_ = 0;
@@ -513,6 +562,13 @@ void validate(const Options& o) {
                 "use at least one sample");
   TENAX_EXPECTS(o.lr > 0 && std::isfinite(o.lr), UsageError, "--lr " + std::to_string(o.lr),
                 "use a positive learning rate");
+  TENAX_EXPECTS(o.classes >= 0, UsageError, "--classes " + std::to_string(o.classes),
+                "use 0 (the largest label + 1) or the number of classes, at least 2");
+  TENAX_EXPECTS(o.classes == 0 || o.classes >= 2, UsageError,
+                "--classes " + std::to_string(o.classes), "classification needs at least 2");
+  TENAX_EXPECTS(o.classes == 0 || !o.data.empty(), UsageError,
+                "--classes " + std::to_string(o.classes) + " without --data",
+                "the synthetic tasks fix their classes (spirals: 2): drop --classes");
 }
 
 // The settings that decide the trained parameters, stored in every checkpoint; a resume compares
@@ -526,6 +582,7 @@ std::string config_json(const Options& o) {
   } else {
     config.set("data", o.data)
         .set("data_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.data)));
+    if (o.classes > 0) config.set("classes", o.classes);
   }
   if (!o.init.empty()) {
     config.set("init", o.init)
@@ -563,7 +620,7 @@ int run(Options& o) {
   DataSet data = o.data.empty()
                      ? (o.task == "regression" ? regression_set(o.samples, o.noise, o.seed)
                                                : spirals_set(o.samples, o.noise, o.seed))
-                     : load_data(o.data);
+                     : load_data(o.data, o.classes);
   const auto comm = tenax::examples::make_communicator(o.run, "train_mlp", true);
   TENAX_EXPECTS(comm->size() == 1 || device.is_cpu(), UsageError,
                 "--device " + tenax::to_string(device) + " on " + std::to_string(comm->size()) +
@@ -573,6 +630,13 @@ int run(Options& o) {
   runtime::RunnerOptions options = tenax::examples::runner_options(
       o.run, o.steps, "train_mlp", config_json(o), config_policy(o));
   options.min_micro_batch = std::min(o.grain, o.batch);
+  // --micro-batch rounded down to whole grains (one at least), as the trainer runs it.
+  options.max_micro_batch =
+      o.micro_batch == 0
+          ? o.batch
+          : std::min(o.batch,
+                     std::max(options.min_micro_batch,
+                              o.micro_batch / options.min_micro_batch * options.min_micro_batch));
   options.regrow_micro_batch_after = o.regrow_after;
   if (comm->size() > 1) {
     // Which share of every step each rank computes, said once by each rank.
@@ -669,6 +733,10 @@ int main(int argc, char** argv) {
   app.add_option("--data", o.data,
                  "train on this HDF5 file: /x [N, d_in] float32, /y [N, d_out] float32 "
                  "(regression) or [N] int64 (classification)");
+  app.add_option("--classes", o.classes,
+                 "number of classes of --data's integer labels (0: the largest label + 1, at most "
+                 "the number of samples)")
+      ->capture_default_str();
   app.add_option("--init", o.init, "start from the parameters of this HDF5 file (--output layout)");
   app.add_option("--output", o.output,
                  "write /params/fc<i>/weight, /params/fc<i>/bias and /loss to this HDF5 file");
@@ -694,10 +762,5 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "print a JSON summary as the last line");
   tenax::examples::add_run_flags(app, o.run);
   CLI11_PARSE(app, argc, argv);
-  try {
-    return run(o);
-  } catch (const tenax::Error& e) {
-    std::fprintf(stderr, "train_mlp: %s\n", e.what());
-    return tenax::exit_code_for(e.fault_class());
-  }
+  return tenax::examples::run_program("train_mlp", [&] { return run(o); });
 }

@@ -1,120 +1,329 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU: builds what is missing (release preset), runs every test
-# labelled `gpu`, the doctor (device GEMM check, pageable vs pinned bandwidth, NCCL, peer access
-# between the GPUs), the GPU benchmarks, CG on a 4096^2 Poisson problem (ms per iteration and the
-# fraction of the device's copy bandwidth, from bench_gpu), the explicit heat step on the device,
-# and with two GPUs the doctor on each of 2 ranks, the NCCL communicator and heat2d across 2
-# ranks, then prints a short table. Finishes in a few minutes on one GPU.
+# On a machine with an NVIDIA GPU: builds what is missing (release preset), runs every GPU test
+# program (bin/*_gpu_test, each CUDA result compared with the CPU's), the doctor with --strict
+# (device GEMM check, pageable vs pinned bandwidth, NCCL, peer access between the GPUs), the GPU
+# benchmarks (bench_gpu), CG on a 4096^2 Poisson problem (ms per iteration and the fraction of the
+# device's copy bandwidth), the explicit heat step on the device, training on the device in each
+# precision, and with two GPUs the doctor on each of 2 ranks, the NCCL communicator and heat2d
+# across 2 ranks. Finishes in a few minutes on one GPU.
+#
+# Every step is one row of the summary: PASS, SKIP (only the 2-rank checks, with fewer than 2
+# GPUs) or FAIL with its exit status and why. The script exits 1 when any row failed, and says at
+# the top when the machine has no usable GPU (the doctor finds no usable CUDA device, or
+# nvidia-smi is there and lists no GPU): then the check cannot pass. A GPU test program fails when it exits
+# non-zero, ran no test, or skipped every test (on a GPU machine the tests skip only when CUDA is
+# not usable). The programs are run directly, not through CTest, whose test files hold the
+# absolute paths of the machine that built them.
+#
+# Results: $OUT/gpu-check-summary.txt (the table) and $OUT/gpu-check.tar.gz (everything: each
+# program's output, gtest XML, the doctor's text and JSON, benchmark JSON, run directories
+# without their checkpoints). OUT defaults to $TENAX_BUILD_DIR/gpu-check.
 # On a machine where the Debian packages are absent, point TENAX_BUILD_DIR at a build copied
-# there (with LD_LIBRARY_PATH set to its bundled libraries); the script then skips building.
+# there (with LD_LIBRARY_PATH set to its bundled libraries); the script then never builds.
+# GPU_CHECK_TEST_TIMEOUT (seconds, default 180) bounds each GPU test program.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 build_dir=${TENAX_BUILD_DIR:-build}
+bin=$build_dir/bin
 out=${OUT:-$build_dir/gpu-check}
-mkdir -p "$out"
+test_timeout=${GPU_CHECK_TEST_TIMEOUT:-180}
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+summary=$out/gpu-check-summary.txt
+archive=$out/gpu-check.tar.gz
+rm -f "$summary" "$archive"
 
-if [ ! -x "$build_dir/bin/tenax" ]; then
-  cmake --preset release >/dev/null && cmake --build --preset release -j "$(nproc)" || exit 1
-fi
+# Results are gathered outside $OUT (a device runner may bring back only a few files) and packed
+# into one archive at the end.
+stage=$(mktemp -d "${TMPDIR:-/tmp}/tenax-gpu-check.XXXXXX") || exit 1
+trap 'rm -rf "$stage"' EXIT
+res=$stage/gpu-check
+mkdir -p "$res/tests"
+t_start=$SECONDS
 
-status() { [ "$1" -eq 0 ] && echo PASS || echo "FAIL($1)"; }
+names=() statuses=() reasons=()
+# record NAME STATUS REASON: one row of the summary (the reason cut at 200 characters; the full
+# output is in the archive), printed as it happens with the reason cut at 80 (the summary at the
+# end repeats it whole).
+record() {
+  names+=("$1")
+  statuses+=("$2")
+  reasons+=("${3:0:200}")
+  printf '%-36s %-9s %s\n' "$1" "$2" "${3:0:80}"
+}
+fail_status() { echo "FAIL($1)"; }
+# The last line of a file that is not blank or a rule of dashes, shortened.
+last_line() { grep -vE '^[[:space:]-]*$' "$1" 2>/dev/null | tail -n 1 | cut -c1-300; }
+# Why a program failed: its first error line (tenax prints "PROGRAM: tenax ... error: cause --
+# fix"; under mpirun the launcher's own lines come after it), else its last line.
+why_failed() {
+  local line
+  line=$(grep -m1 -E 'error:|[Ee]rror [a-z]+:|terminate called|Assertion|Abort' "$1" 2>/dev/null)
+  if [[ -n $line ]]; then echo "${line:0:300}"; else last_line "$1"; fi
+}
 
-timeout 60 "$build_dir/bin/tenax" doctor --json >"$out/doctor.json" 2>"$out/doctor.err"
-doctor_rc=$?
-timeout 60 "$build_dir/bin/tenax" doctor | tee "$out/doctor.txt"
+# run_program NAME SECONDS COMMAND...: output in $res/NAME.txt; FAIL on a non-zero exit.
+run_program() {
+  local name=$1 seconds=$2
+  shift 2
+  timeout -k 10 "$seconds" "$@" >"$res/$name.txt" 2>&1
+  local rc=$?
+  if ((rc == 0)); then
+    record "$name" PASS ""
+  elif ((rc == 124 || rc == 137)); then
+    record "$name" "$(fail_status "$rc")" "timed out after ${seconds}s"
+  else
+    record "$name" "$(fail_status "$rc")" "$(why_failed "$res/$name.txt")"
+  fi
+}
 
-if command -v ctest >/dev/null && [ -f "$build_dir/CTestTestfile.cmake" ]; then
-  (cd "$build_dir" && timeout 240 ctest -L gpu --output-on-failure) | tee "$out/gpu-tests.txt"
-  tests_rc=${PIPESTATUS[0]}
-else
-  tests_rc=0
-  for exe in "$build_dir"/bin/*_gpu_test; do
-    [ -x "$exe" ] || continue
-    timeout 120 "$exe" | tee -a "$out/gpu-tests.txt" || tests_rc=$?
+# record_gtest NAME LOG RC SECONDS: a GoogleTest program's row. FAIL when it exited non-zero, ran
+# no test, or skipped every test (the skip reason is given); PASS says how many passed/skipped.
+record_gtest() {
+  local name=$1 log=$2 rc=$3 seconds=$4 ran passed skipped n_failed why
+  ran=$(count '^\[==========\] ([0-9]+) tests? from .* ran\..*' "$log")
+  passed=$(count '^\[  PASSED  \] ([0-9]+) tests?\..*' "$log")
+  skipped=$(count '^\[  SKIPPED \] ([0-9]+) tests?, listed below:.*' "$log")
+  n_failed=$(count '^\[  FAILED  \] ([0-9]+) tests?, listed below:.*' "$log")
+  if ((rc == 124 || rc == 137)); then
+    record "$name" "$(fail_status "$rc")" "timed out after ${seconds}s"
+  elif [[ -z $ran ]]; then
+    record "$name" "$(fail_status "$rc")" "no gtest summary (crashed?): $(why_failed "$log")"
+  elif ((ran == 0)); then
+    record "$name" "$(fail_status "$rc")" "ran 0 tests"
+  elif ((rc != 0 || ${n_failed:-0} > 0)); then
+    why=$(grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed -E 's/^\[  FAILED  \] ([^ ]+).*/\1/' |
+      sort -u | head -n 3 | paste -sd' ' -)
+    record "$name" "$(fail_status "$rc")" "${n_failed:-?} of $ran failed: $why"
+  elif ((${passed:-0} == 0)); then
+    why=$(grep -m1 -A1 ': Skipped$' "$log" | tail -n 1)
+    record "$name" FAIL "all $ran tests skipped: ${why:-no reason given}"
+  else
+    record "$name" PASS "$passed passed${skipped:+, $skipped skipped}"
+  fi
+}
+# count REGEX FILE: the number captured by REGEX on its last matching line.
+count() { sed -nE "s/$1/\\1/p" "$2" | tail -n 1; }
+
+# finish: the summary file, the archive, the verdict; exits 1 when any row failed.
+finish() {
+  local failed=() i
+  for i in "${!names[@]}"; do
+    [[ ${statuses[$i]} == PASS || ${statuses[$i]} == SKIP ]] || failed+=("${names[$i]}")
   done
-fi
+  {
+    echo "=== tenax gpu-check summary ($(date -u '+%Y-%m-%d %H:%M:%S UTC'), ${HOSTNAME:-?}," \
+      "build $build_dir, $((SECONDS - t_start)) s) ==="
+    [[ -n ${no_gpu_reason:-} ]] && echo "NO USABLE GPU: $no_gpu_reason"
+    for i in "${!names[@]}"; do
+      printf '%-36s %-9s %s\n' "${names[$i]}" "${statuses[$i]}" "${reasons[$i]}"
+    done
+    grep -h '^{' "$res"/poisson-*.txt "$res"/heat2d.txt "$res"/train-*.txt 2>/dev/null
+    fractions
+    grep -h '_median' "$res"/bench_gpu.txt 2>/dev/null |
+      awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
+    if ((${#failed[@]} == 0)); then
+      echo "gpu-check: PASS (${#names[@]} checks)"
+    else
+      echo "gpu-check: FAIL: ${#failed[@]} of ${#names[@]} checks failed: ${failed[*]}"
+    fi
+  } >"$summary"
+  cp "$summary" "$res/summary.txt"
+  # Checkpoints are large (4096^2 doubles per rank) and not needed to read the results: list them.
+  find "$res" -path '*/checkpoints/*' -type f -printf '%s %P\n' >"$res/checkpoints-omitted.txt"
+  local tar_rc=0
+  tar -czf "$archive" --exclude=checkpoints -C "$stage" gpu-check || tar_rc=$?
+  echo
+  cat "$summary"
+  if ((tar_rc != 0)); then
+    echo "gpu-check: FAIL: could not write $archive (tar exit $tar_rc)"
+    exit 1
+  fi
+  echo "results: $summary, $archive"
+  if ((${#failed[@]} > 0)); then
+    [[ -n ${no_gpu_reason:-} ]] && echo "gpu-check: NO USABLE GPU: $no_gpu_reason"
+    exit 1
+  fi
+  exit 0
+}
 
-bench_rc=0
-for bench in "$build_dir"/bin/bench_*; do
-  [ -x "$bench" ] || continue
-  name=$(basename "$bench")
-  timeout 90 "$bench" --benchmark_filter='[Cc]uda|GPU|Gpu' --benchmark_repetitions=3 \
-    --benchmark_report_aggregates_only=true --benchmark_out="$out/$name.json" \
-    --benchmark_out_format=json | tee "$out/$name.txt" || bench_rc=$?
-done
-
-# CG, 2-D Poisson 4096^2, 200 iterations (assembled and matrix-free), and the FTCS heat step.
-solver_rc=0
-for op in csr stencil; do
-  timeout 120 "$build_dir/bin/poisson" --device cuda --n 4096 --operator "$op" --tol 0 \
-    --max-iters 200 --iterations-per-step 100 --checkpoint-every 0 --progress quiet --json \
-    --run-dir "$out/poisson-$op" | tee "$out/poisson-$op.txt" || solver_rc=$?
-done
-timeout 120 "$build_dir/bin/heat2d" --device cuda --n 4096 --steps 200 --checkpoint-every 0 \
-  --anomaly-check-every 0 --progress quiet --json --run-dir "$out/heat2d" |
-  tee "$out/heat2d.txt" || solver_rc=$?
-
-# Training on the device: each precision, and f16 with an injected overflow (skipped, scale halved).
-train_rc=0
-for precision in f32 f16 bf16; do
-  timeout 60 "$build_dir/bin/train_mlp" --device cuda --precision "$precision" --layers 256,256 \
-    --batch 1024 --steps 200 --lr 0.01 --checkpoint-every 0 --progress quiet --json \
-    --run-dir "$out/train-$precision" | tee "$out/train-$precision.txt" || train_rc=$?
-done
-timeout 60 "$build_dir/bin/train_mlp" --device cuda --precision f16 --steps 20 \
-  --checkpoint-every 0 --progress quiet --json --inject overflow@step=5 \
-  --run-dir "$out/train-overflow" | tee "$out/train-overflow.txt" || train_rc=$?
-
-# Many ranks on devices: the communicators' device test at world size 1 ran with the gpu label
-# above (NCCL, and CUDA tensors staged through MPI); with 2 GPUs or more the doctor runs on 2
-# ranks (launch, each rank's GPU, peer access), the test runs again as 2 ranks under mpirun (NCCL
-# across GPUs), and heat2d runs its rows across the GPUs.
-ranks_rc=0
-gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-if [ "$gpus" -ge 2 ] && command -v mpirun >/dev/null; then
-  # The doctor on each of 2 ranks: the launch, the GPU each rank gets, the peer access matrix.
-  timeout 60 mpirun --allow-run-as-root -np 2 sh -c \
-    '"$0" doctor >"$1/doctor-rank-${OMPI_COMM_WORLD_RANK:-0}.txt"' "$build_dir/bin/tenax" "$out" ||
-    ranks_rc=$?
-  grep -hE '^[A-Z]+ +(nccl|launch|launch:device|peer-access):' "$out"/doctor-rank-*.txt
-  timeout 120 mpirun --allow-run-as-root -np 2 "$build_dir/bin/runtime_communicator_gpu_test" |
-    tee "$out/nccl-2ranks.txt" || ranks_rc=$?
-  timeout 120 mpirun --allow-run-as-root -np 2 "$build_dir/bin/heat2d" --device cuda --n 4096 \
-    --steps 200 --checkpoint-every 100 --progress quiet --json --comm nccl \
-    --run-dir "$out/heat2d-2ranks" | tee "$out/heat2d-2ranks.txt" || ranks_rc=$?
-else
-  echo "gpu-check: $gpus GPU(s) or no mpirun: the 2-rank NCCL checks are skipped"
-fi
-
-echo
-echo "=== tenax gpu-check summary ==="
-printf '%-14s %s\n' "doctor" "$(status $doctor_rc)"
-printf '%-14s %s\n' "gpu tests" "$(status $tests_rc)"
-printf '%-14s %s\n' "gpu benches" "$(status $bench_rc)"
-printf '%-14s %s\n' "cg / heat" "$(status $solver_rc)"
-printf '%-14s %s\n' "train_mlp" "$(status $train_rc)"
-printf '%-14s %s\n' "2 ranks" "$(status $ranks_rc)"
-grep -h '^{' "$out"/poisson-*.txt "$out"/heat2d.txt "$out"/train-*.txt 2>/dev/null
 # CG and the heat step as fractions of the device's copy bandwidth (BM_CudaCopy, same run).
-python3 - "$out" <<'PY' || true
+fractions() {
+  command -v python3 >/dev/null || return 0
+  python3 - "$res" <<'PY' || true
 import glob, json, os, sys
-out = sys.argv[1]
+res = sys.argv[1]
 try:
-    bench = json.load(open(os.path.join(out, "bench_gpu.json")))
+    bench = json.load(open(os.path.join(res, "bench_gpu.json")))
     copy = max(b["bytes_per_second"] for b in bench["benchmarks"]
                if b["name"].startswith("BM_CudaCopy") and "bytes_per_second" in b)
 except (OSError, ValueError, KeyError):
-    sys.exit("no BM_CudaCopy figure: fractions not computed")
+    sys.exit(0)  # no BM_CudaCopy figure (its row in the table says why)
 print(f"device copy bandwidth: {copy / 1e9:.1f} GB/s")
-for path in sorted(glob.glob(os.path.join(out, "poisson-*.txt")) + [os.path.join(out, "heat2d.txt")]):
+paths = sorted(glob.glob(os.path.join(res, "poisson-*.txt"))) + [os.path.join(res, "heat2d.txt")]
+for path in paths:
     for line in open(path):
         if line.startswith("{"):
             row = json.loads(line)
             gbps = row.get("gbps", 0.0)
-            what = os.path.basename(path)[:-4]
             per = row.get("ms_per_iteration", row.get("ms_per_step"))
-            print(f"  {what:16s} {per:.3f} ms  {gbps:.1f} GB/s  {100 * gbps * 1e9 / copy:.0f} % of copy")
+            print(f"  {os.path.basename(path)[:-4]:16s} {per:.3f} ms  {gbps:.1f} GB/s"
+                  f"  {100 * gbps * 1e9 / copy:.0f} % of copy")
 PY
-grep -h '_median' "$out"/bench_*.txt 2>/dev/null | awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
-[ $doctor_rc -eq 0 ] && [ $tests_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $solver_rc -eq 0 ] &&
-  [ $ranks_rc -eq 0 ]
+}
+
+# --- The GPU itself: the driver's view (nvidia-smi) and tenax's (the doctor). -------------------
+no_gpu_reason="" smi_reason=""
+if ! command -v nvidia-smi >/dev/null; then
+  smi_reason="nvidia-smi not found (no NVIDIA driver installed?)"
+  echo "nvidia-smi: not found" >"$res/nvidia-smi.txt"
+  gpus=0
+else
+  timeout -k 5 30 nvidia-smi >"$res/nvidia-smi.txt" 2>&1
+  timeout -k 5 30 nvidia-smi -L >>"$res/nvidia-smi.txt" 2>&1
+  gpus=$(grep -c '^GPU [0-9]' "$res/nvidia-smi.txt")
+  ((gpus > 0)) || smi_reason="nvidia-smi lists no GPU: $(last_line "$res/nvidia-smi.txt")"
+fi
+
+if [[ ! -x $bin/tenax ]]; then
+  if [[ -n ${TENAX_BUILD_DIR:-} ]]; then
+    record build FAIL "no $bin/tenax: TENAX_BUILD_DIR names no build (only build/ is built here)"
+    finish
+  fi
+  echo "gpu-check: building (cmake --preset release; log in the archive: build.log)"
+  if ! { cmake --preset release && cmake --build --preset release -j "$(nproc)"; } \
+    >"$res/build.log" 2>&1; then
+    record build FAIL "$(last_line "$res/build.log")"
+    finish
+  fi
+  record build PASS ""
+fi
+
+timeout -k 10 60 "$bin/tenax" doctor --strict >"$res/doctor.txt" 2>&1
+doctor_rc=$?
+timeout -k 10 60 "$bin/tenax" doctor --strict --json >"$res/doctor.json" 2>"$res/doctor.err"
+cuda_ok=0
+grep -qE '^OK +cuda-devices:' "$res/doctor.txt" && cuda_ok=1
+# No usable GPU: nvidia-smi lists none, or the doctor finds no usable CUDA device. (nvidia-smi
+# alone missing, in a container that has the driver's libraries but not its tools, is not one.)
+if [[ -n $smi_reason ]] && ! [[ $smi_reason == "nvidia-smi not found"* && $cuda_ok == 1 ]]; then
+  no_gpu_reason=$smi_reason
+fi
+if ((cuda_ok == 0)); then
+  why=$(grep -E '^(PROBLEM|SKIP) +cuda-(driver|devices):' "$res/doctor.txt" | head -n 1 |
+    sed -E 's/^[A-Z]+ +//' | cut -c1-300)
+  why="the doctor finds no usable CUDA device: ${why:-see doctor.txt}"
+  no_gpu_reason="${no_gpu_reason:+$no_gpu_reason; }$why"
+fi
+
+if [[ -n $no_gpu_reason ]]; then
+  echo "################################################################################"
+  echo "gpu-check: NO USABLE GPU: $no_gpu_reason"
+  echo "gpu-check: the device checks below will fail and the script exits 1"
+  echo "################################################################################"
+fi
+printf '%-36s %-9s %s\n' CHECK STATUS "WHY IT FAILED / DETAIL"
+if ((gpus > 0)); then
+  record nvidia-smi PASS "$gpus GPU(s): $(grep -m1 '^GPU 0' "$res/nvidia-smi.txt" | cut -c1-120)"
+elif [[ -z $no_gpu_reason ]]; then
+  record nvidia-smi SKIP "$smi_reason; the doctor finds a usable CUDA device (2-rank checks off)"
+else
+  record nvidia-smi FAIL "$smi_reason"
+fi
+if ((doctor_rc == 0)); then
+  record "doctor --strict" PASS ""
+else
+  problems=$(grep -E '^PROBLEM ' "$res/doctor.txt" | sed -E 's/^PROBLEM +([^:]+):.*/\1/' |
+    paste -sd, -)
+  first=$(grep -m1 -E '^PROBLEM ' "$res/doctor.txt" | sed -E 's/^PROBLEM +[^:]+: *//')
+  [[ -n $problems ]] && problems="PROBLEM $problems: $first"
+  record "doctor --strict" "$(fail_status "$doctor_rc")" \
+    "${problems:-$(last_line "$res/doctor.txt")}"
+fi
+
+# --- GPU test programs: each must run tests, pass them, and not skip them all. ------------------
+shopt -s nullglob
+test_programs=("$bin"/*_gpu_test)
+shopt -u nullglob
+if ((${#test_programs[@]} == 0)); then
+  record "gpu tests" FAIL "no test program $bin/*_gpu_test"
+fi
+for exe in "${test_programs[@]}"; do
+  name=$(basename "$exe")
+  timeout -k 10 "$test_timeout" "$exe" --gtest_color=no --gtest_output="xml:$res/tests/$name.xml" \
+    >"$res/tests/$name.txt" 2>&1
+  record_gtest "$name" "$res/tests/$name.txt" $? "$test_timeout"
+done
+
+# --- GPU benchmarks. Google Benchmark exits 0 when a benchmark reports an error: look for it. ---
+if [[ -x $bin/bench_gpu ]]; then
+  timeout -k 10 120 "$bin/bench_gpu" --benchmark_filter='[Cc]uda|GPU|Gpu' \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$res/bench_gpu.json" --benchmark_out_format=json >"$res/bench_gpu.txt" 2>&1
+  rc=$?
+  error=$(grep -m1 'ERROR OCCURRED' "$res/bench_gpu.txt" | tr -s ' ' | cut -c1-300)
+  errors=$(grep -c 'ERROR OCCURRED' "$res/bench_gpu.txt")
+  if ((rc != 0)); then
+    record bench_gpu "$(fail_status "$rc")" "$(last_line "$res/bench_gpu.txt")"
+  elif [[ -n $error ]]; then
+    record bench_gpu FAIL "$errors benchmark error(s): $error"
+  elif ! grep -q '_median' "$res/bench_gpu.txt"; then
+    record bench_gpu FAIL "no benchmark ran (filter '[Cc]uda|GPU|Gpu' matched nothing?)"
+  else
+    record bench_gpu PASS ""
+  fi
+else
+  record bench_gpu FAIL "no $bin/bench_gpu (benchmarks off in this build?)"
+fi
+
+# --- CG, 2-D Poisson 4096^2, 200 iterations (assembled and matrix-free), and the FTCS heat step.
+for op in csr stencil; do
+  run_program "poisson-$op" 120 "$bin/poisson" --device cuda --n 4096 --operator "$op" --tol 0 \
+    --max-iters 200 --iterations-per-step 100 --checkpoint-every 0 --progress quiet --json \
+    --run-dir "$res/poisson-$op"
+done
+run_program heat2d 120 "$bin/heat2d" --device cuda --n 4096 --steps 200 --checkpoint-every 0 \
+  --anomaly-check-every 0 --progress quiet --json --run-dir "$res/heat2d"
+
+# --- Training on the device: each precision, and f16 with an injected overflow (skipped step,
+# scale halved).
+for precision in f32 f16 bf16; do
+  run_program "train-$precision" 60 "$bin/train_mlp" --device cuda --precision "$precision" \
+    --layers 256,256 --batch 1024 --steps 200 --lr 0.01 --checkpoint-every 0 --progress quiet \
+    --json --run-dir "$res/train-$precision"
+done
+run_program train-overflow 60 "$bin/train_mlp" --device cuda --precision f16 --steps 20 \
+  --checkpoint-every 0 --progress quiet --json --inject overflow@step=5 \
+  --run-dir "$res/train-overflow"
+
+# --- Many ranks on devices: the communicators' device test at world size 1 ran above (NCCL, and
+# CUDA tensors staged through MPI); with 2 GPUs or more the doctor runs on 2 ranks (launch, each
+# rank's GPU, peer access), the test runs again as 2 ranks under mpirun (NCCL across GPUs), and
+# heat2d runs its rows across the GPUs.
+if ((gpus >= 2)) && command -v mpirun >/dev/null; then
+  # shellcheck disable=SC2016 # expanded by the shell of each rank
+  timeout -k 10 60 mpirun --allow-run-as-root -np 2 sh -c \
+    '"$0" doctor --strict >"$1/doctor-rank-${OMPI_COMM_WORLD_RANK:-0}.txt" 2>&1' "$bin/tenax" \
+    "$res" >"$res/doctor-2ranks.txt" 2>&1
+  rc=$?
+  if ((rc == 0)); then
+    record doctor-2ranks PASS ""
+  else
+    problems=$(grep -HE '^PROBLEM ' "$res"/doctor-rank-*.txt 2>/dev/null |
+      sed -E 's|^.*/doctor-(rank-[0-9]+)\.txt:PROBLEM +([^:]+):.*|\1 \2|' | paste -sd, -)
+    [[ -n $problems ]] && problems="PROBLEM: $problems"
+    record doctor-2ranks "$(fail_status "$rc")" \
+      "${problems:-$(why_failed "$res/doctor-2ranks.txt")}"
+  fi
+  timeout -k 10 120 mpirun --allow-run-as-root -np 2 "$bin/runtime_communicator_gpu_test" \
+    --gtest_color=no >"$res/nccl-2ranks.txt" 2>&1
+  record_gtest nccl-2ranks "$res/nccl-2ranks.txt" $? 120
+  run_program heat2d-2ranks 120 mpirun --allow-run-as-root -np 2 "$bin/heat2d" --device cuda \
+    --n 4096 --steps 200 --checkpoint-every 100 --progress quiet --json --comm nccl \
+    --run-dir "$res/heat2d-2ranks"
+else
+  record "2 ranks" SKIP \
+    "$gpus GPU(s)$(command -v mpirun >/dev/null || echo ', no mpirun'): needs 2 GPUs and mpirun"
+fi
+
+finish

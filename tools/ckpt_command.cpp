@@ -278,16 +278,23 @@ int run_ckpt_list(const std::filesystem::path& path, const CkptListOptions& opti
     reports.push_back(inspect_checkpoint(store, step, options.deep));
   }
   const auto resume = resume_step(reports);
+  // As verify: a committed checkpoint that does not check out fails the listing (an uncommitted
+  // directory is an interrupted write, not damage).
+  const bool all_valid = std::none_of(reports.begin(), reports.end(), [](const Report& r) {
+    return r.committed.value_or(false) && !r.valid();
+  });
+  const int exit_status = all_valid ? kCkptValid : kCkptInvalid;
   if (options.json) {
     nlohmann::json list = nlohmann::json::array();
     for (const Report& r : reports) list.push_back(to_json(r));
     out << nlohmann::json{{"run_dir", where.run_dir.string()},
                           {"check", options.deep ? "deep" : "shallow"},
                           {"checkpoints", std::move(list)},
-                          {"resume_step", resume ? nlohmann::json(*resume) : nlohmann::json()}}
+                          {"resume_step", resume ? nlohmann::json(*resume) : nlohmann::json()},
+                          {"valid", all_valid}}
                .dump(2)
         << '\n';
-    return kCkptValid;
+    return exit_status;
   }
   out << fmt::format("{}: {} checkpoint director{}, newest first ({})\n",
                      store.checkpoints_dir().string(), reports.size(),
@@ -308,7 +315,7 @@ int run_ckpt_list(const std::filesystem::path& path, const CkptListOptions& opti
                        format_bytes(static_cast<double>(r.bytes)), r.created, status);
   }
   out << resume_sentence(reports) << '\n';
-  return kCkptValid;
+  return exit_status;
 }
 
 int run_ckpt_verify(const std::filesystem::path& path, const CkptVerifyOptions& options,

@@ -12,6 +12,7 @@
 #include "doctor_probes.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 
 #ifndef TENAX_VERSION_STRING
 #define TENAX_VERSION_STRING "unknown"
@@ -62,9 +63,9 @@ bool runs_on(std::string_view archs, int major, int minor) {
     const bool exact = entry.ends_with('a');
     const bool family = entry.ends_with('f');
     if (exact || family) entry.remove_suffix(1);
-    int arch = 0;
-    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), arch);
-    if (ec != std::errc{} || end != entry.data() + entry.size()) return true;  // unknown: trust it
+    const std::optional<int> parsed = parse_whole<int>(entry);
+    if (!parsed) return true;  // unknown: trust it
+    const int arch = *parsed;
     if (exact) {
       if (arch == device) return true;
     } else if (real_only || family) {

@@ -20,6 +20,7 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/text.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -28,16 +29,6 @@ namespace tenax::tools {
 namespace {
 
 const char* env(const char* name) { return std::getenv(name); }
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 std::vector<std::string_view> split(std::string_view text, char separator) {
   std::vector<std::string_view> parts;

@@ -31,6 +31,12 @@ void validate(const SupervisorOptions& options) {
                 fmt::format("--max-restarts is {}, but a restart budget cannot be negative",
                             options.max_restarts),
                 "pass --max-restarts 0 (never restart) or a positive count");
+  TENAX_EXPECTS(options.max_restarts <= kMaxRestarts, UsageError,
+                fmt::format("--max-restarts is {}, more than the {} restarts a supervisor allows",
+                            options.max_restarts, kMaxRestarts),
+                fmt::format("pass a count up to {}; a job that fails that often has a fault to "
+                            "fix (its events.jsonl says which)",
+                            kMaxRestarts));
   const auto check_seconds = [](const char* flag, double value) {
     TENAX_EXPECTS(
         std::isfinite(value) && value >= 0, UsageError,

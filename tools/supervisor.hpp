@@ -24,6 +24,7 @@
 // 127 (126) when CMD cannot be found (executed).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <iosfwd>
@@ -40,8 +41,12 @@ class App;
 
 namespace tenax::tools {
 
+// The largest --max-restarts: a job that needs more restarts than this has a fault to fix.
+inline constexpr std::int64_t kMaxRestarts = 1'000'000;
+
 struct SupervisorOptions {
-  int max_restarts = 3;        // restarts allowed after the first attempt; 0 never restarts
+  // Restarts allowed after the first attempt; 0 never restarts; at most kMaxRestarts.
+  std::int64_t max_restarts = 3;
   double restart_delay = 1.0;  // seconds before the first restart; doubles for each next one
   double max_delay = 60.0;     // seconds: the cap of the growing delay
   // Where events.jsonl is appended (supervisor_start, restart, supervisor_exit); empty: nowhere.

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 
+#include "cuda_error.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/error.hpp"
@@ -37,14 +38,31 @@ Staging& staging_for(Context& context) {
   std::lock_guard lock(registry_mutex);
   Staging& staging = registry[context.device().index];
   if (staging.buffers[0] == nullptr) {
-    for (int i = 0; i < 2; ++i) {
-      context.check(
-          static_cast<int>(cudaHostAlloc(&staging.buffers[i], kStagingChunk, cudaHostAllocDefault)),
-          "cudaHostAlloc (copy staging buffer)");
-      context.check(
-          static_cast<int>(cudaEventCreateWithFlags(&staging.done[i], cudaEventDisableTiming)),
-          "cudaEventCreateWithFlags");
+    // Built in locals and published whole: a failure part-way (the second buffer, an event)
+    // frees what was made and leaves the registry's entry empty, to be built again next time,
+    // never a half-initialised pair whose null buffer a later copy would use.
+    std::array<void*, 2> buffers{};
+    std::array<cudaEvent_t, 2> done{};
+    const auto release = [&] {
+      for (int i = 0; i < 2; ++i) {
+        if (buffers[i] != nullptr) ignore(cudaFreeHost(buffers[i]));
+        if (done[i] != nullptr) ignore(cudaEventDestroy(done[i]));
+      }
+    };
+    try {
+      for (int i = 0; i < 2; ++i) {
+        context.check(
+            static_cast<int>(cudaHostAlloc(&buffers[i], kStagingChunk, cudaHostAllocDefault)),
+            "cudaHostAlloc (copy staging buffer)");
+        context.check(static_cast<int>(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming)),
+                      "cudaEventCreateWithFlags");
+      }
+    } catch (...) {
+      release();
+      throw;
     }
+    staging.buffers = buffers;
+    staging.done = done;
   }
   return staging;
 }
@@ -52,7 +70,7 @@ Staging& staging_for(Context& context) {
 bool is_pinned(const void* host) {
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
-    cudaGetLastError();  // an unknown pointer is pageable; clear the non-sticky status
+    (void)cudaGetLastError();  // an unknown pointer is pageable; clear the non-sticky status
     return false;
   }
   return attributes.type == cudaMemoryTypeHost;

@@ -43,11 +43,31 @@ FaultClass classify(cudaError_t status) noexcept {
     case cudaErrorInitializationError:
     case cudaErrorStubLibrary:
     case cudaErrorDevicesUnavailable:  // exclusive-process mode and another process holds it
+    case cudaErrorNotSupported:        // the device or driver lacks the feature (e.g. VMM)
+    case cudaErrorNotPermitted:        // the operation is not allowed here (e.g. in MPS)
+    case cudaErrorOperatingSystem:     // an OS call of the runtime failed
+    case cudaErrorSharedObjectInitFailed:
+    case cudaErrorInvalidKernelImage:  // the fatbinary does not match this driver
+    case cudaErrorPeerAccessUnsupported:
+    case cudaErrorUnsupportedLimit:
+    case cudaErrorMpsConnectionFailed:
       return FaultClass::environment;
+    // Deterministic errors of a call: retrying the same call on a restarted process fails the
+    // same way, so these are usage errors with a fix, never device faults (which restart).
     case cudaErrorInvalidValue:
     case cudaErrorInvalidDevicePointer:
     case cudaErrorInvalidMemcpyDirection:
     case cudaErrorInvalidConfiguration:
+    case cudaErrorLaunchOutOfResources:         // 701: registers or shared memory per block
+    case cudaErrorInvalidResourceHandle:        // 400: a stream or event destroyed or foreign
+    case cudaErrorHostMemoryAlreadyRegistered:  // 712
+    case cudaErrorHostMemoryNotRegistered:      // 713
+    case cudaErrorPeerAccessAlreadyEnabled:
+    case cudaErrorPeerAccessNotEnabled:
+    case cudaErrorSetOnActiveProcess:
+    case cudaErrorCooperativeLaunchTooLarge:
+    case cudaErrorInvalidSymbol:
+    case cudaErrorInvalidPitchValue:
       return FaultClass::usage;
     default:
       return FaultClass::device_fault;
@@ -71,6 +91,28 @@ std::string fix_for(FaultClass fault) {
   }
 }
 
+// The fix of a status that says more than its class does.
+std::string fix_for(cudaError_t status, FaultClass fault) {
+  switch (status) {
+    case cudaErrorLaunchOutOfResources:
+      return "the kernel needs more registers or shared memory per block than this device "
+             "gives: a launch configuration that does not suit this GPU; report it with the "
+             "output of `tenax doctor`";
+    case cudaErrorInvalidResourceHandle:
+      return "a stream, event or handle was used after it was destroyed or on another device "
+             "than its own: check which device each stream belongs to";
+    case cudaErrorHostMemoryAlreadyRegistered:
+    case cudaErrorHostMemoryNotRegistered:
+      return "host memory was registered twice (or released without registration): register "
+             "each buffer once, through pinned_host_pool()";
+    case cudaErrorNotSupported:
+      return "this device or driver does not support the operation (e.g. virtual memory "
+             "management, peer access): run `tenax doctor`, or use a newer driver or GPU";
+    default:
+      return fix_for(fault);
+  }
+}
+
 }  // namespace
 
 void check(cudaError_t status, const char* call, std::source_location where) {
@@ -79,7 +121,7 @@ void check(cudaError_t status, const char* call, std::source_location where) {
   const FaultClass fault = classify(status);
   std::string cause = std::string(call) + " failed with " + cudaGetErrorName(status) + " (" +
                       cudaGetErrorString(status) + ")";
-  std::string fix = fix_for(fault);
+  std::string fix = fix_for(status, fault);
   switch (fault) {
     case FaultClass::out_of_memory:
       throw OutOfMemoryError(std::move(cause), std::move(fix), where);

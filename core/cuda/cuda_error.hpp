@@ -20,6 +20,13 @@ namespace tenax::cuda {
 void check(cudaError_t status, const char* call,
            std::source_location where = std::source_location::current());
 
+// For a call whose failure does not matter where it is made (cleanup, a best-effort query):
+// clears its non-sticky status, so that the next checked call or kernel launch is not blamed for
+// it. A sticky status cannot be cleared; the next checked call reports it.
+inline void ignore(cudaError_t status) noexcept {
+  if (status != cudaSuccess && !is_sticky(status)) (void)cudaGetLastError();
+}
+
 struct Diagnosis {
   std::string reason;
   std::string fix;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cuda_error.hpp"
+#include "tenax/core/context.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/cuda_memory.hpp"
@@ -164,10 +165,10 @@ class CudaVirtualMemory final : public VirtualMemory {
 
   void do_synchronize() noexcept override {
     int current = 0;
-    cudaGetDevice(&current);
-    if (current != device_.index) cudaSetDevice(device_.index);
-    cudaDeviceSynchronize();
-    if (current != device_.index) cudaSetDevice(current);
+    ignore(cudaGetDevice(&current));
+    if (current != device_.index) ignore(cudaSetDevice(device_.index));
+    ignore(cudaDeviceSynchronize());
+    if (current != device_.index) ignore(cudaSetDevice(current));
   }
 
   Device device_;
@@ -183,15 +184,26 @@ class CudaDeviceResource final : public MemoryResource {
   explicit CudaDeviceResource(Device device) : device_(device) { activate(device); }
 
  private:
+  // A null stream means "the device's own": the context's stream, on which tenax's kernels run.
+  // (The legacy default stream does not order with a non-blocking context stream, so a block
+  // freed on it could be handed out again while a kernel still uses it.)
+  [[nodiscard]] cudaStream_t stream_of(StreamRef stream) const {
+    return stream.handle != nullptr ? static_cast<cudaStream_t>(stream.handle)
+                                    : static_cast<cudaStream_t>(context(device_).stream().handle);
+  }
   void* do_allocate(std::size_t bytes, StreamRef stream) override {
     check(cudaSetDevice(device_.index), "cudaSetDevice");
     void* ptr = nullptr;
-    check(cudaMallocAsync(&ptr, bytes, stream.handle), "cudaMallocAsync");
+    check(cudaMallocAsync(&ptr, bytes, stream_of(stream)), "cudaMallocAsync");
     return ptr;
   }
   void do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef stream) noexcept override {
-    cudaSetDevice(device_.index);
-    cudaFreeAsync(ptr, stream.handle);
+    ignore(cudaSetDevice(device_.index));
+    try {
+      ignore(cudaFreeAsync(ptr, stream_of(stream)));
+    } catch (...) {
+      ignore(cudaFree(ptr));  // no context to order with: free synchronously
+    }
   }
   [[nodiscard]] Device do_device() const noexcept override { return device_; }
 
@@ -206,7 +218,7 @@ class PinnedHostResource final : public MemoryResource {
     return ptr;
   }
   void do_deallocate(void* ptr, std::size_t /*bytes*/, StreamRef /*stream*/) noexcept override {
-    cudaFreeHost(ptr);
+    ignore(cudaFreeHost(ptr));
   }
   [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
 };
@@ -247,7 +259,7 @@ class PinnedHostVirtualMemory final : public VirtualMemory {
         ++it;
         continue;
       }
-      cudaHostUnregister(start);
+      ignore(cudaHostUnregister(start));
       it = registered_.erase(it);
       // Pieces of the registration outside the unmapped range stay mapped: register them again.
       // Page-locking memory that was locked a moment ago does not fail short of a driver fault,
@@ -259,8 +271,11 @@ class PinnedHostVirtualMemory final : public VirtualMemory {
   }
 
   void reregister(char* start, std::size_t bytes) noexcept {
-    if (cudaHostRegister(start, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+    const cudaError_t status = cudaHostRegister(start, bytes, cudaHostRegisterDefault);
+    if (status == cudaSuccess) {
       registered_.emplace(start, bytes);
+    } else {
+      ignore(status);
     }
   }
 
@@ -272,6 +287,26 @@ class PinnedHostVirtualMemory final : public VirtualMemory {
 
 std::shared_ptr<VirtualMemory> make_virtual_memory(Device device) {
   return std::make_shared<CudaVirtualMemory>(device);
+}
+
+bool supports_virtual_memory(Device device) {
+  activate(device);
+  try {
+    (void)driver();
+  } catch (const EnvironmentError&) {
+    return false;  // a driver without the entry points has no virtual memory management
+  }
+  // The attribute has no runtime-API name: ask the driver.
+  static const auto get_device = driver_entry<PFN_cuDeviceGet_v2000>("cuDeviceGet");
+  static const auto get_attribute =
+      driver_entry<PFN_cuDeviceGetAttribute_v2000>("cuDeviceGetAttribute");
+  CUdevice handle = 0;
+  check_driver(get_device(&handle, device.index), "cuDeviceGet");
+  int supported = 0;
+  check_driver(
+      get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, handle),
+      "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
+  return supported != 0;
 }
 
 std::shared_ptr<MemoryResource> make_device_resource(Device device) {

@@ -73,7 +73,7 @@ DeviceProperties device_properties(int ordinal) {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   const cudaError_t status = cudaMemGetInfo(&free_bytes, &total_bytes);
-  cudaSetDevice(previous);
+  ignore(cudaSetDevice(previous));
   check(status, "cudaMemGetInfo");
   p.free_memory = free_bytes;
   p.total_memory = total_bytes;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax {
 
@@ -39,10 +40,8 @@ int threads_from_environment() {
   const char* value = std::getenv("TENAX_NUM_THREADS");
   if (value == nullptr) return hardware_threads();
   const std::string text(value);
-  int threads = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), threads);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() || threads < 1 ||
-      threads > kMaxThreads) {
+  const int threads = parse_whole<int>(text).value_or(0);
+  if (threads < 1 || threads > kMaxThreads) {
     throw UsageError("TENAX_NUM_THREADS is '" + text + "', not a whole number of threads in [1, " +
                          std::to_string(kMaxThreads) + "]",
                      "set TENAX_NUM_THREADS to a positive integer such as 8, or unset it to use "

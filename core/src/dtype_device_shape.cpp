@@ -5,6 +5,7 @@
 #include "tenax/core/dtype.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/shape.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax {
 
@@ -45,12 +46,8 @@ Device parse_device(std::string_view text) {
   if (text == "cpu") return Device::cpu();
   if (text == "cuda") return Device::cuda(0);
   if (text.starts_with("cuda:")) {
-    std::string_view digits = text.substr(5);
-    int ordinal = -1;
-    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ordinal);
-    if (ec == std::errc{} && end == digits.data() + digits.size() && ordinal >= 0) {
-      return Device::cuda(ordinal);
-    }
+    const int ordinal = parse_whole<int>(text.substr(5)).value_or(-1);
+    if (ordinal >= 0) return Device::cuda(ordinal);
   }
   throw UsageError("unknown device '" + std::string(text) + "'",
                    "write 'cpu', 'cuda' or 'cuda:N' with N a device ordinal >= 0");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax {
 namespace {
@@ -17,12 +18,6 @@ constexpr std::string_view kSyntax =
     "followed by :phase and/or :rank=R (step and checkpoint points), e.g. "
     "TENAX_FAULTS=oom@alloc=37,nan@step=50x2:rank=1,kill@checkpoint=2:after_rename; kinds: oom, "
     "nan, inf, device, comm, io, kill, enospc, overflow, hang; points: alloc, step, checkpoint";
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 [[noreturn]] void bad(std::string_view item, const std::string& what) {
   throw UsageError("bad fault-injection item '" + std::string(item) + "' in TENAX_FAULTS: " + what,
@@ -52,12 +47,11 @@ FaultPoint parse_point(std::string_view item, std::string_view token) {
 }
 
 std::uint64_t parse_count(std::string_view item, std::string_view token, const char* what) {
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (token.empty() || ec != std::errc{} || end != token.data() + token.size() || value == 0) {
+  const std::optional<std::uint64_t> value = parse_whole<std::uint64_t>(token);
+  if (!value || *value == 0) {
     bad(item, std::string(what) + " '" + std::string(token) + "' is not a whole number from 1");
   }
-  return value;
+  return *value;
 }
 
 FaultSpec parse_item(std::string_view item) {
@@ -85,13 +79,11 @@ FaultSpec parse_item(std::string_view item) {
               "allocations of the whole process; set TENAX_FAULTS on that rank alone instead)");
         }
         const std::string_view value = qualifier.substr(5);
-        int rank = -1;
-        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), rank);
-        if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || rank < 0 ||
-            rank > (1 << 20)) {
+        const std::optional<int> rank = parse_whole<int>(value);
+        if (!rank || *rank < 0 || *rank > (1 << 20)) {
           bad(item, "rank '" + std::string(value) + "' is not a whole number from 0 to 1048576");
         }
-        spec.rank = rank;
+        spec.rank = *rank;
       } else {
         const bool valid =
             !qualifier.empty() && std::all_of(qualifier.begin(), qualifier.end(), [](char c) {

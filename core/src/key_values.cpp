@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax {
 
@@ -16,7 +17,8 @@ std::string join_names(std::span<const std::string_view> names) {
 }
 
 std::vector<KeyValue> split_key_values(std::string_view who, std::string_view text,
-                                       std::span<const std::string_view> keys) {
+                                       std::span<const std::string_view> keys,
+                                       RepeatedKey repeated) {
   const auto is_separator = [](char c) {
     return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
   };
@@ -27,8 +29,12 @@ std::vector<KeyValue> split_key_values(std::string_view who, std::string_view te
       ++i;
       continue;
     }
+    if (text[i] == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+      continue;
+    }
     std::size_t end = i;
-    while (end < text.size() && !is_separator(text[end])) ++end;
+    while (end < text.size() && !is_separator(text[end]) && text[end] != '#') ++end;
     const std::string_view entry = text.substr(i, end - i);
     i = end;
     const std::size_t equals = entry.find('=');
@@ -43,7 +49,7 @@ std::vector<KeyValue> split_key_values(std::string_view who, std::string_view te
                   std::string(who) + ": unknown option '" + std::string(kv.key) + "'",
                   "use one of: " + join_names(keys));
     for (const KeyValue& seen : entries) {
-      TENAX_EXPECTS(seen.key != kv.key, UsageError,
+      TENAX_EXPECTS(repeated == RepeatedKey::last_wins || seen.key != kv.key, UsageError,
                     std::string(who) + ": option '" + std::string(kv.key) + "' is given twice",
                     "give each option once");
     }
@@ -56,15 +62,12 @@ namespace {
 
 template <class T>
 T parse_number(std::string_view who, const KeyValue& kv, const char* what, const char* example) {
-  T result{};
-  const char* first = kv.value.data();
-  const char* last = first + kv.value.size();
-  const auto [end, error] = std::from_chars(first, last, result);
-  TENAX_EXPECTS(!kv.value.empty() && error == std::errc() && end == last, UsageError,
+  const std::optional<T> result = parse_whole<T>(kv.value);
+  TENAX_EXPECTS(result.has_value(), UsageError,
                 std::string(who) + ": option '" + std::string(kv.key) + "=" +
                     std::string(kv.value) + "' does not hold " + what,
                 std::string("write ") + example);
-  return result;
+  return *result;
 }
 
 }  // namespace

@@ -8,6 +8,10 @@ std::shared_ptr<VirtualMemory> make_virtual_memory(Device /*device*/) {
   throw_not_compiled("CUDA device memory", "TENAX_WITH_CUDA");
 }
 
+bool supports_virtual_memory(Device /*device*/) {
+  throw_not_compiled("CUDA device memory", "TENAX_WITH_CUDA");
+}
+
 std::shared_ptr<MemoryResource> make_device_resource(Device /*device*/) {
   throw_not_compiled("CUDA device memory", "TENAX_WITH_CUDA");
 }

@@ -12,6 +12,7 @@
 
 #include "durable_file.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/io/checksum.hpp"
 
 namespace tenax::io {
@@ -36,10 +37,7 @@ std::optional<T> parse_canonical(std::string_view digits) noexcept {
   if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
-  T value{};
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc{} || end != digits.data() + digits.size()) return std::nullopt;
-  return value;
+  return parse_whole<T>(digits);
 }
 
 // The fields of a line split at every single space; "a  b" has an empty middle field, which no

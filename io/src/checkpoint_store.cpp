@@ -230,6 +230,15 @@ void CheckpointStore::commit(std::int64_t step, int world_size,
   apply_retention(step);
 }
 
+bool CheckpointStore::valid_at_record_depth(std::int64_t step) const {
+  CommitRecord record;
+  if (check_record(step, record)) return false;
+  for (int rank = 0; rank < record.world_size; ++rank) {
+    if (check_file(record, rank, Depth::record)) return false;
+  }
+  return true;
+}
+
 void CheckpointStore::apply_retention(std::int64_t newest) {
   wait_for_removal();
   if (removal_error_) std::rethrow_exception(std::exchange(removal_error_, nullptr));
@@ -243,7 +252,11 @@ void CheckpointStore::apply_retention(std::int64_t newest) {
       ++kept;
     } else if (committed) {
       if (step > newest || kept < options_.keep_last) {
-        ++kept;
+        // A checkpoint that cannot load (its record damaged, a file missing or of another size)
+        // is kept for inspection but does not count: keep_last valid ones stay. (The digests
+        // are not read here, that would read every file at every checkpoint; a flipped bit is
+        // found by load and by `tenax ckpt verify`.)
+        if (valid_at_record_depth(step)) ++kept;
       } else {
         doomed.push_back(dir);
       }

@@ -142,7 +142,8 @@ std::string describe_type(hid_t type) {
 enum class Found { dataset, missing, group, link };
 
 struct Listing {
-  std::vector<std::string> names;  // the first kListedNames datasets, depth first by name
+  std::size_t max_names = kListedNames;
+  std::vector<std::string> names;  // the first max_names datasets, depth first by name
   std::size_t datasets = 0;        // datasets seen
   std::size_t budget = kListBudget;
   bool stopped = false;  // the budget, the depth limit or an unreadable group ended the walk
@@ -322,6 +323,9 @@ class DatasetReader {
     return tensor;
   }
 
+  // Every dataset below the root (see list below).
+  void list_all(hid_t file, Listing& listing) const { list(file, "", 0, listing); }
+
  private:
   // Refuses layouts that would read outside the file or allocate without bound.
   void check_layout(hid_t dset, int rank, std::uint64_t element, std::uint64_t bytes) const {
@@ -409,7 +413,7 @@ class DatasetReader {
       Handle object(H5Oopen(group, name.c_str(), H5P_DEFAULT), H5Oclose);
       const H5I_type_t type = object.valid() ? H5Iget_type(object.get()) : H5I_BADID;
       if (type == H5I_DATASET) {
-        if (listing.names.size() < kListedNames) listing.names.push_back(path);
+        if (listing.names.size() < listing.max_names) listing.names.push_back(path);
         ++listing.datasets;
       } else if (type == H5I_GROUP) {
         list(object.get(), path, depth + 1, listing);
@@ -433,6 +437,19 @@ Tensor read_dataset(const std::filesystem::path& file, std::string_view name,
   Tensor tensor = reader.read(handle.get(), options);
   if (!handle.close()) reader.fail("cannot close the file");
   return tensor;
+}
+
+DatasetListing list_datasets(const std::filesystem::path& file, std::size_t max_names) {
+  DatasetReader reader(file, "/list");  // the name only appears in errors about the file
+  Hdf5Lock lock;
+  Handle handle = reader.open_file();
+  Listing listing;
+  listing.max_names = max_names;
+  reader.list_all(handle.get(), listing);
+  (void)take_hdf5_error();  // an unreadable group is reported as an incomplete listing
+  return {.names = std::move(listing.names),
+          .datasets = listing.datasets,
+          .complete = !listing.stopped && listing.datasets == listing.names.size()};
 }
 
 bool has_dataset(const std::filesystem::path& file, std::string_view name) {

@@ -54,12 +54,12 @@ void throw_errno(std::string_view operation, const std::filesystem::path& path, 
   const bool full = errnum == ENOSPC || errnum == EDQUOT;
   const std::string fix =
       full ? "free disk space (or raise the quota), or put the run directory on a filesystem "
-             "with room; the previous checkpoint is intact"
-           : "check the filesystem (permissions, mount, health in dmesg); the previous "
-             "checkpoint is intact";
+             "with room; checkpoints committed before are intact"
+           : "check the filesystem (permissions, mount, health in dmesg); checkpoints committed "
+             "before are intact";
   switch (classify_errno(errnum)) {
     case FaultClass::out_of_memory:
-      throw OutOfMemoryError(cause, "free host memory; the previous checkpoint is intact");
+      throw OutOfMemoryError(cause, "free host memory; checkpoints committed before are intact");
     case FaultClass::usage:
       throw UsageError(cause, fix);
     default:

@@ -1,5 +1,7 @@
 #include "hdf5_support.hpp"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 namespace tenax::io::detail {
@@ -10,10 +12,29 @@ std::mutex& hdf5_mutex() {
   return mutex;
 }
 
+// HDF5's description of a failed system call is a multi-line dump, cut off by HDF5 at a fixed
+// length ("file write failed: time = ..., filename = '...', file descriptor = 5, errno = 28,
+// error message = 'No space left on device', ..., bytes actually written =
+// 18446744073709551615, ..."): keep what failed and the system's reason, on one line.
+std::string tidy(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  const std::size_t dump = message.find(": time = ");
+  if (dump == std::string::npos) return message;
+  std::string tidied = message.substr(0, dump);
+  const std::string reason_key = "error message = '";
+  const std::size_t reason = message.find(reason_key, dump);
+  if (reason != std::string::npos) {
+    const std::size_t begin = reason + reason_key.size();
+    const std::size_t end = message.find('\'', begin);
+    if (end != std::string::npos) tidied += ": " + message.substr(begin, end - begin);
+  }
+  return tidied;
+}
+
 herr_t collect_error(unsigned, const H5E_error2_t* error, void* data) {
   auto* messages = static_cast<std::vector<std::string>*>(data);
   if (error != nullptr && error->desc != nullptr && error->desc[0] != '\0') {
-    messages->emplace_back(error->desc);
+    messages->push_back(tidy(error->desc));
   }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -23,13 +24,16 @@
 namespace tenax::io {
 namespace {
 
-using detail::saturating_mul;
 using detail::str;
 
+// CSR arrays in pool tensors (so TENAX_MEMORY_LIMIT holds for them), with spans to index them.
 struct Compressed {
-  std::vector<std::int64_t> row_ptr;
-  std::vector<std::int64_t> col;
-  std::vector<double> value;
+  Tensor row_ptr_tensor;  // rows + 1, i64
+  Tensor col_tensor;      // entries, i64
+  Tensor value_tensor;    // entries, f64
+  std::span<std::int64_t> row_ptr;
+  std::span<std::int64_t> col;
+  std::span<double> value;
 };
 
 void check_coo(const CooMatrix& coo, const char* function) {
@@ -58,39 +62,47 @@ void check_coo(const CooMatrix& coo, const char* function) {
 }
 
 Compressed compress(const CooMatrix& coo, DuplicatePolicy duplicates, const char* function) {
-  const std::size_t nnz = coo.value.size();
+  const auto nnz = static_cast<std::int64_t>(coo.value.size());
   Compressed out;
-  std::vector<std::int64_t> order;
+  Tensor order_tensor;  // the entries bucketed by row
   try {
-    out.row_ptr.assign(static_cast<std::size_t>(coo.rows) + 1, 0);
-    order.resize(nnz);
-    out.col.reserve(nnz);
-    out.value.reserve(nnz);
-  } catch (const std::exception&) {  // std::bad_alloc or std::length_error
+    out.row_ptr_tensor = Tensor::empty({coo.rows + 1}, DType::i64);
+    order_tensor = Tensor::empty({nnz}, DType::i64);
+    out.col_tensor = Tensor::empty({nnz}, DType::i64);
+    out.value_tensor = Tensor::empty({nnz}, DType::f64);
+  } catch (const OutOfMemoryError& e) {
     throw OutOfMemoryError(std::string(function) + ": no memory for a " + str(coo.rows) +
-                               "-row matrix with " + str(static_cast<std::int64_t>(nnz)) +
-                               " entries",
-                           "free memory or use a smaller matrix");
+                               "-row matrix with " + str(nnz) + " entries: " + e.cause(),
+                           "use a smaller matrix, or raise TENAX_MEMORY_LIMIT where the machine "
+                           "has the memory");
   }
-  for (std::size_t k = 0; k < nnz; ++k) {
-    ++out.row_ptr[static_cast<std::size_t>(coo.row[k]) + 1];
+  const std::span<std::int64_t> row_ptr(out.row_ptr_tensor.data_as<std::int64_t>(),
+                                        static_cast<std::size_t>(coo.rows) + 1);
+  const std::span<std::int64_t> order(order_tensor.data_as<std::int64_t>(),
+                                      static_cast<std::size_t>(nnz));
+  const std::span<std::int64_t> col(out.col_tensor.data_as<std::int64_t>(),
+                                    static_cast<std::size_t>(nnz));
+  const std::span<double> value(out.value_tensor.data_as<double>(), static_cast<std::size_t>(nnz));
+  const auto rows = static_cast<std::size_t>(coo.rows);
+  std::fill(row_ptr.begin(), row_ptr.end(), std::int64_t{0});
+  for (std::size_t k = 0; k < coo.value.size(); ++k) {
+    ++row_ptr[static_cast<std::size_t>(coo.row[k]) + 1];
   }
-  for (std::size_t r = 0; r < static_cast<std::size_t>(coo.rows); ++r) {
-    out.row_ptr[r + 1] += out.row_ptr[r];
+  for (std::size_t r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
+  // Stable bucketing by row, with row_ptr[r] as row r's cursor: afterwards row_ptr[r] holds the
+  // end of row r (the start of row r + 1), and the start of row r is the end of row r - 1.
+  for (std::size_t k = 0; k < coo.value.size(); ++k) {
+    order[static_cast<std::size_t>(row_ptr[static_cast<std::size_t>(coo.row[k])]++)] =
+        static_cast<std::int64_t>(k);
   }
-  {
-    // Stable bucketing by row, then a stable sort by column within each row, so duplicates
-    // are summed in input order and the result does not depend on the sort's internals.
-    std::vector<std::int64_t> next(out.row_ptr.begin(), out.row_ptr.end() - 1);
-    for (std::size_t k = 0; k < nnz; ++k) {
-      order[static_cast<std::size_t>(next[static_cast<std::size_t>(coo.row[k])]++)] =
-          static_cast<std::int64_t>(k);
-    }
-  }
+  // Then a stable sort by column within each row, so duplicates are summed in input order and
+  // the result does not depend on the sort's internals.
   std::int64_t written = 0;
-  for (std::size_t r = 0; r < static_cast<std::size_t>(coo.rows); ++r) {
-    const auto begin = order.begin() + out.row_ptr[r];
-    const auto end = order.begin() + out.row_ptr[r + 1];
+  std::int64_t row_begin = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const std::int64_t row_end = row_ptr[r];
+    const auto begin = order.begin() + row_begin;
+    const auto end = order.begin() + row_end;
     std::stable_sort(begin, end, [&](std::int64_t a, std::int64_t b) {
       return coo.col[static_cast<std::size_t>(a)] < coo.col[static_cast<std::size_t>(b)];
     });
@@ -99,33 +111,33 @@ Compressed compress(const CooMatrix& coo, DuplicatePolicy duplicates, const char
     for (auto it = begin; it != end; ++it) {
       const auto k = static_cast<std::size_t>(*it);
       const std::int64_t c = coo.col[k];
-      if (written > row_start && out.col.back() == c) {
+      if (written > row_start && col[static_cast<std::size_t>(written) - 1] == c) {
         if (duplicates == DuplicatePolicy::error) {
           throw UsageError(std::string(function) + ": entries " + str(previous) + " and " +
                                str(static_cast<std::int64_t>(k)) + " are both at (" +
                                str(static_cast<std::int64_t>(r)) + ", " + str(c) + ") (0-based)",
                            "remove or sum the duplicates, or pass DuplicatePolicy::sum");
         }
-        out.value.back() += coo.value[k];
+        value[static_cast<std::size_t>(written) - 1] += coo.value[k];
       } else {
-        out.col.push_back(c);
-        out.value.push_back(coo.value[k]);
+        col[static_cast<std::size_t>(written)] = c;
+        value[static_cast<std::size_t>(written)] = coo.value[k];
         ++written;
       }
       previous = static_cast<std::int64_t>(k);
     }
-    out.row_ptr[r] = row_start;
+    row_ptr[r] = row_start;
+    row_begin = row_end;
   }
-  out.row_ptr[static_cast<std::size_t>(coo.rows)] = written;
+  row_ptr[rows] = written;
+  if (written < nnz) {  // duplicates were summed: keep only the entries written
+    out.col_tensor = out.col_tensor.slice(0, written).clone();
+    out.value_tensor = out.value_tensor.slice(0, written).clone();
+  }
+  out.row_ptr = row_ptr;
+  out.col = {out.col_tensor.data_as<std::int64_t>(), static_cast<std::size_t>(written)};
+  out.value = {out.value_tensor.data_as<double>(), static_cast<std::size_t>(written)};
   return out;
-}
-
-Tensor to_tensor(const void* data, std::size_t count, DType dtype) {
-  Tensor t = Tensor::empty({static_cast<std::int64_t>(count)}, dtype);
-  if (count != 0) {
-    std::memcpy(t.data(), data, t.nbytes());
-  }
-  return t;
 }
 
 // Position of column c in row r of a compressed matrix, or -1.
@@ -181,9 +193,9 @@ CsrArrays to_csr(const CooMatrix& coo, DuplicatePolicy duplicates) {
   CsrArrays csr;
   csr.rows = coo.rows;
   csr.cols = coo.cols;
-  csr.row_ptr = to_tensor(m.row_ptr.data(), m.row_ptr.size(), DType::i64);
-  csr.col_idx = to_tensor(m.col.data(), m.col.size(), DType::i64);
-  csr.values = to_tensor(m.value.data(), m.value.size(), DType::f64);
+  csr.row_ptr = m.row_ptr_tensor;
+  csr.col_idx = m.col_tensor;
+  csr.values = m.value_tensor;
   return csr;
 }
 
@@ -211,7 +223,8 @@ void write_matrix_market(const std::filesystem::path& path, const CooMatrix& coo
                 "write it with Symmetry::general");
 
   TENAX_EXPECTS(
-      symmetry != Symmetry::general || coo.nnz() <= saturating_mul(coo.rows, coo.cols), UsageError,
+      symmetry != Symmetry::general || coo.nnz() <= saturating_multiply(coo.rows, coo.cols),
+      UsageError,
       "write_matrix_market: " + str(coo.nnz()) + " entries do not fit in a " + str(coo.rows) +
           " x " + str(coo.cols) + " matrix without duplicates, and readers reject such files",
       "sum the duplicates first (to_csr does)");

@@ -22,11 +22,11 @@
 
 #include "durable_file.hpp"
 #include "matrix_market_text.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax::io {
 namespace {
 
-using detail::saturating_mul;
 using detail::str;
 
 // The format caps lines at 1024 characters; real files exceed that in comments, so allow more,
@@ -57,25 +57,7 @@ std::string quoted(std::string_view token) {
 
 std::string errno_text(int err) { return std::generic_category().message(err); }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && is_space(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
+bool is_space(char c) { return is_ascii_space(c) && c != '\n'; }
 
 // Splits a line into whitespace-separated tokens.
 class Tokens {
@@ -410,12 +392,14 @@ class Parser {
            "fix the size line or declare the matrix general");
     }
     // How many entries the declared shape can hold at most.
-    std::int64_t capacity = saturating_mul(n, coo_.cols);
+    std::int64_t capacity = saturating_multiply(n, coo_.cols);
     if (header_.symmetry == Symmetry::symmetric) {
-      capacity = n % 2 == 0 ? saturating_mul(n / 2, n + 1) : saturating_mul(n, (n + 1) / 2);
-    } else if (header_.symmetry == Symmetry::skew_symmetric) {
       capacity =
-          n == 0 ? 0 : (n % 2 == 0 ? saturating_mul(n / 2, n - 1) : saturating_mul(n, (n - 1) / 2));
+          n % 2 == 0 ? saturating_multiply(n / 2, n + 1) : saturating_multiply(n, (n + 1) / 2);
+    } else if (header_.symmetry == Symmetry::skew_symmetric) {
+      capacity = n == 0 ? 0
+                        : (n % 2 == 0 ? saturating_multiply(n / 2, n - 1)
+                                      : saturating_multiply(n, (n - 1) / 2));
     }
     if (coordinate) {
       entries_ = parse_size(fields[2], "entry count");
@@ -446,8 +430,8 @@ class Parser {
     keep_end_ = coo_.rows;
     // Reserve no more than the file can hold: an entry line takes at least 4 bytes ("1 1\n").
     const std::int64_t mirrored = header_.symmetry == Symmetry::general ? 1 : 2;
-    const auto reserve =
-        static_cast<std::size_t>(std::min(saturating_mul(entries_, mirrored), file_bytes_ / 4));
+    const auto reserve = static_cast<std::size_t>(
+        std::min(saturating_multiply(entries_, mirrored), file_bytes_ / 4));
     coo_.row.reserve(reserve);
     coo_.col.reserve(reserve);
     coo_.value.reserve(reserve);

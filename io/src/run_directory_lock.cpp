@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax::io {
 namespace {
@@ -181,9 +182,8 @@ std::string RunDirectoryLock::describe(const LockHolder& holder) {
 LockHolder RunDirectoryLock::parse_holder(std::string_view text) {
   LockHolder holder;
   auto integer = [](std::string_view value, std::int64_t& out) {
-    std::int64_t parsed = 0;
-    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-    if (error == std::errc() && end == value.data() + value.size() && parsed >= 0) out = parsed;
+    const std::int64_t parsed = parse_whole<std::int64_t>(value).value_or(-1);
+    if (parsed >= 0) out = parsed;
   };
   text = text.substr(0, kMaxDescriptionBytes);
   while (!text.empty()) {

@@ -73,7 +73,10 @@ class NcclCommunicator final : public Communicator {
     tenax::cuda::context(device_).activate();
     // Two ranks on one GPU would share its memory and serialise its work: refuse.
     char bus_id[64] = {};
-    cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), local);
+    // An unknown bus id (empty) only weakens the check below; clear the status it left.
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), local) != cudaSuccess) {
+      (void)cudaGetLastError();
+    }
     std::vector<char> ids(sizeof(bus_id) * static_cast<std::size_t>(host_->size()));
     host_->all_gather_bytes(std::as_bytes(std::span(bus_id)),
                             std::as_writable_bytes(std::span(ids.data(), ids.size())));

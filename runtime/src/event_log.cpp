@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tenax/core/error.hpp"
@@ -26,8 +27,12 @@ namespace {
 EventLog::EventLog(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_io("cannot open the event log", path, errno);
+  // A file cut short by a full disk or a crash ends mid-line: the next event starts a new one.
+  const off_t size = ::lseek(fd_, 0, SEEK_END);
+  char last = '\n';
+  torn_ = size > 0 && ::pread(fd_, &last, 1, size - 1) == 1 && last != '\n';
 }
 
 EventLog::~EventLog() {
@@ -53,13 +58,34 @@ void EventLog::append(std::string_view event, std::initializer_list<Field> field
 }
 
 void EventLog::append(std::string_view event, std::initializer_list<Field> fields, bool durable) {
-  const std::string line = format(event, fields, true);
+  std::string line(torn_ ? 1 : 0, '\n');  // a torn last line ends before this one begins
+  line += format(event, fields, true);
   // One write of the whole line: O_APPEND makes it atomic with respect to other appenders.
   const ssize_t written = ::write(fd_, line.data(), line.size());
   if (written != static_cast<ssize_t>(line.size())) {
-    throw_io("cannot append to the event log", path_, written < 0 ? errno : ENOSPC);
+    const int errnum = written < 0 ? errno : ENOSPC;
+    // A partial write left a torn line; nothing written leaves the file as it was.
+    if (written > 0) torn_ = line[static_cast<std::size_t>(written) - 1] != '\n';
+    throw_io("cannot append to the event log", path_, errnum);
   }
+  torn_ = false;
   if (durable && ::fdatasync(fd_) != 0) throw_io("cannot sync the event log", path_, errno);
+}
+
+EventLines read_events(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw_io("cannot read the event log", path, errno != 0 ? errno : ENOENT);
+  EventLines events;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    const nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object() && parsed.contains("event") && parsed["event"].is_string()) {
+      events.lines.push_back(std::move(line));
+    } else {
+      ++events.skipped;
+    }
+  }
+  return events;
 }
 
 }  // namespace tenax::runtime

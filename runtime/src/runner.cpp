@@ -62,6 +62,27 @@ std::string_view to_string(RunStatus status) noexcept {
   return "unknown";
 }
 
+std::string describe(const RunEvents& events) {
+  std::string text;
+  const auto add = [&](std::int64_t count, const char* one, const char* many,
+                       const std::string& detail = {}) {
+    if (count == 0) return;
+    if (!text.empty()) text += ", ";
+    text += std::to_string(count) + " " + (count == 1 ? one : many) + detail;
+  };
+  add(events.resumes, "resume", "resumes");
+  add(events.rollbacks, "rollback", "rollbacks",
+      " (" + std::to_string(events.steps_recomputed) + " steps computed again)");
+  add(events.oom_retries, "out-of-memory retry", "out-of-memory retries");
+  add(events.backoffs, "micro-batch backoff", "micro-batch backoffs");
+  add(events.regrowths, "micro-batch regrowth", "micro-batch regrowths");
+  add(events.peer_retries, "step computed again for another rank",
+      "steps computed again for other ranks");
+  add(events.checkpoint_failures, "checkpoint failed", "checkpoints failed");
+  add(events.checkpoints_skipped, "invalid checkpoint skipped", "invalid checkpoints skipped");
+  return text.empty() ? std::string("no faults") : text;
+}
+
 namespace {
 
 using detail::AnomalyPolicy;
@@ -202,6 +223,7 @@ struct Runner::Impl {
   std::int64_t saved_step = -1;    // newest step checkpointed (asynchronously: write started)
   std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
   int checkpoint_failures = 0;
+  RunEvents counted;        // what changed the run, for RunResult and the closing line
   StateLayout layout;       // the workload's split across the ranks
   std::string shard_table;  // every rank's shards (JSON), stored with each checkpoint
 
@@ -219,6 +241,12 @@ struct Runner::Impl {
     }
     std::fputs(line, stderr);
     std::fflush(stderr);
+  }
+  // The micro-batch a fresh run starts with and regrowth returns to: the workload's units, or
+  // fewer when the program asked for fewer (RunnerOptions::max_micro_batch).
+  [[nodiscard]] std::int64_t full_micro_batch() const {
+    const std::int64_t units = workload.work_units();
+    return options.max_micro_batch > 0 ? std::min(options.max_micro_batch, units) : units;
   }
   [[nodiscard]] std::string on_rank(int who) const {
     return world > 1 && who >= 0 ? " on rank " + std::to_string(who) : std::string();
@@ -290,6 +318,7 @@ struct Runner::Impl {
       return;
     }
     ++checkpoint_failures;
+    ++counted.checkpoint_failures;
     events->append("checkpoint_failed", {{"step", step}, {"reason", reason}});
     const std::string kept =
         saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) + " is kept"
@@ -312,8 +341,11 @@ struct Runner::Impl {
         async->wait();
       } catch (const IoError& e) {
         // The newest valid checkpoint on disk is what counts; the failed one never committed.
+        ++counted.checkpoint_failures;
         events->append("checkpoint_failed",
                        {{"step", saved_step}, {"reason", std::string(e.what())}});
+        say("background checkpoint of step %lld failed: %s", static_cast<long long>(saved_step),
+            e.what());
       }
     }
     const std::int64_t learned_micro_batch = micro.micro_batch();
@@ -324,6 +356,7 @@ struct Runner::Impl {
                                         .shards = prefixed(layout.shards),
                                         .rank_local = layout.rank_local});
     for (const auto& skipped : agreed.skipped) {
+      ++counted.checkpoints_skipped;
       events->append("checkpoint_skipped", {{"step", skipped.step}, {"reason", skipped.reason}});
       say("skipped checkpoint of step %lld: %s", static_cast<long long>(skipped.step),
           skipped.reason.c_str());
@@ -334,7 +367,7 @@ struct Runner::Impl {
     workload.load_state(loaded.state.scope("workload"));
     step = loaded.state.integer("runner/step");
     std::int64_t micro_batch =
-        std::min(loaded.state.integer("runner/micro_batch"), workload.work_units());
+        std::min(loaded.state.integer("runner/micro_batch"), full_micro_batch());
     // Checkpoints written before the regrowth policy existed lack the count.
     std::int64_t clean_steps = loaded.state.contains("runner/regrow_clean_steps")
                                    ? loaded.state.integer("runner/regrow_clean_steps")
@@ -349,6 +382,7 @@ struct Runner::Impl {
     scanned_step = step;
     events->append(event, {{"step", step}, {"micro_batch", micro_batch}});
     if (std::string_view(event) == "resumed") {
+      ++counted.resumes;
       if (loaded.world_size != world) {
         say("resumed from the checkpoint of step %lld, written by %d rank(s), on %d rank(s)",
             static_cast<long long>(step), loaded.world_size, world);
@@ -367,6 +401,7 @@ struct Runner::Impl {
       try {
         async->wait();
       } catch (const IoError& e) {
+        ++counted.checkpoint_failures;
         events->append("checkpoint_failed",
                        {{"step", saved_step}, {"reason", std::string(e.what())}});
         say("background checkpoint of step %lld failed: %s", static_cast<long long>(saved_step),
@@ -392,7 +427,17 @@ struct Runner::Impl {
                             {"exit_code", std::int64_t{exit_code}},
                             {"step", step},
                             {"message", message}});
-    return {status, exit_code, step, micro.micro_batch(), std::move(message)};
+    // The closing line counts what changed the run; the events were agreed on by all ranks, so
+    // the first rank speaks for the job.
+    if (rank == 0) {
+      if (status == RunStatus::completed) {
+        say("completed at step %lld: %s", static_cast<long long>(step), describe(counted).c_str());
+      } else {
+        say("stopped at step %lld (%s): %s", static_cast<long long>(step),
+            std::string(to_string(status)).c_str(), describe(counted).c_str());
+      }
+    }
+    return {status, exit_code, step, micro.micro_batch(), std::move(message), counted};
   }
 
   // A communication fault (a hung or dead peer, an aborted communicator): nothing more is said
@@ -416,7 +461,11 @@ struct Runner::Impl {
     try {
       return action();
     } catch (const OutOfMemoryError& e) {
+      ++counted.oom_retries;
       events->append("oom_retry", {{"step", step}, {"reason", std::string(e.what())}});
+      say("out of memory while building or loading the state; device cache emptied, retrying: "
+          "%s",
+          e.cause().c_str());
       empty_cache(workload.device());
       return action();
     }
@@ -566,7 +615,10 @@ struct Runner::Impl {
                              ") and no valid checkpoint to roll back to",
                          "check the run directory " + options.run_dir.string());
     }
-    say("rolled back to the checkpoint of step %lld", static_cast<long long>(step));
+    ++counted.rollbacks;
+    counted.steps_recomputed += anomalous_step - step;
+    say("rolled back to the checkpoint of step %lld (%lld steps to compute again)",
+        static_cast<long long>(step), static_cast<long long>(anomalous_step - step));
     return std::nullopt;
   }
 
@@ -626,7 +678,7 @@ struct Runner::Impl {
         return true;
       });
       step = 0;
-      micro.reset(workload.work_units(), 0);
+      micro.reset(full_micro_batch(), 0);
       events->append("started", {{"total_steps", options.total_steps},
                                  {"micro_batch", micro.micro_batch()},
                                  {"ranks", std::int64_t{world}}});
@@ -637,7 +689,12 @@ struct Runner::Impl {
     } else {
       progress.emplace(ProgressMode::quiet, options.total_steps, step);
     }
-    if (resumed && step >= options.total_steps) {
+    if (resumed && step > options.total_steps) {
+      say("the run in %s is at step %lld, past the %lld steps asked for: nothing to do (its state "
+          "stays that of step %lld; a run is never taken back to an earlier step)",
+          options.run_dir.string().c_str(), static_cast<long long>(step),
+          static_cast<long long>(options.total_steps), static_cast<long long>(step));
+    } else if (resumed && step == options.total_steps) {
       say("the run in %s is already at step %lld of %lld: nothing to do",
           options.run_dir.string().c_str(), static_cast<long long>(step),
           static_cast<long long>(options.total_steps));
@@ -685,14 +742,17 @@ struct Runner::Impl {
           const char* event = micro.apply(mine.proposal.decision);
           events->append(event, {{"step", step + 1}, {"micro_batch", micro.micro_batch()}});
           if (mine.proposal.decision == StepDecision::retry) {
+            ++counted.oom_retries;
             empty_cache(workload.device());
             say("out of memory at step %lld; device cache emptied, retrying",
                 static_cast<long long>(step + 1));
           } else {
+            ++counted.backoffs;
             say("out of memory at step %lld; micro-batch halved to %lld",
                 static_cast<long long>(step + 1), static_cast<long long>(micro.micro_batch()));
           }
         } else {
+          ++counted.peer_retries;
           say("%s at step %lld on rank %d; computing the step again (%s)",
               std::string(to_string(outcome.reason)).c_str(), static_cast<long long>(step + 1),
               outcome.asking_rank, std::string(to_string(outcome.decision)).c_str());
@@ -789,11 +849,12 @@ struct Runner::Impl {
                       {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
       progress->update(step, memory.reserved_bytes.current);
       std::int64_t previous = 0;
-      if (micro.after_clean_step(workload.work_units(), step >= options.total_steps, previous)) {
+      if (micro.after_clean_step(full_micro_batch(), step >= options.total_steps, previous)) {
         events->append("regrow", {{"step", step + 1},
                                   {"micro_batch", micro.micro_batch()},
                                   {"previous_micro_batch", previous},
                                   {"clean_steps", micro.clean_steps()}});
+        ++counted.regrowths;
         say("%lld steps without running out of memory; micro-batch doubled to %lld",
             static_cast<long long>(micro.clean_steps()),
             static_cast<long long>(micro.micro_batch()));
@@ -828,6 +889,11 @@ Runner::Runner(Workload& workload, RunnerOptions options,
   TENAX_EXPECTS(options.min_micro_batch >= 1, UsageError,
                 "min_micro_batch is " + std::to_string(options.min_micro_batch),
                 "use a floor of at least 1");
+  TENAX_EXPECTS(options.max_micro_batch == 0 || options.max_micro_batch >= options.min_micro_batch,
+                UsageError,
+                "max_micro_batch is " + std::to_string(options.max_micro_batch) +
+                    ", below min_micro_batch " + std::to_string(options.min_micro_batch),
+                "use 0 (the workload's units) or a micro-batch of at least min_micro_batch");
   TENAX_EXPECTS(options.regrow_micro_batch_after >= 0, UsageError,
                 "regrow_micro_batch_after is " + std::to_string(options.regrow_micro_batch_after),
                 "use 0 (never regrow) or a count of steps >= 1");

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 
 namespace tenax::solvers {
@@ -43,29 +44,59 @@ void check_grid(const char* op, const std::vector<Axis>& axes, const double* spa
 }
 
 template <class T, class I>
-CsrMatrix assemble(const std::vector<Axis>& axes, Device device) {
+CsrMatrix assemble(const char* op, const std::vector<Axis>& axes, Device device) {
+  // Every size is checked before anything is allocated, and the arrays are tensors from the
+  // memory pool: a grid too large for the index type, for 64-bit sizes or for TENAX_MEMORY_LIMIT
+  // is refused with its sizes instead of wrapping or reaching the kernel's OOM killer.
+  constexpr std::string_view kSmallerGrid = "use a smaller grid";
   std::int64_t n = 1;
   double diagonal = 0.0;
   for (const Axis& axis : axes) {
-    n *= axis.extent;
+    n = size_product(std::string(op) + ": the grid's points", {n, axis.extent}, kSmallerGrid);
     diagonal += 2.0 * axis.coupling;
   }
-  const std::int64_t max_nnz = n * static_cast<std::int64_t>(1 + 2 * axes.size());
-  TENAX_EXPECTS(
-      max_nnz <= std::numeric_limits<I>::max(), UsageError,
-      "poisson CSR: " + std::to_string(max_nnz) + " entries do not fit the i32 index dtype",
-      "assemble with DType::i64 indices");
+  // The diagonal, and two couplings for each pair of neighbours along each axis.
+  std::int64_t nnz = n;
+  for (const Axis& axis : axes) {
+    const std::int64_t pairs = (n / axis.extent) * (axis.extent - 1);
+    nnz = size_sum(std::string(op) + ": the matrix entries", nnz,
+                   size_product(std::string(op) + ": the matrix entries", {2, pairs}, kSmallerGrid),
+                   kSmallerGrid);
+  }
+  TENAX_EXPECTS(nnz <= std::numeric_limits<I>::max(), UsageError,
+                std::string(op) + ": " + std::to_string(nnz) + " entries do not fit the " +
+                    std::string(to_string(dtype_of<I>)) + " index dtype",
+                "assemble with DType::i64 indices");
+  const std::int64_t bytes =
+      size_sum(std::string(op) + ": the matrix bytes",
+               size_product(std::string(op) + ": the matrix bytes",
+                            {nnz, static_cast<std::int64_t>(sizeof(T) + sizeof(I))}, kSmallerGrid),
+               size_product(std::string(op) + ": the matrix bytes",
+                            {n + 1, static_cast<std::int64_t>(sizeof(I))}, kSmallerGrid),
+               kSmallerGrid);
 
-  std::vector<I> row_ptr{0};
-  std::vector<I> col_idx;
-  std::vector<T> values;
-  row_ptr.reserve(static_cast<std::size_t>(n + 1));
-  col_idx.reserve(static_cast<std::size_t>(max_nnz));
-  values.reserve(static_cast<std::size_t>(max_nnz));
-  const auto add = [&](std::int64_t col, double value) {
-    col_idx.push_back(static_cast<I>(col));
-    values.push_back(static_cast<T>(value));
+  Tensor row_ptr, col_idx, values;
+  try {
+    row_ptr = Tensor::empty({n + 1}, dtype_of<I>);
+    col_idx = Tensor::empty({nnz}, dtype_of<I>);
+    values = Tensor::empty({nnz}, dtype_of<T>);
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(std::string(op) + ": the matrix of " + std::to_string(n) + " rows and " +
+                               std::to_string(nnz) + " entries needs " + std::to_string(bytes) +
+                               " bytes on the host: " + e.cause(),
+                           "use a smaller grid, or raise TENAX_MEMORY_LIMIT where the machine "
+                           "has the memory");
+  }
+  I* const row = row_ptr.data_as<I>();
+  I* const col = col_idx.data_as<I>();
+  T* const value = values.data_as<T>();
+  std::int64_t written = 0;
+  const auto add = [&](std::int64_t c, double v) {
+    col[written] = static_cast<I>(c);
+    value[written] = static_cast<T>(v);
+    ++written;
   };
+  row[0] = 0;
   // Axes are ordered slowest first, so the "minus" neighbours come in increasing column order
   // for a slow-to-fast walk and the "plus" neighbours for a fast-to-slow walk.
   for (std::int64_t i = 0; i < n; ++i) {
@@ -78,26 +109,19 @@ CsrMatrix assemble(const std::vector<Axis>& axes, Device device) {
         add(i + axis->stride, -axis->coupling);
       }
     }
-    row_ptr.push_back(static_cast<I>(col_idx.size()));
+    row[i + 1] = static_cast<I>(written);
   }
-
-  const auto to_tensor = [](const auto& v) {
-    using V = typename std::decay_t<decltype(v)>::value_type;
-    Tensor t = Tensor::empty({static_cast<std::int64_t>(v.size())}, dtype_of<V>);
-    std::copy(v.begin(), v.end(), t.data_as<V>());
-    return t;
-  };
-  return CsrMatrix(n, n, to_tensor(row_ptr), to_tensor(col_idx), to_tensor(values)).to(device);
+  return CsrMatrix(n, n, std::move(row_ptr), std::move(col_idx), std::move(values)).to(device);
 }
 
-CsrMatrix assemble(const std::vector<Axis>& axes, DType value_dtype, DType index_dtype,
-                   Device device) {
+CsrMatrix assemble(const char* op, const std::vector<Axis>& axes, DType value_dtype,
+                   DType index_dtype, Device device) {
   if (value_dtype == DType::f64) {
-    return index_dtype == DType::i64 ? assemble<double, std::int64_t>(axes, device)
-                                     : assemble<double, std::int32_t>(axes, device);
+    return index_dtype == DType::i64 ? assemble<double, std::int64_t>(op, axes, device)
+                                     : assemble<double, std::int32_t>(op, axes, device);
   }
-  return index_dtype == DType::i64 ? assemble<float, std::int64_t>(axes, device)
-                                   : assemble<float, std::int32_t>(axes, device);
+  return index_dtype == DType::i64 ? assemble<float, std::int64_t>(op, axes, device)
+                                   : assemble<float, std::int32_t>(op, axes, device);
 }
 
 }  // namespace
@@ -107,16 +131,23 @@ CsrMatrix poisson_2d_csr(std::int64_t ny, std::int64_t nx, double hy, double hx,
   const double spacings[] = {hy, hx};
   const std::vector<Axis> axes = {{ny, nx, 1.0 / (hy * hy)}, {nx, 1, 1.0 / (hx * hx)}};
   check_grid("poisson_2d_csr", axes, spacings, value_dtype, index_dtype);
-  return assemble(axes, value_dtype, index_dtype, device);
+  return assemble("poisson_2d_csr", axes, value_dtype, index_dtype, device);
 }
 
 CsrMatrix poisson_3d_csr(std::int64_t nz, std::int64_t ny, std::int64_t nx, double hz, double hy,
                          double hx, DType value_dtype, DType index_dtype, Device device) {
   const double spacings[] = {hz, hy, hx};
+  // The z stride ny * nx is checked with the points in assemble; check_grid rejects extents
+  // below 1 first, so the product is only formed for positive extents.
+  const std::int64_t plane = checked_multiply(ny, nx).value_or(std::int64_t{-1});
   const std::vector<Axis> axes = {
-      {nz, ny * nx, 1.0 / (hz * hz)}, {ny, nx, 1.0 / (hy * hy)}, {nx, 1, 1.0 / (hx * hx)}};
+      {nz, plane, 1.0 / (hz * hz)}, {ny, nx, 1.0 / (hy * hy)}, {nx, 1, 1.0 / (hx * hx)}};
   check_grid("poisson_3d_csr", axes, spacings, value_dtype, index_dtype);
-  return assemble(axes, value_dtype, index_dtype, device);
+  TENAX_EXPECTS(plane > 0, UsageError,
+                "poisson_3d_csr: a plane of the grid (" + std::to_string(ny) + " * " +
+                    std::to_string(nx) + " points) cannot be counted below 2^63",
+                "use a smaller grid");
+  return assemble("poisson_3d_csr", axes, value_dtype, index_dtype, device);
 }
 
 }  // namespace tenax::solvers

@@ -8,6 +8,8 @@
 
 #include "detail/format.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/key_values.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/solvers/factory.hpp"
 
 namespace tenax::solvers {
@@ -28,23 +30,19 @@ std::string entry_text(std::string_view key, std::string_view value) {
 }
 
 double parse_real(std::string_view key, std::string_view value) {
-  const std::string text(value);
-  if (text == "inf" || text == "infinity") return HUGE_VAL;
-  double result = 0.0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), result);
-  TENAX_EXPECTS(error == std::errc() && end == text.data() + text.size() && !text.empty(),
-                UsageError, entry_text(key, value) + " does not hold a number",
+  if (value == "inf" || value == "infinity") return HUGE_VAL;
+  const std::optional<double> result = parse_whole<double>(value);
+  TENAX_EXPECTS(result.has_value(), UsageError, entry_text(key, value) + " does not hold a number",
                 "write a decimal number such as 1e-8 or 0.001");
-  return result;
+  return *result;
 }
 
 std::int64_t parse_integer(std::string_view key, std::string_view value) {
-  std::int64_t result = 0;
-  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), result);
-  TENAX_EXPECTS(error == std::errc() && end == value.data() + value.size() && !value.empty(),
-                UsageError, entry_text(key, value) + " does not hold a whole number",
+  const std::optional<std::int64_t> result = parse_whole<std::int64_t>(value);
+  TENAX_EXPECTS(result.has_value(), UsageError,
+                entry_text(key, value) + " does not hold a whole number",
                 "write an integer such as 500");
-  return result;
+  return *result;
 }
 
 void apply_entry(SolverOptions& options, std::string_view key, std::string_view value) {
@@ -65,8 +63,6 @@ void apply_entry(SolverOptions& options, std::string_view key, std::string_view 
                      "use one of: " + key_list());
   }
 }
-
-bool is_separator(char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 }  // namespace
 
@@ -97,27 +93,9 @@ void validate(const SolverOptions& options) {
 
 SolverOptions parse_solver_options(std::string_view text, const SolverOptions& defaults) {
   SolverOptions options = defaults;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (is_separator(text[i])) {
-      ++i;
-      continue;
-    }
-    if (text[i] == '#') {
-      while (i < text.size() && text[i] != '\n') ++i;
-      continue;
-    }
-    std::size_t end = i;
-    while (end < text.size() && !is_separator(text[end]) && text[end] != '#') ++end;
-    const std::string_view entry = text.substr(i, end - i);
-    const std::size_t equals = entry.find('=');
-    TENAX_EXPECTS(equals != std::string_view::npos && equals > 0, UsageError,
-                  "solver option '" + std::string(entry) + "' is not of the form key=value",
-                  "write entries as key=value separated by commas, e.g. "
-                  "\"tol=1e-8,max_iters=500\"; valid keys: " +
-                      key_list());
-    apply_entry(options, entry.substr(0, equals), entry.substr(equals + 1));
-    i = end;
+  for (const KeyValue& entry :
+       split_key_values("solver options", text, kKeys, RepeatedKey::last_wins)) {
+    apply_entry(options, entry.key, entry.value);
   }
   validate(options);
   return options;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <string>
@@ -283,6 +284,19 @@ TEST_F(TrainMlp, OutputLayoutIsPyTorchsAndInitAndDataReadIt) {
       "init-wrong", std::string(kSmallData) + " --layers 8 --init " + output_of("layout").string());
   EXPECT_NE(wrong.exit_code, 0);
   EXPECT_NE(wrong.output.find("fc0/weight"), std::string::npos) << wrong.output;
+  // A file with a parameter the model does not have is another model's: refused, not ignored.
+  std::vector<std::pair<std::string, Tensor>> datasets;
+  for (const char* name : {"params/fc0/weight", "params/fc0/bias", "params/fc1/weight",
+                           "params/fc1/bias", "params/fc2/weight", "params/fc2/bias"}) {
+    datasets.emplace_back(name, out.tensor(name));
+  }
+  datasets.emplace_back("params/fc3/weight", out.tensor("params/fc2/weight"));
+  const fs::path extra = root_ / "extra-layer.h5";
+  io::write_datasets(extra, datasets);
+  const Training extra_run = run("init-extra", small + " --steps 0 --init " + extra.string());
+  EXPECT_EQ(extra_run.exit_code, 1) << extra_run.output;
+  EXPECT_NE(extra_run.output.find("holds /params/fc3/weight, which this model"), std::string::npos)
+      << extra_run.output;
 }
 
 TEST_F(TrainMlp, AnomalyModeNamesTheOpThatMadeTheNan) {
@@ -294,15 +308,22 @@ TEST_F(TrainMlp, AnomalyModeNamesTheOpThatMadeTheNan) {
     x.data_as<float>()[2 * i + 1] = 1.0f;
     y.data_as<float>()[i] = static_cast<float>(i % 3);
   }
-  x.data_as<float>()[2 * 37] = std::nanf("");  // sample 37
+  // Finite inputs that overflow in the first layer (a NaN in the data is refused at load, see
+  // NonFiniteDataIsRefusedAtLoadNamingTheSample): for every unit of fc0 one of samples 37 and 38
+  // meets |w0| + |w1| times the largest float, and with 64 units some unit exceeds 1.
+  const float largest = std::numeric_limits<float>::max();
+  x.data_as<float>()[2 * 37] = largest;
+  x.data_as<float>()[2 * 37 + 1] = largest;
+  x.data_as<float>()[2 * 38] = largest;
+  x.data_as<float>()[2 * 38 + 1] = -largest;
   io::write_datasets(data, {{"x", x}, {"y", y}});
   const std::string args = "--data " + data.string() +
                            " --batch 64 --grain 8 --micro-batch 16 --no-shuffle --steps 3 "
-                           "--layers 8 --checkpoint-every 0";
+                           "--layers 64 --activation relu --checkpoint-every 0";
   const Training detected = run("anomaly-on", args + " --detect-anomaly");
   EXPECT_NE(detected.exit_code, 0);
-  for (const char* part :
-       {"forward pass of op linear", "tag fc0", "step 1", "micro-batch 2", "rank 0", "passed on"}) {
+  for (const char* part : {"forward pass of op linear", "tag fc0", "step 1", "micro-batch 2",
+                           "rank 0", "created them from finite inputs"}) {
     EXPECT_NE(detected.output.find(part), std::string::npos) << part << "\n" << detected.output;
   }
   // Without anomaly mode the non-finite loss still stops the step: the Runner rolls back and
@@ -310,6 +331,94 @@ TEST_F(TrainMlp, AnomalyModeNamesTheOpThatMadeTheNan) {
   const Training plain = run("anomaly-off", args);
   EXPECT_NE(plain.exit_code, 0);
   EXPECT_NE(plain.output.find("non-finite loss"), std::string::npos) << plain.output;
+}
+
+// A NaN in --data was found only as a non-finite loss after three rollbacks, naming no sample;
+// a stray label built a model of a million classes. Both are refused at load, naming the sample.
+TEST_F(TrainMlp, NonFiniteDataAndStrayLabelsAreRefusedAtLoadNamingTheSample) {
+  Tensor x = Tensor::empty(Shape{64, 2}, DType::f32);
+  Tensor y = Tensor::empty(Shape{64, 1}, DType::f32);
+  Tensor labels = Tensor::empty(Shape{64}, DType::i64);
+  for (std::int64_t i = 0; i < 64; ++i) {
+    x.data_as<float>()[2 * i] = static_cast<float>(i) / 64.0f;
+    x.data_as<float>()[2 * i + 1] = 1.0f;
+    y.data_as<float>()[i] = static_cast<float>(i % 3);
+    labels.data_as<std::int64_t>()[i] = i % 2;
+  }
+  const std::string args = " --batch 16 --steps 2 --layers 8 --checkpoint-every 0";
+  const auto refused = [&](const std::string& name, const std::string& flags,
+                           const std::vector<std::string>& parts) {
+    const Training run_ = run(name, flags + args);
+    EXPECT_EQ(run_.exit_code, 1) << run_.output;
+    for (const std::string& part : parts) {
+      EXPECT_NE(run_.output.find(part), std::string::npos) << part << "\n" << run_.output;
+    }
+    EXPECT_EQ(run_.output.find("rolling back"), std::string::npos) << run_.output;
+  };
+
+  const fs::path nan_x = root_ / "nan-x.h5";
+  Tensor poisoned = x.clone();
+  poisoned.data_as<float>()[2 * 37 + 1] = std::nanf("");
+  io::write_datasets(nan_x, {{"x", poisoned}, {"y", y}});
+  refused("nan-x", "--data " + nan_x.string(), {"/x[37, 1] (sample 37) is nan"});
+
+  const fs::path inf_y = root_ / "inf-y.h5";
+  Tensor targets = y.clone();
+  targets.data_as<float>()[5] = -std::numeric_limits<float>::infinity();
+  io::write_datasets(inf_y, {{"x", x}, {"y", targets}});
+  refused("inf-y", "--data " + inf_y.string(), {"/y[5, 0] (sample 5) is -inf"});
+
+  const fs::path stray = root_ / "stray-label.h5";
+  Tensor strayed = labels.clone();
+  strayed.data_as<std::int64_t>()[17] = 1'000'000;
+  io::write_datasets(stray, {{"x", x}, {"y", strayed}});
+  refused(
+      "stray", "--data " + stray.string(),
+      {"label 1000000 of sample 17 implies 1000001 classes for 64 samples", "--classes 1000001"});
+  refused("stray-classes", "--classes 2 --data " + stray.string(),
+          {"label 1000000 of sample 17 is outside the 2 classes of --classes"});
+  const fs::path regression = root_ / "regression.h5";
+  io::write_datasets(regression, {{"x", x}, {"y", y}});
+  refused("classes-regression", "--classes 3 --data " + regression.string(),
+          {"--classes 3 with regression targets"});
+
+  // --classes above the largest label + 1 is honoured: a 5-class model on labels 0 and 1.
+  const fs::path two = root_ / "two-labels.h5";
+  io::write_datasets(two, {{"x", x}, {"y", labels}});
+  const Training five = run("five-classes", "--classes 5 --data " + two.string() + args);
+  ASSERT_EQ(five.exit_code, 0) << five.output;
+  EXPECT_EQ(io::read_state_file(output_of("five-classes")).tensor("params/fc1/bias").numel(), 5);
+}
+
+// Every event that changes the run is a console line, and the closing line counts them (the
+// rollback of an injected NaN was said only in events.jsonl); the micro-batch reported is the
+// one that ran (--micro-batch 7 in grains of 8 runs 8; the summary said the batch, 64).
+TEST_F(TrainMlp, EventsAreSaidOnTheConsoleAndTheMicroBatchReportedIsTheOneThatRan) {
+  const Training nan =
+      run("console-nan", std::string(kSmallData) + " --layers 16 --steps 12 --inject nan@step=6");
+  ASSERT_EQ(nan.exit_code, 0) << nan.output;
+  for (const char* line :
+       {"tenax: anomaly at step 6", "tenax: rolled back to the checkpoint of step 4 (2 steps",
+        "tenax: completed at step 12: 1 rollback (2 steps computed again)"}) {
+    EXPECT_NE(nan.output.find(line), std::string::npos) << line << "\n" << nan.output;
+  }
+  const Training clean = run("console-clean", std::string(kSmallData) + " --layers 16 --steps 4");
+  EXPECT_NE(clean.output.find("tenax: completed at step 4: no faults"), std::string::npos)
+      << clean.output;
+
+  const Training micro =
+      run("micro-7", std::string(kSmallData) + " --layers 16 --steps 4 --micro-batch 7");
+  ASSERT_EQ(micro.exit_code, 0) << micro.output;
+  EXPECT_EQ(micro.summary.at("micro_batch"), 8) << micro.output;
+  EXPECT_NE(micro.output.find("micro-batch 8"), std::string::npos) << micro.output;
+  std::ifstream events(root_ / "micro-7" / "events.jsonl");
+  std::string started;
+  std::getline(events, started);
+  EXPECT_EQ(json::parse(started).at("micro_batch"), 8) << started;
+  // Bits do not depend on the micro-batch: the same as the whole batch at once.
+  const Training whole = run("micro-64", std::string(kSmallData) + " --layers 16 --steps 4");
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  expect_bitwise_equal("micro-64", "micro-7", "--micro-batch 7 against the whole batch");
 }
 
 TEST_F(TrainMlp, BadFlagsAreRefusedWithTheFix) {

@@ -154,6 +154,27 @@ TEST(CheckpointStore, RetentionKeepsTheLastNAndCleansUncommittedDirectories) {
   EXPECT_EQ(store.load_latest().step, 4);
 }
 
+// A damaged checkpoint does not count toward keep_last (it counted, so fewer valid ones were
+// kept than asked): with keep_last = 2 and step 2 truncated, steps 3 and 1 are the two valid ones
+// kept; step 2 stays for inspection until two valid checkpoints are newer than it.
+TEST(CheckpointStore, RetentionCountsOnlyCheckpointsThatCanLoad) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options(2));
+  store.write(1, sample_state(1), {});
+  store.write(2, sample_state(2), {});
+  store.wait_for_background_work();
+  const std::filesystem::path damaged = store.step_dir(2) / "rank-0.h5";
+  ASSERT_TRUE(std::filesystem::exists(damaged));
+  std::filesystem::resize_file(damaged, std::filesystem::file_size(damaged) / 2);
+  store.write(3, sample_state(3), {});
+  store.wait_for_background_work();
+  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{3, 2, 1}));
+  store.write(4, sample_state(4), {});
+  store.wait_for_background_work();
+  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{4, 3}));
+  EXPECT_EQ(store.load_latest().step, 4);
+}
+
 TEST(CheckpointStore, PreviousCheckpointSurvivesUntilTheNewOneCommits) {
   Fixture fx;
   CheckpointStore store(fx.dir.path(), fx.options(1));
@@ -210,7 +231,8 @@ TEST(CheckpointStore, InjectedDiskFullIsAClearIoErrorAndThePreviousCheckpointLoa
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
     EXPECT_NE(e.fix().find("free disk space"), std::string::npos) << e.fix();
-    EXPECT_NE(e.fix().find("previous checkpoint is intact"), std::string::npos) << e.fix();
+    EXPECT_NE(e.fix().find("checkpoints committed before are intact"), std::string::npos)
+        << e.fix();
   }
   const LoadedCheckpoint loaded = store.load_latest();
   EXPECT_EQ(loaded.step, 1);

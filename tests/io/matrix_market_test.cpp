@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "host_memory_limit.hpp"
+
 namespace tenax::io {
 namespace {
 
@@ -630,6 +632,42 @@ TEST_F(MatrixMarket, RandomMutationsParseOrFailCleanly) {
   }
   EXPECT_GT(parsed, 0);
   EXPECT_GT(rejected, 0);
+}
+
+}  // namespace
+}  // namespace tenax::io
+
+namespace tenax::io {
+namespace {
+
+// The CSR arrays come from the memory pool, so TENAX_MEMORY_LIMIT holds for them: a COO of
+// 50 000 000 rows and 3 entries needed 800 MB of std::vector outside the pool before the pool
+// refused its 400 MB row pointers.
+TEST(MatrixMarketMemory, CsrOfManyRowsIsRefusedByThePoolLimit) {
+  const tenax::testing::HostMemoryLimit limit(std::size_t{64} << 20);
+  CooMatrix coo;
+  coo.rows = 50'000'000;
+  coo.cols = 50'000'000;
+  coo.row = {0, 1, 2};
+  coo.col = {0, 1, 2};
+  coo.value = {1.0, 1.0, 1.0};
+  try {
+    (void)to_csr(coo);
+    FAIL() << "a 400 MB row-pointer array fit a 64 MiB pool";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.cause()).find("50000000-row matrix with 3 entries"), std::string::npos)
+        << e.cause();
+    EXPECT_NE(std::string(e.fix()).find("TENAX_MEMORY_LIMIT"), std::string::npos) << e.fix();
+  }
+  // Under the limit the same conversion works, duplicates summed.
+  coo.rows = coo.cols = 1000;
+  coo.row.push_back(2);
+  coo.col.push_back(2);
+  coo.value.push_back(0.5);
+  const CsrArrays csr = to_csr(coo);
+  ASSERT_EQ(csr.values.numel(), 3);
+  EXPECT_EQ(csr.values.data_as<double>()[2], 1.5);
+  EXPECT_EQ(csr.row_ptr.data_as<std::int64_t>()[1000], 3);
 }
 
 }  // namespace

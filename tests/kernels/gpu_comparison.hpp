@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <cstdint>
+#include <optional>
 #include <string>
 
+#include "kernels/nan_aware_comparison.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/tensor.hpp"
 
@@ -40,13 +42,22 @@ inline int significand_digits(DType dtype) {
   }
 }
 
-// The same shape and the same bytes (NaNs included) in `cpu` and in `gpu` (any device).
+// The same shape, the same dtype and the same elements in `cpu` and in `gpu` (any device): every
+// element bit for bit, except that a NaN equals any NaN (nan_aware_comparison.hpp: the backends
+// do not promise the same NaN payload or sign). A failure names the first differing element, both
+// values with their bits, and how many elements differ.
 inline void expect_identical(const Tensor& cpu, const Tensor& gpu, const std::string& what) {
   ASSERT_EQ(cpu.device(), Device::cpu());
   ASSERT_EQ(cpu.shape(), gpu.shape()) << what;
+  ASSERT_EQ(to_string(cpu.dtype()), to_string(gpu.dtype())) << what;
   const Tensor back = gpu.to(Device::cpu());
-  ASSERT_EQ(cpu.nbytes(), back.nbytes());
-  EXPECT_EQ(std::memcmp(cpu.data(), back.data(), cpu.nbytes()), 0) << what << " differs";
+  const std::optional<std::int64_t> first = first_difference(cpu, back);
+  if (first.has_value()) {
+    ADD_FAILURE() << what << " differs at element " << *first << " (row-major) of "
+                  << cpu.describe() << ": cpu " << describe_element(cpu, *first) << ", "
+                  << to_string(gpu.device()) << " " << describe_element(back, *first) << "; "
+                  << count_differences(cpu, back) << " of " << cpu.numel() << " elements differ";
+  }
 }
 
 }  // namespace tenax::testing

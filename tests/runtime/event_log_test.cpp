@@ -1,9 +1,11 @@
 #include "tenax/runtime/event_log.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -70,6 +72,40 @@ TEST(EventLog, LinesWrittenBeforeAKillSurvive) {
   ::waitpid(child, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(read_lines(path).size(), 100u);
+  std::filesystem::remove_all(dir);
+}
+
+// A full disk cuts a line short: the next event starts a line of its own (in the same process
+// and after a reopen), and read_events skips the torn line instead of failing on it.
+TEST(EventLog, ATornLineIsNeverGluedToTheNextEventAndReadersSkipIt) {
+  const auto dir = fresh_dir("torn");
+  const auto path = dir / "events.jsonl";
+  {
+    EventLog log(path);
+    log.append("started", {{"total_steps", std::int64_t{10}}});
+    // The file-size limit stands in for a full disk: the write stops 12 bytes in.
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+    const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = saved;
+    small.rlim_cur = std::filesystem::file_size(path) + 12;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    EXPECT_THROW(log.append("checkpoint_written", {{"step", std::int64_t{5}}}), IoError);
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, previous_handler);
+    log.append("anomaly", {{"step", std::int64_t{6}}});
+  }
+  std::ofstream(path, std::ios::app) << "{\"event\":\"resumed\",\"st";  // a crash mid-line
+  EventLog reopened(path);
+  reopened.append("exit", {{"status", std::string("completed")}});
+
+  const EventLines events = read_events(path);
+  EXPECT_EQ(events.skipped, 2);
+  ASSERT_EQ(events.lines.size(), 3u);
+  EXPECT_EQ(nlohmann::json::parse(events.lines[0])["event"], "started");
+  EXPECT_EQ(nlohmann::json::parse(events.lines[1])["event"], "anomaly");
+  EXPECT_EQ(nlohmann::json::parse(events.lines[2])["event"], "exit");
+  EXPECT_THROW((void)read_events(dir / "missing.jsonl"), Error);
   std::filesystem::remove_all(dir);
 }
 

@@ -68,7 +68,7 @@ TEST(SolverOptions, TextFormRoundTripsExactly) {
 
 TEST(SolverOptions, UnknownKeysListTheValidOnes) {
   const std::string error = usage_error_of([] { (void)parse_solver_options("tolerance=1e-8"); });
-  EXPECT_NE(error.find("unknown solver option 'tolerance'"), std::string::npos) << error;
+  EXPECT_NE(error.find("solver options: unknown option 'tolerance'"), std::string::npos) << error;
   EXPECT_NE(error.find("tol, atol, max_iters, restart, divtol, pc"), std::string::npos) << error;
 }
 

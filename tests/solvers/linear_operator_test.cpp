@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "host_memory_limit.hpp"
 #include "solvers/test_problems.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/callable_operator.hpp"
@@ -89,6 +90,34 @@ TEST(PoissonCsr, I32AndI64IndicesAndF32ValuesGiveTheSameMatrix) {
   EXPECT_NE(usage_error_of([] { (void)poisson_2d_csr(3, 3, -1.0, 1.0); }), "no UsageError");
   EXPECT_NE(usage_error_of([] { (void)poisson_2d_csr(3, 3, 1.0, 1.0, DType::i32); }),
             "no UsageError");
+}
+
+// Sizes are checked before anything is allocated, and the arrays come from the memory pool: an
+// overflowing grid is a UsageError (it was std::length_error), a grid beyond the limit an
+// OutOfMemoryError naming the matrix (it was std::bad_alloc outside the pool), and an entry
+// count beyond i32 names the index dtype.
+TEST(PoissonCsr, SizesAreCheckedAndTheArraysRespectTheMemoryLimit) {
+  const std::string overflow =
+      usage_error_of([] { (void)poisson_2d_csr(3037000000, 3037000000, 1.0, 1.0); });
+  EXPECT_NE(overflow.find("poisson_2d_csr: the matrix"), std::string::npos) << overflow;
+  EXPECT_NE(usage_error_of([] {
+              (void)poisson_3d_csr(3000000, 3000000, 3000000, 1.0, 1.0, 1.0);
+            }).find("below 2^63"),
+            std::string::npos);
+  const std::string index =
+      usage_error_of([] { (void)poisson_2d_csr(21000, 21000, 1.0, 1.0, DType::f64, DType::i32); });
+  EXPECT_NE(index.find("2204916000 entries do not fit the i32 index dtype"), std::string::npos)
+      << index;
+  const tenax::testing::HostMemoryLimit limit(std::size_t{32} << 20);
+  try {
+    (void)poisson_2d_csr(2000, 2000, 1.0, 1.0);
+    FAIL() << "a 4 000 000-row matrix fit a 32 MiB pool";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(e.cause().find("poisson_2d_csr: the matrix of 4000000 rows and 19992000 entries"),
+              std::string::npos)
+        << e.cause();
+  }
+  EXPECT_EQ(poisson_2d_csr(100, 100, 1.0, 1.0).nnz(), 5 * 100 * 100 - 4 * 100);
 }
 
 TEST(CsrOperator, AppliesTheMatrixAndFusesTheDot) {

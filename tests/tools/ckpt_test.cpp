@@ -187,7 +187,8 @@ TEST_F(CkptTest, VerifyNamesTheFileAndDatasetOfACorruptedCheckpoint) {
 TEST_F(CkptTest, ListMarksACorruptedCheckpointInvalidAndResumesFromThePreviousOne) {
   corrupt_entry_data(rank_file(30), "workload/u");
   const CliRun run = tenax_cli("ckpt list " + quote(run_dir_));
-  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Exit 1 as verify does (it exited 0 with an INVALID line).
+  ASSERT_EQ(run.exit_code, 1) << run.output;
   const std::size_t invalid = run.output.find("INVALID: rank-0.h5 digest mismatch");
   const std::size_t resume = run.output.find("VALID  <- a resume loads this one");
   ASSERT_NE(invalid, std::string::npos) << run.output;
@@ -196,7 +197,8 @@ TEST_F(CkptTest, ListMarksACorruptedCheckpointInvalidAndResumesFromThePreviousOn
   EXPECT_GT(resume, run.output.find(" 20  committed"));
   EXPECT_NE(run.output.find("A resume would load step 20"), std::string::npos) << run.output;
 
-  const nlohmann::json deep = tenax_json("ckpt list --deep --json " + quote(run_dir_));
+  const nlohmann::json deep = tenax_json("ckpt list --deep --json " + quote(run_dir_), 1);
+  EXPECT_FALSE(deep.at("valid").get<bool>());
   EXPECT_EQ(deep.at("resume_step"), 20);
   EXPECT_FALSE(deep.at("checkpoints")[0].at("valid").get<bool>());
   EXPECT_NE(deep.at("checkpoints")[0].at("problems").dump().find("workload/u"), std::string::npos);
@@ -205,6 +207,7 @@ TEST_F(CkptTest, ListMarksACorruptedCheckpointInvalidAndResumesFromThePreviousOn
 TEST_F(CkptTest, AnUncommittedDirectoryIsReportedButDoesNotFailTheRun) {
   fs::remove(step_dir(30) / "COMMIT");
   const CliRun list = tenax_cli("ckpt list " + quote(run_dir_));
+  EXPECT_EQ(list.exit_code, 0) << list.output;
   EXPECT_NE(list.output.find(" 30  uncommitted"), std::string::npos) << list.output;
   EXPECT_NE(list.output.find("A resume would load step 20"), std::string::npos) << list.output;
   const CliRun run = tenax_cli("ckpt verify " + quote(run_dir_));

@@ -279,6 +279,18 @@ TEST_F(TenaxRun, GivesUpWithTheLastStatusWhenTheBudgetIsSpent) {
   EXPECT_CONTAINS(r.err, "restart budget is exhausted");
 }
 
+// A budget beyond what an int holds was "Could not convert"; beyond the supervisor's ceiling it
+// is refused naming the flag, the ceiling and the fix, before the job starts.
+TEST_F(TenaxRun, AHugeMaxRestartsIsRefusedWithTheCeiling) {
+  const Result result = run_script("touch \"$WORK/ran\"", {"--max-restarts", "99999999999"});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("--max-restarts is 99999999999, more than the 1000000"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("fix: pass a count up to 1000000"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(work_ / "ran"));
+}
+
 TEST_F(TenaxRun, MaxRestartsZeroNeverRestarts) {
   const Result r = run_script(std::string(kCountAttempt) + "exit 75", {"--max-restarts", "0"});
   EXPECT_EQ(r.exit_code, 75) << r.err;

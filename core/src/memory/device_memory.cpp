@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -15,8 +16,10 @@
 #include "tenax/core/memory/cuda_memory.hpp"
 #include "tenax/core/memory/fault_injecting_resource.hpp"
 #include "tenax/core/memory/host_virtual_memory.hpp"
+#include "tenax/core/memory/limiting_resource.hpp"
 #include "tenax/core/memory/pool_resource.hpp"
 #include "tenax/core/memory/resource_adaptor.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax {
 namespace {
@@ -31,15 +34,21 @@ std::map<Device, std::shared_ptr<MemoryResource>>& registry() {
   return resources;
 }
 
-}  // namespace
+// The stack of a device without virtual memory management: the driver's stream-ordered
+// allocator (it caches on its own), under the limit when one is set. Said once per device (the
+// registry keeps the resource built).
+std::shared_ptr<MemoryResource> make_fallback_device_resource(Device device, std::size_t limit) {
+  std::fprintf(stderr,
+               "tenax: %s does not support virtual memory management; its memory comes from "
+               "cudaMallocAsync without tenax's pool (no fragmentation-free growth, no pool "
+               "statistics)%s\n",
+               to_string(device).c_str(), limit > 0 ? ", under TENAX_MEMORY_LIMIT" : "");
+  std::shared_ptr<MemoryResource> resource = cuda::make_device_resource(device);
+  if (limit > 0) resource = std::make_shared<LimitingResource>(std::move(resource), limit);
+  return resource;
+}
 
-std::shared_ptr<MemoryResource> make_default_resource(Device device) {
-  std::shared_ptr<VirtualMemory> arena;
-  if (device.is_cpu()) {
-    arena = std::make_shared<HostVirtualMemory>();
-  } else {
-    arena = cuda::make_virtual_memory(device);
-  }
+std::shared_ptr<MemoryResource> make_pool(std::shared_ptr<VirtualMemory> arena) {
   PoolOptions options;
   options.capacity = memory_limit_from_environment();  // 0: the arena's physical memory
   if (options.capacity > 0) {
@@ -49,8 +58,20 @@ std::shared_ptr<MemoryResource> make_default_resource(Device device) {
     options.map_granule = std::clamp(std::bit_floor(options.capacity / 32), std::size_t{64} << 10,
                                      options.map_granule);
   }
-  std::shared_ptr<MemoryResource> resource =
-      std::make_shared<PoolResource>(std::move(arena), options);
+  return std::make_shared<PoolResource>(std::move(arena), options);
+}
+
+}  // namespace
+
+std::shared_ptr<MemoryResource> make_default_resource(Device device) {
+  std::shared_ptr<MemoryResource> resource;
+  if (device.is_cpu()) {
+    resource = make_pool(std::make_shared<HostVirtualMemory>());
+  } else if (cuda::supports_virtual_memory(device)) {
+    resource = make_pool(cuda::make_virtual_memory(device));
+  } else {
+    resource = make_fallback_device_resource(device, memory_limit_from_environment());
+  }
   // A plan of its own: the resource counts its allocations itself, and a fresh read lets a
   // stack built later pick up a changed TENAX_FAULTS.
   auto plan = std::make_shared<const FaultPlan>(FaultPlan::from_environment());
@@ -75,16 +96,6 @@ std::shared_ptr<MemoryResource> pinned_host_pool() {
   }
   return *pool;
 }
-
-namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
 
 std::shared_ptr<MemoryResource> current_resource(Device device) {
   std::lock_guard lock(registry_mutex);

@@ -374,7 +374,8 @@ std::string out_of_memory_cause(const MemoryStats& s, std::size_t requested, std
 
 std::string out_of_memory_fix(const MemoryStats& s) {
   std::string fix =
-      "lower the batch (or micro-batch) size, free tensors that are no longer needed, or raise "
+      "lower the problem size (the batch, micro-batch or grid), free tensors that are no longer "
+      "needed, or raise "
       "TENAX_MEMORY_LIMIT if it is set below the memory this device really has";
   if (s.fragmentation > 0.5) {
     fix +=
@@ -502,7 +503,7 @@ void* PoolResource::do_allocate(std::size_t bytes, StreamRef stream) {
   throw OutOfMemoryError(
       out_of_memory_cause(snap, bytes, rounded, "the request is larger than the capacity",
                           "none (no amount of freeing can serve it)"),
-      "lower the batch (or micro-batch) size so that one tensor fits, or raise "
+      "lower the problem size (the batch, micro-batch or grid) so that one tensor fits, or raise "
       "TENAX_MEMORY_LIMIT if it is set below the memory this device really has");
 }
 

@@ -41,7 +41,8 @@ void* LimitingResource::do_allocate(std::size_t bytes, StreamRef stream) {
               to_string(device()) + " would exceed the memory limit of " + format_bytes(limit_) +
               " (" + std::to_string(limit_) + " B): " + format_bytes(used) + " (" +
               std::to_string(used) + " B) already in use",
-          "lower the batch (or micro-batch) size, free tensors that are no longer needed, or "
+          "lower the problem size (the batch, micro-batch or grid), free tensors that are no "
+          "longer needed, or "
           "raise the limit (TENAX_MEMORY_LIMIT)");
     }
   } while (!used_.compare_exchange_weak(used, used + charged));

@@ -18,12 +18,19 @@ struct KeyValue {
 // "a, b, c".
 [[nodiscard]] std::string join_names(std::span<const std::string_view> names);
 
-// The entries of `text`, separated by commas or white space, in order (views into `text`).
-// `who` names the caller in errors (e.g. "make_optimizer(\"sgd\")"); `keys` are the valid keys.
-// UsageError for an entry without '=' or without a value, an unknown key (the error lists the
-// valid ones) and a key given twice.
+// What a key given twice means: an error, or the later entry wins (text that layers a user's
+// entries over defaults written before them).
+enum class RepeatedKey { refuse, last_wins };
+
+// The entries of `text`, separated by commas or white space, in order (views into `text`); '#'
+// starts a comment that runs to the end of the line. `who` names the caller in errors (e.g.
+// "make_optimizer(\"sgd\")"); `keys` are the valid keys. UsageError for an entry without '=',
+// an unknown key (the error lists the valid ones) and, with RepeatedKey::refuse, a key given
+// twice; with RepeatedKey::last_wins every entry is returned and the caller applies them in
+// order.
 [[nodiscard]] std::vector<KeyValue> split_key_values(std::string_view who, std::string_view text,
-                                                     std::span<const std::string_view> keys);
+                                                     std::span<const std::string_view> keys,
+                                                     RepeatedKey repeated = RepeatedKey::refuse);
 
 // The value as a number, a whole number or a boolean (1, 0, true, false); UsageError naming
 // `who` and the entry otherwise.

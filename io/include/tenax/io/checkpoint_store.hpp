@@ -13,7 +13,9 @@
 //      COMMIT and fsyncs the directory. Only now does the checkpoint exist.
 //   3. The new checkpoint is verified (the record read back and parsed, every file present with
 //      its recorded size; the digests were taken after the files' fsync), and only then
-//      does retention remove older checkpoints: all but the newest keep_last committed ones, and
+//      does retention remove older checkpoints: all but the newest keep_last committed ones that
+//      pass the same check (a damaged one older than those is removed, a newer one kept but not
+//      counted), and
 //      every uncommitted directory older than the new one. Retention runs once per checkpoint, in
 //      rank 0's commit. Removal deletes COMMIT first, so a crash mid-removal leaves an
 //      uncommitted directory or files that no longer match their record, never a damaged
@@ -189,6 +191,9 @@ class CheckpointStore {
   // rank's file as `record` lists it, to `depth`; the record has passed check_record.
   [[nodiscard]] std::optional<std::string> check_file(const CommitRecord& record, int rank,
                                                       Depth depth) const;
+  // Whether `step`'s record and every rank's file (name and size) check out; retention counts
+  // only such checkpoints toward keep_last.
+  [[nodiscard]] bool valid_at_record_depth(std::int64_t step) const;
   // load(): the state of a step whose record has passed check_record.
   [[nodiscard]] LoadedCheckpoint load_verified(const CommitRecord& record, int rank) const;
   void phase(CheckpointPhase phase, std::int64_t step);

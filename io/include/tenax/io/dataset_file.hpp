@@ -46,6 +46,20 @@ namespace tenax::io {
 // an HDF5 path, IoError when the file is missing or not readable as HDF5.
 [[nodiscard]] bool has_dataset(const std::filesystem::path& file, std::string_view name);
 
+// The datasets of a file, reached through hard links, depth first in name order ("params/fc0/
+// bias", "x"). `complete` is false when there are more than max_names, or when the walk stopped
+// early (more than 10000 links, groups nested deeper than 32, or an unreadable group).
+struct DatasetListing {
+  std::vector<std::string> names;  // at most max_names
+  std::size_t datasets = 0;        // datasets seen
+  bool complete = true;
+};
+
+// Lists the datasets of `file` (see DatasetListing). Throws IoError when the file is missing or
+// not readable as HDF5.
+[[nodiscard]] DatasetListing list_datasets(const std::filesystem::path& file,
+                                           std::size_t max_names = 1000);
+
 // Writes `datasets` to `file` (created or truncated; a partial file is removed on failure) as
 // plain contiguous datasets of the tensors' shapes and types, in the given order, with groups
 // made from '/' in the names and no attribute anywhere, so that h5py, h5dump and read_dataset read

@@ -4,6 +4,11 @@
 // so it survives the process being killed right after, and concurrent writers (a job and its
 // supervisor) never interleave within a line; lines that mark a decision (everything but the
 // per-step records) are also fdatasync'ed, so they survive a machine crash.
+//
+// A full disk can still cut a line short (a partial write). Such a torn line is never glued to
+// the next event: a log opened on a file that does not end in a newline, or whose last append
+// was cut short, starts its next line with one; readers (read_events) skip lines that are not
+// whole JSON objects.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +18,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace tenax::runtime {
 
@@ -42,6 +48,16 @@ class EventLog {
  private:
   std::filesystem::path path_;
   int fd_ = -1;
+  bool torn_ = false;  // the file does not end with a newline: start the next line with one
 };
+
+// The whole lines of an event log: each a JSON object with an "event" member, in file order.
+// `skipped` counts the lines that are not (torn by a full disk or a crash mid-write, or not
+// JSON). Throws IoError when the file cannot be read.
+struct EventLines {
+  std::vector<std::string> lines;
+  std::int64_t skipped = 0;
+};
+[[nodiscard]] EventLines read_events(const std::filesystem::path& path);
 
 }  // namespace tenax::runtime

@@ -75,6 +75,10 @@ struct RunnerOptions {
   // further), and Workload::check() runs after every step.
   std::int64_t anomaly_check_every = 1;
   std::int64_t min_micro_batch = 1;  // floor of the out-of-memory backoff
+  // The micro-batch a fresh run starts with and the ceiling of regrowth: 0 for
+  // Workload::work_units(), else the smaller of the two (a program's --micro-batch, so that the
+  // micro-batch reported and saved is the one that runs).
+  std::int64_t max_micro_batch = 0;
   // Regrowth after an out-of-memory backoff: when > 0, after this many consecutive steps
   // completed (and found healthy) without an out-of-memory error at a micro-batch smaller than
   // Workload::work_units(), the micro-batch doubles, capped at work_units(), from the next step
@@ -107,12 +111,30 @@ enum class RunStatus {
   overflow,       // the step threw OverflowError (f16 loss scale at its minimum): checkpointed
 };
 
+// What changed a run on its way, as this process saw it (a resumed process counts from its
+// resume). Each is also a line on the console and an event in events.jsonl when it happens.
+struct RunEvents {
+  std::int64_t resumes = 0;              // 1 when the run started from a checkpoint
+  std::int64_t rollbacks = 0;            // anomalies rolled back to a checkpoint
+  std::int64_t steps_recomputed = 0;     // steps computed again after those rollbacks
+  std::int64_t oom_retries = 0;          // out-of-memory: cache emptied, the step tried again
+  std::int64_t backoffs = 0;             // out-of-memory: the micro-batch halved
+  std::int64_t regrowths = 0;            // the micro-batch doubled again after clean steps
+  std::int64_t peer_retries = 0;         // a step computed again for another rank's fault
+  std::int64_t checkpoint_failures = 0;  // checkpoints that could not be written
+  std::int64_t checkpoints_skipped = 0;  // invalid checkpoints passed over when loading
+};
+
+// "1 rollback (10 steps computed again), 2 out-of-memory retries", or "no faults".
+[[nodiscard]] std::string describe(const RunEvents& events);
+
 struct RunResult {
   RunStatus status = RunStatus::completed;
   int exit_code = 0;      // 0, 75 (interrupted/restart) or 1
   std::int64_t step = 0;  // step the state had reached
   std::int64_t micro_batch = 0;
   std::string message;  // what happened and what to do (empty when completed)
+  RunEvents events;     // what changed the run on its way
 };
 
 class Runner {

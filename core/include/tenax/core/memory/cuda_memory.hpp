@@ -16,8 +16,13 @@ namespace tenax::cuda {
 // physical_bytes() is the device's total memory.
 [[nodiscard]] std::shared_ptr<VirtualMemory> make_virtual_memory(Device device);
 
+// Whether `device` supports virtual memory management (cuMemCreate/cuMemMap), which
+// make_virtual_memory needs; devices under some virtualisation layers and old drivers do not.
+[[nodiscard]] bool supports_virtual_memory(Device device);
+
 // Device memory straight from the driver's stream-ordered allocator (cudaMallocAsync /
-// cudaFreeAsync on the given stream); no caching of its own.
+// cudaFreeAsync on the given stream, or on the device context's stream for a null StreamRef); no
+// caching of its own.
 [[nodiscard]] std::shared_ptr<MemoryResource> make_device_resource(Device device);
 
 // Page-locked host memory (cudaHostAlloc / cudaFreeHost) for fast, asynchronous copies; its

@@ -4,6 +4,10 @@
 //   [FaultInjectingResource, only when TENAX_FAULTS plans alloc faults]
 //     -> PoolResource over the device's virtual memory arena (host pages or CUDA VMM),
 //        capacity = TENAX_MEMORY_LIMIT when set, else the physical RAM / device memory.
+// A CUDA device without virtual memory management (cudaDevAttrVirtualMemoryManagementSupported
+// is 0: some virtualised GPUs, old drivers) gets the driver's stream-ordered allocator instead
+// (cuda::make_device_resource), under a LimitingResource when TENAX_MEMORY_LIMIT is set; a line
+// on stderr says so. memory_stats() is then all zero for that device.
 // Thread-safe.
 #pragma once
 

@@ -1,0 +1,151 @@
+// The example programs as a hostile user meets them: sizes that overflow 64 bits or cannot fit
+// the memory limit, and a Matrix Market file whose size line promises far more than it stores.
+// Each must end with a clear error (what, the expectation, the fix), exit 1 and stay small: the
+// programs run under TENAX_MEMORY_LIMIT=256MiB and their peak resident memory, measured by
+// wait4, must stay under 300 MB (before these checks, the same flags crashed with SIGSEGV,
+// std::bad_alloc or std::length_error, or reached the kernel's OOM killer).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace tenax {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Finished {
+  int exit_code = -1;
+  std::string output;     // stdout and stderr
+  long peak_rss_kib = 0;  // of the shell and the program it ran
+};
+
+// Runs `command` through /bin/sh with TENAX_MEMORY_LIMIT=256MiB, its output in `log`; the peak
+// resident memory comes from wait4, which reports the child's own and its waited-for children's.
+Finished run_measured(const std::string& command, const fs::path& log) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::setenv("TENAX_MEMORY_LIMIT", "256MiB", 1);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) ::_exit(126);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  Finished finished;
+  int status = 0;
+  rusage usage{};
+  if (child < 0 || ::wait4(child, &status, 0, &usage) != child) return finished;
+  finished.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  finished.peak_rss_kib = usage.ru_maxrss;
+  std::ifstream in(log);
+  finished.output.assign(std::istreambuf_iterator<char>(in), {});
+  return finished;
+}
+
+class HostileInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tenax-hostile-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `program args` on the CPU in a run directory of its own and checks the refusal: exit
+  // status 1, each of `expected` in the output, no crash report, peak RSS under 300 MB.
+  void expect_refused(const std::string& program, const std::string& args,
+                      const std::vector<std::string>& expected) {
+    const std::string command = program + " --device cpu " + args;
+    SCOPED_TRACE(command);
+    const Finished run =
+        run_measured(command + " --run-dir " + (dir_ / "run").string(), dir_ / "log");
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    for (const std::string& text : expected) {
+      EXPECT_NE(run.output.find(text), std::string::npos) << "missing '" << text << "' in\n"
+                                                          << run.output;
+    }
+    for (const char* crash : {"terminate called", "std::bad_alloc", "Segmentation", "Aborted"}) {
+      EXPECT_EQ(run.output.find(crash), std::string::npos) << run.output;
+    }
+    EXPECT_LT(run.peak_rss_kib, 300 * 1000) << "peak RSS " << run.peak_rss_kib << " KiB";
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(HostileInput, Heat2dGridThatOverflowsIsRefusedWithTheLargestThatFits) {
+  // n * n * 8 wrapped to 4.3 GiB, which was allocated and overrun (SIGSEGV).
+  expect_refused(HEAT2D_PATH, "--n 6074001000",
+                 {"--n 6074001000: the grid's points", "below 2^63", "points per side"});
+  expect_refused(HEAT2D_PATH, "--n 99999999999", {"--n 99999999999", "points per side"});
+}
+
+TEST_F(HostileInput, Heat2dGridBeyondTheMemoryLimitIsRefusedBeforeAllocating) {
+  expect_refused(HEAT2D_PATH, "--n 20000",
+                 {"out_of_memory", "--n 20000 (400000000 points", "256.00 MiB",
+                  "use at most 5792 points per side"});
+}
+
+TEST_F(HostileInput, HeatEquationGridThatOverflowsIsRefused) {
+  const Finished run = run_measured(
+      std::string(HEAT_EQUATION_PATH) + " --device cpu --grid 3037000000", dir_ / "log");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("--grid 3037000000: the grid's bytes"), std::string::npos)
+      << run.output;
+  EXPECT_LT(run.peak_rss_kib, 300 * 1000);
+}
+
+TEST_F(HostileInput, PoissonGridsThatCannotFitAreRefusedBeforeAssembly) {
+  // Uncaught std::bad_alloc (SIGABRT) before: the matrix was assembled outside the pool.
+  expect_refused(POISSON_PATH, "--dim 2 --n 20000 --index i64",
+                 {"out_of_memory", "--n 20000 --dim 2", "use at most"});
+  // Uncaught std::length_error before.
+  expect_refused(POISSON_PATH, "--n 3037000000", {"--n 3037000000 --dim 2", "below 2^63"});
+  // 24 GB of resident memory, then the kernel's OOM killer, before.
+  expect_refused(POISSON_PATH, "--n 6074001000", {"--n 6074001000 --dim 2", "below 2^63"});
+  expect_refused(POISSON_PATH, "--dim 3 --n 3000000", {"--n 3000000 --dim 3", "below 2^63"});
+  expect_refused(POISSON_PATH, "--dim 3 --n 2000 --operator stencil",
+                 {"out_of_memory", "--n 2000 --dim 3", "use at most"});
+  expect_refused(POISSON_PATH, "--problem convdiff --n 30000", {"out_of_memory", "--n 30000"});
+}
+
+TEST_F(HostileInput, PoissonNamesTheIndexFlagWhenI32CannotHoldTheEntries) {
+  // The check comes before any allocation, so a limit far above the machine is harmless here.
+  const Finished run =
+      run_measured("TENAX_MEMORY_LIMIT=1TiB " + std::string(POISSON_PATH) +
+                       " --device cpu --n 21000 --index i32 --run-dir " + (dir_ / "run").string(),
+                   dir_ / "log");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("--index i32 cannot hold the 2204916000 entries"), std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("fix: use --index i64"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("DType::i64"), std::string::npos) << run.output;
+  EXPECT_LT(run.peak_rss_kib, 300 * 1000);
+}
+
+TEST_F(HostileInput, MatrixMarketSizeLineBeyondItsEntriesIsRefusedByTheEntries) {
+  // 64 bytes declaring 50 000 000 rows and 3 entries reached 3.1 GB before the pool refused.
+  const fs::path matrix = dir_ / "promise.mtx";
+  std::ofstream(matrix) << "%%MatrixMarket matrix coordinate real general\n"
+                           "50000000 50000000 3\n1 1 1.0\n2 2 1.0\n3 3 1.0\n";
+  expect_refused(POISSON_PATH, "--matrix " + matrix.string(),
+                 {"stores 3 entries for 50000000 rows", "singular", "size line"});
+  std::ofstream(matrix) << "%%MatrixMarket matrix coordinate real general\n"
+                           "1000000000 1000000000 3\n1 1 1.0\n2 2 1.0\n3 3 1.0\n";
+  expect_refused(POISSON_PATH, "--matrix " + matrix.string(),
+                 {"stores 3 entries for 1000000000 rows"});
+}
+
+}  // namespace
+}  // namespace tenax
