@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy python3-h5py
           libeigen3-dev libhdf5-dev hdf5-tools libopenmpi-dev openmpi-bin
           libgtest-dev libgmock-dev libbenchmark-dev
-          libcli11-dev libfmt-dev nlohmann-json3-dev)
+          libcli11-dev libfmt-dev nlohmann-json3-dev libopenblas-dev)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,21 +1,37 @@
-// CPU GEMM: Eigen's blocked kernels on the raw buffers, mapped as row-major matrices.
+// CPU GEMM: OpenBLAS (through CBLAS) where the build found it, else Eigen's blocked kernels, on
+// the raw buffers as row-major matrices.
 //
 // Rows of C are split into one contiguous range per worker of the CpuContext, each computed by
-// one single-threaded Eigen product (tenax does not build Eigen with OpenMP); with one thread
-// this is exactly one Eigen call on the whole matrices. Results are bit-for-bit independent of
-// the thread count: Eigen's depth blocking depends only on k and the cache sizes, and every row
-// goes through the same register-blocked micro-kernel as in a single call provided that the
-// ranges start at multiples of the kernels' row blocking and the last range keeps the
+// one single-threaded product (OpenBLAS is told to use one thread: tenax's workers are the
+// threads; Eigen is built without OpenMP); with one thread this is exactly one call on the whole
+// matrices. Results are bit-for-bit independent of the thread count and of the number of rows
+// (the micro-batch): both libraries block the depth by k and the cache sizes only and run every
+// row through register-blocked micro-kernels that accumulate over k in the same order, provided
+// the ranges start at multiples of the kernels' row blocking and the last range keeps the
 // remainder rows (so no range is a tiny or one-row product that Eigen would route to its
-// coefficient-wise or matrix-vector code). gemm_test checks this for several shapes.
+// coefficient-wise or matrix-vector code). gemm_test checks both for several shapes. For
+// OpenBLAS, whose kernels depend on the CPU it finds at run time (some have small-matrix paths),
+// the first product of each dtype is preceded by a probe that compares every row of a product
+// computed whole with the same rows computed one at a time and in odd-sized groups, for tile
+// heights that divide the workers' alignment (rows that do not fill a tile are computed in a
+// zero-padded tile): where no height gives the same bits, GEMM uses Eigen for that dtype.
 //
 // f16/bf16 inputs are widened to f32 exactly (half.hpp), multiplied as f32 and, when C is f16 or
 // bf16, rounded once at the end: f32 accumulation, as cuBLAS does with CUBLAS_COMPUTE_32F.
-#include <Eigen/Core>
+// (Debian's OpenBLAS 0.3.21 is built without BUILD_BFLOAT16, so there is no sbgemm to call.)
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <type_traits>
 #include <vector>
 
+#if TENAX_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+#include "gemm_eigen.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/half.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
@@ -30,43 +46,135 @@ constexpr std::int64_t kRowAlign = 48;
 // Floating-point operations below which a row range is not worth a worker thread.
 constexpr double kMinFlopsPerChunk = 4.0e6;
 
+// Eigen's rows for the CPU found at run time: the AVX2/FMA build (gemm_eigen_avx2.cpp) where the
+// CPU has both, the baseline x86-64 build otherwise.
 template <class T>
-using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using ConstMap = Eigen::Map<const RowMatrix<T>>;
-template <class T>
-using Map = Eigen::Map<RowMatrix<T>>;
+void eigen_panel(const T* a, const T* b, T* c_panel, const GemmArgs& g, T alpha, T beta,
+                 std::int64_t r0, std::int64_t r1) {
+#if TENAX_HAVE_EIGEN_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2) return eigen_gemm_rows_avx2(a, b, c_panel, g, alpha, beta, r0, r1);
+#endif
+  eigen_gemm_rows_baseline(a, b, c_panel, g, alpha, beta, r0, r1);
+}
 
-template <class C, class A, class B, class T>
-void product(C&& c, const A& a, const B& b, T alpha, T beta) {
-  if (beta == T(0)) {
-    c.noalias() = alpha * a * b;
+#if TENAX_HAVE_OPENBLAS
+template <class T>
+void cblas_gemm(CBLAS_TRANSPOSE op_a, CBLAS_TRANSPOSE op_b, std::int64_t m, std::int64_t n,
+                std::int64_t k, T alpha, const T* a, std::int64_t lda, const T* b, std::int64_t ldb,
+                T beta, T* c, std::int64_t ldc) {
+  const auto i = [](std::int64_t v) { return static_cast<blasint>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c,
+                i(ldc));
   } else {
-    if (beta != T(1)) c *= beta;
-    c.noalias() += alpha * a * b;
+    cblas_dgemm(CblasRowMajor, op_a, op_b, i(m), i(n), i(k), alpha, a, i(lda), b, i(ldb), beta, c,
+                i(ldc));
   }
 }
+
+// The same rows with OpenBLAS, single-threaded, in whole tiles of `unit` rows: OpenBLAS computes
+// a row with a full-tile micro-kernel or, in the last rows of a call, with a tail kernel that
+// sums in another order, so a row's bits would depend on how many rows the call has. Here every
+// row goes through a full tile: the rows that do not fill one are copied into a zero-padded tile
+// of `unit` rows (op(A) gathered row-major), computed, and copied back.
+template <class T>
+void blas_panel(const T* a, const T* b, T* c_panel, const GemmArgs& g, T alpha, T beta,
+                std::int64_t r0, std::int64_t r1, std::int64_t unit) {
+  const std::int64_t rows = r1 - r0;
+  if (rows <= 0 || g.n == 0) return;
+  const CBLAS_TRANSPOSE op_b = g.transpose_b ? CblasTrans : CblasNoTrans;
+  const std::int64_t ldb = g.transpose_b ? g.k : g.n;
+  const std::int64_t whole = rows / unit * unit;
+  if (whole > 0) {
+    // Stored A is [k, m] when transposed (rows of op(A) are its columns), else [m, k].
+    cblas_gemm<T>(g.transpose_a ? CblasTrans : CblasNoTrans, op_b, whole, g.n, g.k, alpha,
+                  g.transpose_a ? a + r0 : a + r0 * g.k, g.transpose_a ? g.m : g.k, b, ldb, beta,
+                  c_panel, g.n);
+  }
+  const std::int64_t tail = rows - whole;
+  if (tail == 0) return;
+  std::vector<T> a_tile(static_cast<std::size_t>(unit * g.k), T(0));
+  std::vector<T> c_tile(static_cast<std::size_t>(unit * g.n), T(0));
+  for (std::int64_t i = 0; i < tail; ++i) {
+    const std::int64_t row = r0 + whole + i;
+    for (std::int64_t j = 0; j < g.k; ++j) {
+      a_tile[i * g.k + j] = g.transpose_a ? a[j * g.m + row] : a[row * g.k + j];
+    }
+  }
+  T* const c_tail = c_panel + whole * g.n;
+  if (beta != T(0)) std::copy(c_tail, c_tail + tail * g.n, c_tile.begin());
+  cblas_gemm<T>(CblasNoTrans, op_b, unit, g.n, g.k, alpha, a_tile.data(), g.k, b, ldb, beta,
+                c_tile.data(), g.n);
+  std::copy(c_tile.begin(), c_tile.begin() + tail * g.n, c_tail);
+}
+
+// The tile height (in rows) at which OpenBLAS's rows are independent of how a product is split,
+// on this CPU, or 0 when there is none: for each candidate, a product of 101 rows computed whole
+// must have the bits of the same rows computed in groups of 1, 5, 7, 48 and 49 rows (widths of
+// micro-batches and of the workers' ranges), with and without transposes.
+template <class T>
+std::int64_t blas_tile_rows() {
+  constexpr std::int64_t m = 101, n = 37, k = 77;
+  std::vector<T> a(m * k), b(k * n), whole(m * n), parts(m * n);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = T(static_cast<int>(i * 7919 % 1009) - 504) / T(97);
+  }
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    b[i] = T(static_cast<int>(i * 104729 % 1013) - 506) / T(89);
+  }
+  const auto independent = [&](std::int64_t unit) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        GemmArgs g;
+        g.m = m;
+        g.n = n;
+        g.k = k;
+        g.transpose_a = ta;
+        g.transpose_b = tb;
+        blas_panel<T>(a.data(), b.data(), whole.data(), g, T(1), T(0), 0, m, unit);
+        for (const std::int64_t group : {1, 5, 7, 48, 49}) {
+          for (std::int64_t r0 = 0; r0 < m; r0 += group) {
+            const std::int64_t r1 = std::min(m, r0 + group);
+            blas_panel<T>(a.data(), b.data(), parts.data() + r0 * n, g, T(1), T(0), r0, r1, unit);
+          }
+          if (std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(T)) != 0) return false;
+        }
+      }
+    }
+    return true;
+  };
+  // Divisors of kRowAlign, so that the workers' ranges are made of whole tiles.
+  for (const std::int64_t unit : {1, 2, 4, 6, 8, 12, 16, 24, 48}) {
+    if (independent(unit)) return unit;
+  }
+  return 0;
+}
+
+// OpenBLAS's tile height for T, or 0 to use Eigen. Thread-safe. (On the AMD EPYC of the CI
+// machine, Haswell kernels: f64 passes the probe; f32 does not, its rows' bits depend on their
+// position in the kernel's 24-row tile, so f32 stays with Eigen there.)
+template <class T>
+std::int64_t blas_tile() {
+  static const std::int64_t tile = [] {
+    static std::once_flag single_threaded;
+    std::call_once(single_threaded, [] { openblas_set_num_threads(1); });
+    return blas_tile_rows<T>();
+  }();
+  return tile;
+}
+#endif
 
 // Rows [r0, r1) of C = alpha op(A) op(B) + beta C; c_panel points at row r0 of C.
 template <class T>
 void gemm_panel(const T* a, const T* b, T* c_panel, const GemmArgs& g, T alpha, T beta,
                 std::int64_t r0, std::int64_t r1) {
-  const std::int64_t rows = r1 - r0;
-  Map<T> c(c_panel, rows, g.n);
-  const ConstMap<T> b_stored(b, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n);
-  auto with_a = [&](const auto& op_a) {
-    if (g.transpose_b) {
-      product(c, op_a, b_stored.transpose(), alpha, beta);
-    } else {
-      product(c, op_a, b_stored, alpha, beta);
-    }
-  };
-  if (g.transpose_a) {
-    const ConstMap<T> a_stored(a, g.k, g.m);
-    with_a(a_stored.middleCols(r0, rows).transpose());
-  } else {
-    with_a(ConstMap<T>(a + r0 * g.k, rows, g.k));
+#if TENAX_HAVE_OPENBLAS
+  if (const std::int64_t tile = blas_tile<T>(); tile > 0) {
+    return blas_panel(a, b, c_panel, g, alpha, beta, r0, r1, tile);
   }
+#endif
+  eigen_panel(a, b, c_panel, g, alpha, beta, r0, r1);
 }
 
 // Calls panel(r0, r1) on consecutive row ranges covering C, one per worker: every boundary
