@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export CCACHE_BASEDIR="$PWD"
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)"
+# Only what the demo runs (the libraries, heat2d and the tenax tool): scripts/test.sh builds the
+# tests and benchmarks.
+cmake --build --preset release -j "$(nproc)" --target heat2d tenax_cli
 
 bin=build/bin
 runs=build/demo-runs

@@ -18,12 +18,26 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}"
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null || { echo "install-deps: need root to install ${missing[*]}" >&2; exit 1; }
   sudo_cmd=(sudo)
 fi
+# Quiet: one line per step here, the package manager's full output in a log file.
+log=$(mktemp "${TMPDIR:-/tmp}/tenax-install-deps.XXXXXX.log")
+step() {
+  local what=$1
+  shift
+  local start=$SECONDS
+  if "$@" >>"$log" 2>&1; then
+    echo "install-deps: $what: ok ($((SECONDS - start)) s)"
+  else
+    echo "install-deps: $what: FAILED; the last lines of $log:" >&2
+    tail -n 15 "$log" >&2
+    exit 1
+  fi
+}
+echo "install-deps: installing ${#missing[@]} package(s): ${missing[*]} (log: $log)"
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+step "apt-get update" "${sudo_cmd[@]}" apt-get update
+step "apt-get install" "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"

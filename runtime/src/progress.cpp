@@ -50,6 +50,13 @@ void Progress::update(std::int64_t step, std::size_t reserved_bytes) {
   last_print_ = now;
 }
 
+void Progress::clear_line() {
+  if (!line_open_) return;
+  std::fputs("\r\033[K", stderr);
+  line_open_ = false;
+  last_print_ = start_ - std::chrono::seconds(1);  // the next update redraws it at once
+}
+
 void Progress::finish() {
   if (line_open_) std::fputc('\n', stderr);
   line_open_ = false;

@@ -230,7 +230,8 @@ struct Runner::Impl {
   // A line on stderr, prefixed with the rank in a job of several, written with one call so that
   // ranks sharing a terminal never interleave within a line.
   template <class... Args>
-  void say(const char* format, Args... args) const {
+  void say(const char* format, Args... args) {
+    if (progress) progress->clear_line();  // above the progress line, not glued to it
     char body[2048];
     std::snprintf(body, sizeof(body), format, args...);
     char line[2200];

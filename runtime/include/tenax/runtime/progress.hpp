@@ -18,6 +18,9 @@ class Progress {
   void update(std::int64_t step, std::size_t reserved_bytes);
   // Ends the in-place line (terminal mode) so later output starts on a fresh line.
   void finish();
+  // Erases the in-place line (terminal mode) so that a message printed now takes its place
+  // instead of being glued to it; the next update() draws it again below the message.
+  void clear_line();
 
   // "step 120/1000 (12.0%)  35.2 steps/s  ETA 25 s  memory 1.2 GiB"
   [[nodiscard]] static std::string format(std::int64_t step, std::int64_t total,
