@@ -21,9 +21,7 @@
 // (Debian's OpenBLAS 0.3.21 is built without BUILD_BFLOAT16, so there is no sbgemm to call.)
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -156,11 +154,8 @@ std::int64_t blas_tile_rows() {
 // position in the kernel's 24-row tile, so f32 stays with Eigen there.)
 template <class T>
 std::int64_t blas_tile() {
-  static const std::int64_t tile = [] {
-    static std::once_flag single_threaded;
-    std::call_once(single_threaded, [] { openblas_set_num_threads(1); });
-    return blas_tile_rows<T>();
-  }();
+  // One thread per call: tenax's workers are the threads (a static's initialisation runs once).
+  static const std::int64_t tile = (openblas_set_num_threads(1), blas_tile_rows<T>());
   return tile;
 }
 #endif
