@@ -41,6 +41,29 @@ res=$stage/gpu-check
 mkdir -p "$res/tests"
 t_start=$SECONDS
 
+# cuBLAS is loaded at run time (TENAX_CUBLAS_LIBRARY, else by name through the loader, else the
+# build's toolkit folder). Where the CUDA libraries are Python wheels and the loader does not
+# know them, point TENAX_CUBLAS_LIBRARY at the wheel's copy; the doctor (--strict) reports the
+# library it loaded.
+cublas_known_by_name() {
+  ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 ' && return 0
+  local dir
+  IFS=: read -ra dirs <<<"${LD_LIBRARY_PATH:-}"
+  for dir in "${dirs[@]}"; do [[ -n $dir && -e $dir/libcublas.so.13 ]] && return 0; done
+  return 1
+}
+if [[ -z ${TENAX_CUBLAS_LIBRARY:-} ]] && ! cublas_known_by_name; then
+  for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    # nvidia/cublas/lib (CUDA 12 wheels) or nvidia/cu13/lib (CUDA 13 wheels).
+    wheel=$(ls "$site"/nvidia/*/lib/libcublas.so.13 2>/dev/null | head -n 1)
+    if [[ -n $wheel ]]; then
+      export TENAX_CUBLAS_LIBRARY=$wheel
+      echo "cuBLAS from the Python wheel: $TENAX_CUBLAS_LIBRARY"
+      break
+    fi
+  done
+fi
+
 names=() statuses=() reasons=()
 # record NAME STATUS REASON: one row of the summary (the reason cut at 200 characters; the full
 # output is in the archive), printed as it happens with the reason cut at 80 (the summary at the

@@ -23,6 +23,7 @@ namespace {
 Finding cuda_library(const char* name, const char* library, const LibraryProbe& probe,
                      const char* what) {
   if (!probe.compiled) return skip(name, "CUDA not compiled into this build");
+  if (!probe.load_cause.empty()) return problem(name, probe.load_cause, probe.load_fix);
   if (probe.version.empty()) {
     return problem(name, fmt::format("the {} library did not report its version", library),
                    fmt::format("reinstall {} (it provides {})", library, what));

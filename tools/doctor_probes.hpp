@@ -17,6 +17,8 @@ struct LibraryProbe {
   std::string path;            // file the library was loaded from, when known
   int version_code = 0;        // the two versions as comparable numbers (0 when unknown)
   int header_version_code = 0;
+  std::string load_cause;  // why a library loaded at run time could not be (empty when it was)
+  std::string load_fix;
 };
 
 [[nodiscard]] LibraryProbe probe_cuda_runtime();

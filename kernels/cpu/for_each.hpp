@@ -3,10 +3,13 @@
 // whose operator() is inlined; there is no per-element indirect call).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
 #include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/half_arrays.hpp"
+#include "tenax/kernels/elementwise_bodies.hpp"
 
 namespace tenax::kernels::cpu::detail {
 
@@ -40,17 +43,110 @@ inline bool cpu_has_avx2() {
 }
 #endif
 
+// The float loop of a chunk: AVX2 where the CPU has it.
+template <class Body>
+void run_chunk_best(const Body& body, std::int64_t begin, std::int64_t end) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_has_avx2()) {
+    run_chunk_avx2(body, begin, end);
+    return;
+  }
+#endif
+  run_chunk(body, begin, end);
+}
+
+// ---- f16 bodies staged through float blocks ----
+//
+// The hottest f16 bodies (the element-wise ops of a mixed-precision training step) run, where the
+// CPU has F16C, as their float twin over blocks of kStageBlock elements: the f16 inputs widened
+// with VCVTPH2PS, the float body, the result narrowed with VCVTPS2PH (half_arrays.hpp). The bits
+// are those of the f16 body: it computes in float too, and the conversions are the same. A block
+// is read whole before it is written, so in-place ops (out == x) stay correct.
+inline constexpr std::int64_t kStageBlock = 256;
+
+template <class Body>
+struct F16Staging {
+  static constexpr bool kStaged = false;
+};
+
+template <class Op>
+struct F16Staging<UnaryBody<Op, Half>> {
+  static constexpr bool kStaged = true;
+  static void block(const UnaryBody<Op, Half>& body, std::int64_t at, std::int64_t count) {
+    float x[kStageBlock];
+    widen_to_float(body.x + at, x, count);
+    run_chunk_best(UnaryBody<Op, float>{x, x, body.op}, 0, count);
+    narrow_from_float(x, body.out + at, count);
+  }
+};
+
+template <class Op>
+struct F16Staging<BinaryBody<Op, Half>> {
+  static constexpr bool kStaged = true;
+  static void block(const BinaryBody<Op, Half>& body, std::int64_t at, std::int64_t count) {
+    float a[kStageBlock];
+    float b[kStageBlock];
+    widen_to_float(body.a + at, a, count);
+    widen_to_float(body.b + at, b, count);
+    run_chunk_best(BinaryBody<Op, float>{a, b, a, body.op}, 0, count);
+    narrow_from_float(a, body.out + at, count);
+  }
+};
+
+template <>
+struct F16Staging<AxpbyBody<Half>> {
+  static constexpr bool kStaged = true;
+  static void block(const AxpbyBody<Half>& body, std::int64_t at, std::int64_t count) {
+    float x[kStageBlock];
+    float y[kStageBlock];
+    widen_to_float(body.x + at, x, count);
+    widen_to_float(body.y + at, y, count);
+    run_chunk_best(AxpbyBody<float>{x, y, body.a, body.b}, 0, count);
+    narrow_from_float(y, body.y + at, count);
+  }
+};
+
+template <>
+struct F16Staging<AxBody<Half>> {
+  static constexpr bool kStaged = true;
+  static void block(const AxBody<Half>& body, std::int64_t at, std::int64_t count) {
+    float x[kStageBlock];
+    widen_to_float(body.x + at, x, count);
+    run_chunk_best(AxBody<float>{x, x, body.a}, 0, count);
+    narrow_from_float(x, body.y + at, count);
+  }
+};
+
+// f16 <-> f32 casts are the conversions themselves.
+template <>
+struct F16Staging<CastBody<float, Half>> {
+  static constexpr bool kStaged = true;
+  static void block(const CastBody<float, Half>& body, std::int64_t at, std::int64_t count) {
+    widen_to_float(body.src + at, body.dst + at, count);
+  }
+};
+
+template <>
+struct F16Staging<CastBody<Half, float>> {
+  static constexpr bool kStaged = true;
+  static void block(const CastBody<Half, float>& body, std::int64_t at, std::int64_t count) {
+    narrow_from_float(body.src + at, body.dst + at, count);
+  }
+};
+
 // body(i) for every i in [0, n).
 template <class Body>
 void for_each(CpuContext& context, std::int64_t n, const Body& body) {
   context.parallel_for(0, n, kMinChunk, [&body](std::int64_t begin, std::int64_t end) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (cpu_has_avx2()) {
-      run_chunk_avx2(body, begin, end);
-      return;
+    if constexpr (F16Staging<Body>::kStaged) {
+      if (half_arrays_use_f16c()) {
+        for (std::int64_t at = begin; at < end; at += kStageBlock) {
+          F16Staging<Body>::block(body, at, std::min(kStageBlock, end - at));
+        }
+        return;
+      }
     }
-#endif
-    run_chunk(body, begin, end);
+    run_chunk_best(body, begin, end);
   });
 }
 

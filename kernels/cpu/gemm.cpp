@@ -16,8 +16,8 @@
 // heights that divide the workers' alignment (rows that do not fill a tile are computed in a
 // zero-padded tile): where no height gives the same bits, GEMM uses Eigen for that dtype.
 //
-// f16/bf16 inputs are widened to f32 exactly (half.hpp), multiplied as f32 and, when C is f16 or
-// bf16, rounded once at the end: f32 accumulation, as cuBLAS does with CUBLAS_COMPUTE_32F.
+// f16/bf16 inputs are widened to f32 exactly (half_arrays.hpp), multiplied as f32 and, when C is
+// f16 or bf16, rounded once at the end: f32 accumulation, as cuBLAS does with CUBLAS_COMPUTE_32F.
 // (Debian's OpenBLAS 0.3.21 is built without BUILD_BFLOAT16, so there is no sbgemm to call.)
 #include <algorithm>
 #include <cstdint>
@@ -32,6 +32,7 @@
 #include "gemm_eigen.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/half.hpp"
+#include "tenax/kernels/detail/half_arrays.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 
 namespace tenax::kernels::cpu {
@@ -202,49 +203,46 @@ void gemm_native(CpuContext& context, const GemmArgs& g) {
   });
 }
 
+// Elements per worker chunk of the conversions (memory bound; smaller chunks cost more in
+// wake-ups than they save).
+constexpr std::int64_t kConvertChunk = std::int64_t{1} << 16;
+
+// `t` widened to f32 in a tensor from the memory pool (no zero fill, and after the first step no
+// fresh pages to fault in).
 template <class S>
-std::vector<float> widen(CpuContext& context, const Tensor& t) {
-  std::vector<float> out(static_cast<std::size_t>(t.numel()));
+Tensor widen(CpuContext& context, const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape(), DType::f32, t.device());
   const S* in = t.data_as<const S>();
-  context.parallel_for(0, t.numel(), std::int64_t{1} << 16,
-                       [&](std::int64_t begin, std::int64_t end) {
-                         for (std::int64_t i = begin; i < end; ++i) out[i] = to_float(in[i]);
-                       });
+  float* wide = out.data_as<float>();
+  context.parallel_for(0, t.numel(), kConvertChunk, [&](std::int64_t begin, std::int64_t end) {
+    widen_to_float(in + begin, wide + begin, end - begin);
+  });
   return out;
 }
 
 template <class S>
-S narrow(float x) {
-  if constexpr (std::is_same_v<S, Half>) {
-    return to_half(x);
-  } else {
-    return to_bfloat16(x);
-  }
-}
-
-template <class S>
 void gemm_half(CpuContext& context, const GemmArgs& g) {
-  const std::vector<float> a = widen<S>(context, g.a);
-  const std::vector<float> b = widen<S>(context, g.b);
+  const Tensor a = widen<S>(context, g.a);
+  const Tensor b = widen<S>(context, g.b);
+  const float* a_data = a.data_as<const float>();
+  const float* b_data = b.data_as<const float>();
   const auto alpha = static_cast<float>(g.alpha);
   const auto beta = static_cast<float>(g.beta);
   if (g.c.dtype() == DType::f32) {
     float* c = g.c.data_as<float>();
     for_each_panel(context, g, [&](std::int64_t r0, std::int64_t r1) {
-      gemm_panel(a.data(), b.data(), c + r0 * g.n, g, alpha, beta, r0, r1);
+      gemm_panel(a_data, b_data, c + r0 * g.n, g, alpha, beta, r0, r1);
     });
     return;
   }
+  // A 16-bit C is accumulated in f32 and rounded once, panel by panel.
   S* c = g.c.data_as<S>();
+  const Tensor wide_c =
+      beta != 0.0f ? widen<S>(context, g.c) : Tensor::empty(g.c.shape(), DType::f32, g.c.device());
+  float* wide = wide_c.data_as<float>();
   for_each_panel(context, g, [&](std::int64_t r0, std::int64_t r1) {
-    const std::int64_t count = (r1 - r0) * g.n;
-    S* c_panel = c + r0 * g.n;
-    std::vector<float> wide(static_cast<std::size_t>(count));
-    if (beta != 0.0f) {
-      for (std::int64_t i = 0; i < count; ++i) wide[i] = to_float(c_panel[i]);
-    }
-    gemm_panel(a.data(), b.data(), wide.data(), g, alpha, beta, r0, r1);
-    for (std::int64_t i = 0; i < count; ++i) c_panel[i] = narrow<S>(wide[i]);
+    gemm_panel(a_data, b_data, wide + r0 * g.n, g, alpha, beta, r0, r1);
+    narrow_from_float(wide + r0 * g.n, c + r0 * g.n, (r1 - r0) * g.n);
   });
 }
 

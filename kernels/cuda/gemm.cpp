@@ -4,7 +4,6 @@
 // cuBLAS is column-major; a row-major [r, c] buffer is the column-major [c, r] matrix of its
 // transpose. So row-major C = op(A) op(B) is computed as column-major C^T = op(B)^T op(A)^T:
 // the operands swap places and keep their transpose flags, with m and n exchanged.
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <library_types.h>
 
@@ -16,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "cublas_library.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
@@ -25,7 +25,8 @@ namespace tenax::kernels {
 namespace {
 
 std::string status_text(cublasStatus_t status) {
-  return std::string(cublasGetStatusName(status)) + " (" + cublasGetStatusString(status) + ")";
+  const cuda::CublasApi& api = cuda::cublas_api();
+  return std::string(api.status_name(status)) + " (" + api.status_string(status) + ")";
 }
 
 // Throws the tenax error of a failed cuBLAS call, classified by status code.
@@ -85,21 +86,22 @@ cublasHandle_t handle_for(tenax::cuda::Context& context) {
   if (const auto found = handles->find(key); found != handles->end()) return found->second;
 
   context.activate();
+  const cuda::CublasApi& api = cuda::cublas_api();
   cublasHandle_t handle = nullptr;
-  check_cublas(cublasCreate(&handle), "cublasCreate", context);
+  check_cublas(api.create(&handle), "cublasCreate", context);
   try {
-    check_cublas(cublasSetStream(handle, stream), "cublasSetStream", context);
+    check_cublas(api.set_stream(handle, stream), "cublasSetStream", context);
     // f16/bf16 results must come from f32 sums rounded once, never from split-K partial sums
     // reduced in the output type.
-    check_cublas(cublasSetMathMode(handle, static_cast<cublasMath_t>(
+    check_cublas(api.set_math_mode(handle, static_cast<cublasMath_t>(
                                                CUBLAS_DEFAULT_MATH |
                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
                  "cublasSetMathMode", context);
     const std::size_t bytes = workspace_bytes(device.index);
     void* workspace = current_resource(device)->allocate(bytes, context.stream());
-    check_cublas(cublasSetWorkspace(handle, workspace, bytes), "cublasSetWorkspace", context);
+    check_cublas(api.set_workspace(handle, workspace, bytes), "cublasSetWorkspace", context);
   } catch (...) {
-    cublasDestroy(handle);
+    api.destroy(handle);
     throw;
   }
   handles->emplace(key, handle);
@@ -148,17 +150,18 @@ void gemm(const GemmArgs& g) {
     case DType::f64: {
       const double alpha = g.alpha;
       const double beta = g.beta;
-      check_cublas(
-          cublasDgemm(handle, op_b, op_a, n, m, k, &alpha, g.b.data_as<const double>(), ldb,
-                      g.a.data_as<const double>(), lda, &beta, g.c.data_as<double>(), ldc),
-          "cublasDgemm", context);
+      check_cublas(cuda::cublas_api().dgemm(
+                       handle, op_b, op_a, n, m, k, &alpha, g.b.data_as<const double>(), ldb,
+                       g.a.data_as<const double>(), lda, &beta, g.c.data_as<double>(), ldc),
+                   "cublasDgemm", context);
       return;
     }
     case DType::f32: {
       const auto alpha = static_cast<float>(g.alpha);
       const auto beta = static_cast<float>(g.beta);
-      check_cublas(cublasSgemm(handle, op_b, op_a, n, m, k, &alpha, g.b.data_as<const float>(), ldb,
-                               g.a.data_as<const float>(), lda, &beta, g.c.data_as<float>(), ldc),
+      check_cublas(cuda::cublas_api().sgemm(
+                       handle, op_b, op_a, n, m, k, &alpha, g.b.data_as<const float>(), ldb,
+                       g.a.data_as<const float>(), lda, &beta, g.c.data_as<float>(), ldc),
                    "cublasSgemm", context);
       return;
     }
@@ -167,10 +170,11 @@ void gemm(const GemmArgs& g) {
       const auto alpha = static_cast<float>(g.alpha);
       const auto beta = static_cast<float>(g.beta);
       const cudaDataType_t in = cuda_type(g.a.dtype());
-      check_cublas(cublasGemmEx(handle, op_b, op_a, n, m, k, &alpha, g.b.data(), in, ldb,
-                                g.a.data(), in, lda, &beta, g.c.data(), cuda_type(g.c.dtype()), ldc,
-                                CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                   "cublasGemmEx", context);
+      check_cublas(
+          cuda::cublas_api().gemm_ex(handle, op_b, op_a, n, m, k, &alpha, g.b.data(), in, ldb,
+                                     g.a.data(), in, lda, &beta, g.c.data(), cuda_type(g.c.dtype()),
+                                     ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx", context);
       return;
     }
   }

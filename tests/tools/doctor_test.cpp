@@ -128,6 +128,24 @@ TEST(Doctor, ReportsLibraryVersions) {
   EXPECT_EQ(status, cuda::compiled() ? "OK" : "SKIP");
 }
 
+// cuBLAS is loaded at run time: a library that cannot be loaded is a PROBLEM naming the file
+// tried and the fix, and the doctor itself still runs (nothing links cuBLAS).
+TEST(Doctor, ACublasThatCannotBeLoadedIsAProblemWithItsPathAndFix) {
+  if (!cuda::compiled()) GTEST_SKIP() << "CUDA not compiled into this build: cuBLAS is not used";
+  const CliRun run =
+      run_tenax("doctor --json", std::nullopt, "TENAX_CUBLAS_LIBRARY=/nonexistent/libcublas.so");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json report = nlohmann::json::parse(run.output);
+  const nlohmann::json* cublas = find(report, "cublas");
+  ASSERT_NE(cublas, nullptr) << run.output;
+  EXPECT_EQ(cublas->at("status"), "PROBLEM") << cublas->dump();
+  EXPECT_NE(cublas->at("cause").get<std::string>().find("/nonexistent/libcublas.so"),
+            std::string::npos)
+      << cublas->dump();
+  EXPECT_NE(cublas->at("fix").get<std::string>().find("TENAX_CUBLAS_LIBRARY"), std::string::npos)
+      << cublas->dump();
+}
+
 TEST(Doctor, HumanOutputHasOneLinePerFindingAndSaysHowToFixProblems) {
   const CliRun run = run_tenax("doctor");
   EXPECT_EQ(run.exit_code, 0) << run.output;

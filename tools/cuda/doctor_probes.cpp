@@ -1,5 +1,5 @@
 // CUDA library probes of `tenax doctor`.
-#include <cublas_api.h>
+#include <cublas_api.h>  // the version tenax was built with
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -15,6 +15,7 @@
 #include "doctor_probes.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/kernels/detail/cublas_library.hpp"
 
 namespace tenax::tools {
 
@@ -111,18 +112,18 @@ LibraryProbe probe_cuda_runtime() {
 LibraryProbe probe_cublas() {
   LibraryProbe p;
   p.compiled = true;
-  int major = 0;
-  int minor = 0;
-  int patch = 0;
-  // A library query: needs neither a driver nor a device.
-  cublasGetProperty(MAJOR_VERSION, &major);
-  cublasGetProperty(MINOR_VERSION, &minor);
-  cublasGetProperty(PATCH_LEVEL, &patch);
-  p.version = dotted(major, minor, patch);
   p.header_version = dotted(CUBLAS_VER_MAJOR, CUBLAS_VER_MINOR, CUBLAS_VER_PATCH);
-  p.version_code = major * 10000 + minor * 100 + patch;
   p.header_version_code = CUBLAS_VERSION;
-  p.path = library_path(reinterpret_cast<const void*>(&cublasGetProperty));
+  // The loader the GPU products use: a library query that needs neither a driver nor a device.
+  const kernels::cuda::CublasLoadReport report = kernels::cuda::cublas_load_report();
+  if (!report.cause.empty()) {
+    p.load_cause = report.cause;
+    p.load_fix = report.fix;
+    return p;
+  }
+  p.version = dotted(report.major, report.minor, report.patch);
+  p.version_code = report.major * 10000 + report.minor * 100 + report.patch;
+  p.path = report.path;
   return p;
 }
 

@@ -15,10 +15,13 @@
 // sign and payload kept. Hence f16 -> float -> f16 and bf16 -> float -> bf16 return the same bits
 // for every pattern except signalling NaNs (which come back quiet).
 //
-// Everything is integer bit manipulation, so the result does not depend on the rounding mode,
-// on flush-to-zero settings, on FMA contraction or on the hardware's own conversion
-// instructions: host and device code produce the same bits. All functions are constexpr and
-// TENAX_HD (callable from CUDA kernels) and never throw.
+// Everything is integer bit manipulation (and one exact integer-to-float conversion scaled by a
+// power of two), so the result does not depend on the rounding mode, on flush-to-zero or
+// denormals-are-zero settings, on FMA contraction or on the hardware's own conversion
+// instructions: host and device code produce the same bits. The functions are branch-free so that
+// loops over arrays vectorise; kernels/cpu/half_arrays.hpp converts whole arrays with the F16C
+// instructions where the CPU has them (the same bits, tested on every pattern). All functions are
+// constexpr and TENAX_HD (callable from CUDA kernels) and never throw.
 #pragma once
 
 #include <cstdint>
@@ -46,79 +49,72 @@ namespace tenax {
 
 [[nodiscard]] TENAX_HD constexpr std::uint16_t float_to_bf16_bits(float value) noexcept {
   const std::uint32_t bits = bits_of(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    // NaN: keep sign and the top 7 payload bits, force the quiet bit so the result cannot become
-    // infinity (payload only in the low 16 bits) or stay signalling.
-    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);
-  }
+  // NaN: keep sign and the top 7 payload bits, force the quiet bit so the result cannot become
+  // infinity (payload only in the low 16 bits) or stay signalling.
+  const std::uint32_t nan = (bits >> 16) | 0x0040u;
   // Adding 0x7fff plus the lowest kept bit rounds to nearest with ties to even; a carry out of
   // the mantissa correctly bumps the exponent, up to infinity for the largest floats.
-  const std::uint32_t lsb = (bits >> 16) & 1u;
-  return static_cast<std::uint16_t>((bits + 0x7fffu + lsb) >> 16);
+  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
 [[nodiscard]] TENAX_HD constexpr float bf16_bits_to_float(std::uint16_t bits) noexcept {
-  std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
-  if ((wide & 0x7fffffffu) > 0x7f800000u) {
-    wide |= 0x00400000u;  // quiet a signalling NaN
-  }
-  return float_of(wide);
+  const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+  // A signalling NaN is made quiet.
+  return float_of((wide & 0x7fffffffu) > 0x7f800000u ? wide | 0x00400000u : wide);
 }
 
 [[nodiscard]] TENAX_HD constexpr std::uint16_t float_to_half_bits(float value) noexcept {
+  // Every case is computed and the result selected, without branches, so that loops over arrays
+  // vectorise (AVX2 has the per-lane shifts the subnormal case needs).
   const std::uint32_t bits = bits_of(value);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   const std::uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) {  // NaN: keep sign and top 10 payload bits, set the quiet bit
-    return static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x03ffu));
-  }
-  if (magnitude >= 0x477ff000u) {  // >= 65520 (and infinity): rounds past 65504
-    return static_cast<std::uint16_t>(sign | 0x7c00u);
-  }
-  if (magnitude >= 0x38800000u) {  // >= 2^-14: the result is a normal f16 (or 65504)
-    // Rebias the exponent from 127 to 15 and round away the low 13 mantissa bits, ties to even;
-    // a mantissa carry moves into the exponent, which is the correctly rounded value.
-    const std::uint32_t lsb = (magnitude >> 13) & 1u;
-    const std::uint32_t rounded = magnitude + 0x0fffu + lsb - (112u << 23);
-    return static_cast<std::uint16_t>(sign | (rounded >> 13));
-  }
+  // NaN: keep sign and top 10 payload bits, set the quiet bit.
+  const std::uint32_t nan = 0x7e00u | ((magnitude >> 13) & 0x03ffu);
+  // A normal f16 (or 65504): rebias the exponent from 127 to 15 and round away the low 13
+  // mantissa bits, ties to even; a mantissa carry moves into the exponent, which is the
+  // correctly rounded value (up to infinity, handled below).
+  const std::uint32_t normal =
+      (magnitude + 0x0fffu + ((magnitude >> 13) & 1u) - (112u << 23)) >> 13;
+  // A subnormal f16 (or zero): value = significand * 2^(exponent - 150) and the f16 unit is 2^-24,
+  // so the result is significand >> (126 - exponent), rounded to nearest even by the dropped
+  // bits. Shifts of 25 and more (below half the smallest subnormal, float zeros and subnormals)
+  // give zero; rounding up from 0x3ff gives 0x400, the smallest normal, as it should.
   const std::uint32_t exponent = magnitude >> 23;
-  if (exponent < 102) {  // < 2^-25: below half the smallest subnormal, rounds to zero
-    return static_cast<std::uint16_t>(sign);
-  }
-  // Subnormal result: value = significand * 2^(exponent - 150) and the f16 unit is 2^-24, so the
-  // result is significand >> (126 - exponent), rounded to nearest even by the dropped bits.
-  // The shift is 14..24. Rounding up from 0x3ff gives 0x400, the smallest normal, as it should.
+  // 126 - exponent clamped to [14, 31] (below 14 the value is normal and this case unused).
+  const std::int32_t unclamped = 126 - static_cast<std::int32_t>(exponent);
+  const std::int32_t at_least_14 = unclamped < 14 ? 14 : unclamped;
+  const auto shift = static_cast<std::uint32_t>(at_least_14 > 31 ? 31 : at_least_14);
+  // Adding halfway - 1 plus the lowest kept bit before the shift rounds to nearest, ties to even
+  // (the sum stays below 2^32 for shifts up to 31).
   const std::uint32_t significand = (magnitude & 0x007fffffu) | 0x00800000u;
-  const std::uint32_t shift = 126u - exponent;
-  const std::uint32_t quotient = significand >> shift;
-  const std::uint32_t remainder = significand & ((1u << shift) - 1u);
   const std::uint32_t halfway = 1u << (shift - 1u);
-  const bool round_up = remainder > halfway || (remainder == halfway && (quotient & 1u) != 0);
-  return static_cast<std::uint16_t>(sign | (quotient + (round_up ? 1u : 0u)));
+  const std::uint32_t subnormal =
+      (significand + (halfway - 1u) + ((significand >> shift) & 1u)) >> shift;
+  const std::uint32_t result = magnitude > 0x7f800000u ? nan
+                               : magnitude >= 0x477ff000u
+                                   ? 0x7c00u  // >= 65520 (and infinity): rounds past 65504
+                               : magnitude >= 0x38800000u ? normal  // >= 2^-14
+                                                          : subnormal;
+  return static_cast<std::uint16_t>(sign | result);
 }
 
 [[nodiscard]] TENAX_HD constexpr float half_bits_to_float(std::uint16_t bits) noexcept {
+  // Branch-free, like float_to_half_bits, so that array loops vectorise.
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   const std::uint32_t exponent = (bits >> 10) & 0x1fu;
-  std::uint32_t mantissa = bits & 0x03ffu;
-  if (exponent == 0x1f) {  // infinity, or NaN made quiet
-    return float_of(sign | 0x7f800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0u));
-  }
-  if (exponent != 0) {
-    return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));
-  }
-  if (mantissa == 0) {
-    return float_of(sign);
-  }
-  // Subnormal f16 (mantissa * 2^-24) is a normal float: shift the leading one up to the implicit
-  // bit position, lowering the exponent once per shift.
-  std::uint32_t float_exponent = 113;  // exponent of 2^-14, the f16 subnormal scale, plus bias
-  while ((mantissa & 0x0400u) == 0) {
-    mantissa <<= 1;
-    --float_exponent;
-  }
-  return float_of(sign | (float_exponent << 23) | ((mantissa & 0x03ffu) << 13));
+  const std::uint32_t mantissa = bits & 0x03ffu;
+  // Infinity, or NaN made quiet.
+  const std::uint32_t special = 0x7f800000u | (mantissa << 13) | (mantissa != 0 ? 0x00400000u : 0u);
+  const std::uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);
+  // Zero or subnormal f16, mantissa * 2^-24: the integer converts to float exactly and the
+  // product is a normal float (or zero), so this is exact whatever the rounding mode and the
+  // flush-to-zero or denormals-are-zero settings.
+  const std::uint32_t subnormal = bits_of(static_cast<float>(static_cast<std::int32_t>(mantissa)) *
+                                          5.9604644775390625e-8f);  // 2^-24
+  const std::uint32_t magnitude = exponent == 0x1fu ? special : exponent == 0 ? subnormal : normal;
+  return float_of(sign | magnitude);
 }
 
 [[nodiscard]] TENAX_HD constexpr float to_float(Half value) noexcept {
