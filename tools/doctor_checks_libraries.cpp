@@ -8,13 +8,7 @@
 
 #include "doctor.hpp"
 #include "doctor_probes.hpp"
-
-#ifdef TENAX_DOCTOR_HAVE_MPI
-// Only the C API: the deprecated C++ bindings would need their own library.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-#endif
+#include "tenax/runtime/communicator.hpp"
 
 namespace tenax::tools {
 
@@ -68,25 +62,14 @@ Finding hdf5() {
 }
 
 Finding mpi() {
-#ifdef TENAX_DOCTOR_HAVE_MPI
-  // Both queries are allowed before MPI_Init, so the doctor does not start an MPI job.
-  char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int length = 0;
-  MPI_Get_library_version(library, &length);
-  int version = 0;
-  int subversion = 0;
-  MPI_Get_version(&version, &subversion);
-  std::string text(library, static_cast<std::size_t>(length > 0 ? length : 0));
-  const std::size_t cut = text.find_first_of(",\n");
-  if (cut != std::string::npos) text.resize(cut);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\0')) text.pop_back();
-  return ok("mpi", fmt::format("{} (MPI standard {}.{})", text.empty() ? "unknown library" : text,
-                               version, subversion));
-#else
-  return skip("mpi",
-              "MPI was not found when tenax was built: multi-process runs over MPI are "
-              "unavailable (install an MPI such as Open MPI and reconfigure to enable them)");
-#endif
+  const runtime::CommLibraryReport report = runtime::mpi_library_report();
+  if (!report.compiled) {
+    return skip("mpi",
+                "MPI was not found when tenax was built: multi-process runs over MPI are "
+                "unavailable (install an MPI such as Open MPI and reconfigure to enable them)");
+  }
+  if (!report.cause.empty()) return problem("mpi", report.cause, report.fix);
+  return ok("mpi", report.version + (report.path.empty() ? "" : ", communicator " + report.path));
 }
 
 Finding eigen() {

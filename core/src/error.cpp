@@ -104,4 +104,16 @@ void throw_not_compiled(std::string_view feature, std::string_view cmake_option,
       where);
 }
 
+CauseAndFix current_cause_and_fix() noexcept {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return {e.cause(), e.fix()};
+  } catch (const std::exception& e) {
+    return {e.what(), {}};
+  } catch (...) {
+    return {"an exception that is not a std::exception", {}};
+  }
+}
+
 }  // namespace tenax

@@ -125,11 +125,10 @@ CublasLoadReport cublas_load_report() noexcept {
     api.get_property(MAJOR_VERSION, &report.major);
     api.get_property(MINOR_VERSION, &report.minor);
     api.get_property(PATCH_LEVEL, &report.patch);
-  } catch (const Error& e) {
-    report.cause = e.cause();
-    report.fix = e.fix();
-  } catch (const std::exception& e) {
-    report.cause = e.what();
+  } catch (...) {
+    CauseAndFix failure = current_cause_and_fix();
+    report.cause = std::move(failure.cause);
+    report.fix = std::move(failure.fix);
   }
   return report;
 }

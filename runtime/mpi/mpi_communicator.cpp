@@ -467,8 +467,28 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::shared_ptr<Communicator> make_mpi_communicator(CommOptions options) {
-  return std::make_shared<MpiCommunicator>(options);
+}  // namespace tenax::runtime::detail
+
+// The plugin's entry points (runtime/src/comm_plugins.cpp loads them).
+extern "C" __attribute__((visibility("default"))) void tenax_comm_mpi_make(
+    const tenax::runtime::CommOptions* options,
+    std::shared_ptr<tenax::runtime::Communicator>* made) {
+  *made = std::make_shared<tenax::runtime::detail::MpiCommunicator>(*options);
 }
 
-}  // namespace tenax::runtime::detail
+// The library's name and version and the MPI standard it implements; both queries are allowed
+// before MPI_Init, so this starts no MPI job.
+extern "C" __attribute__((visibility("default"))) void tenax_comm_mpi_version(std::string* text) {
+  char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(library, &length);
+  int version = 0;
+  int subversion = 0;
+  MPI_Get_version(&version, &subversion);
+  std::string name(library, static_cast<std::size_t>(length > 0 ? length : 0));
+  const std::size_t cut = name.find_first_of(",\n");
+  if (cut != std::string::npos) name.resize(cut);
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\0')) name.pop_back();
+  *text = (name.empty() ? std::string("unknown library") : name) + " (MPI standard " +
+          std::to_string(version) + "." + std::to_string(subversion) + ")";
+}

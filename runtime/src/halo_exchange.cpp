@@ -94,7 +94,8 @@ HaloExchange::HaloExchange(Communicator& comm, const kernels::ShardRange& range,
     std::copy(ghosts_.begin() + offset, ghosts_.begin() + offset + count,
               wanted.data_as<std::int64_t>());
     comm.send(wanted, p, kGhostIndexTag);
-    receives_.push_back(Neighbour{.rank = p, .indices = {}, .offset = offset, .count = count});
+    receives_.push_back(
+        Neighbour{.rank = p, .indices = {}, .offset = offset, .count = count, .buffer = {}});
     offset += count;
   }
   for (int q = 0; q < size; ++q) {
@@ -103,7 +104,7 @@ HaloExchange::HaloExchange(Communicator& comm, const kernels::ShardRange& range,
     if (q == me || count == 0) continue;
     Tensor wanted = Tensor::empty({count}, DType::i64);
     comm.receive(wanted, q, kGhostIndexTag);
-    Neighbour n{.rank = q, .indices = {}, .offset = 0, .count = count};
+    Neighbour n{.rank = q, .indices = {}, .offset = 0, .count = count, .buffer = {}};
     n.indices.resize(static_cast<std::size_t>(count));
     for (std::int64_t k = 0; k < count; ++k) {
       const std::int64_t g = wanted.data_as<std::int64_t>()[k];

@@ -68,3 +68,31 @@ TEST(Error, ExpectsThrowsOnlyWhenFalse) {
 
 }  // namespace
 }  // namespace tenax
+
+namespace tenax {
+namespace {
+
+TEST(CurrentCauseAndFix, TakesATenaxErrorsOwnAndAnyOtherExceptionsWhat) {
+  try {
+    throw EnvironmentError("the library is missing", "install it");
+  } catch (...) {
+    const CauseAndFix got = current_cause_and_fix();
+    EXPECT_EQ(got.cause, "the library is missing");
+    EXPECT_EQ(got.fix, "install it");
+  }
+  try {
+    throw std::runtime_error("plain");
+  } catch (...) {
+    const CauseAndFix got = current_cause_and_fix();
+    EXPECT_EQ(got.cause, "plain");
+    EXPECT_TRUE(got.fix.empty());
+  }
+  try {
+    throw 42;
+  } catch (...) {
+    EXPECT_NE(current_cause_and_fix().cause.find("not a std::exception"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tenax

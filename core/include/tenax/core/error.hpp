@@ -80,6 +80,14 @@ TENAX_DECLARE_ERROR(EnvironmentError, environment);
 [[noreturn]] void throw_not_compiled(std::string_view feature, std::string_view cmake_option,
                                      std::source_location where = std::source_location::current());
 
+// The cause and fix of the exception being handled, for reports that must not throw: a
+// tenax::Error's own, what() of another exception (fix empty). Call it inside a catch block.
+struct CauseAndFix {
+  std::string cause;
+  std::string fix;
+};
+[[nodiscard]] CauseAndFix current_cause_and_fix() noexcept;
+
 }  // namespace tenax
 
 // Checks a precondition of a public function; on failure throws ErrorType(cause, fix) from the

@@ -248,6 +248,18 @@ enum class CommKind : std::uint8_t { automatic, single, threads, mpi, nccl };
 // The rule is read_launch_environment().parallel (launch_environment.hpp).
 [[nodiscard]] bool launched_by_mpi_launcher();
 
+// The MPI and NCCL communicators are plugins loaded when a job asks for several ranks: a
+// single-rank run never loads libmpi or libnccl. What `tenax doctor` reports of the MPI one.
+struct CommLibraryReport {
+  bool compiled = false;  // this build has the communicator
+  std::string path;       // the plugin file loaded
+  std::string version;    // the library's version, e.g. "Open MPI v4.1.4 (MPI standard 3.1)"
+  std::string cause;      // why it could not be loaded (empty when it was)
+  std::string fix;
+};
+// Loads the MPI plugin if that was not done yet (MPI is not initialised); never throws.
+[[nodiscard]] CommLibraryReport mpi_library_report() noexcept;
+
 // The communicator a program asked for with --comm: automatic is MPI under a launcher and a
 // single rank otherwise; mpi is the MPI one (NotCompiledError with the fix in a build without
 // MPI); nccl is MPI for the agreement and host data with NCCL for device tensors (a CUDA build

@@ -253,9 +253,11 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> host,
-                                                     CommOptions options) {
-  return std::make_shared<NcclCommunicator>(std::move(host), options);
-}
-
 }  // namespace tenax::runtime::detail
+
+// The plugin's entry point (runtime/src/comm_plugins.cpp loads it).
+extern "C" __attribute__((visibility("default"))) void tenax_comm_nccl_make(
+    std::shared_ptr<tenax::runtime::Communicator> host, const tenax::runtime::CommOptions* options,
+    std::shared_ptr<tenax::runtime::Communicator>* made) {
+  *made = std::make_shared<tenax::runtime::detail::NcclCommunicator>(std::move(host), *options);
+}
