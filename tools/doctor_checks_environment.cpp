@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -200,9 +201,8 @@ VisibleDevices read_visible_devices() {
   std::set<std::string_view> seen;
   for (const std::string_view raw : split(v.text, ',')) {
     const std::string_view entry = trim(raw);
-    int ordinal = -1;
-    const auto [end, ec] = std::from_chars(entry.data(), entry.data() + entry.size(), ordinal);
-    const bool is_ordinal = ec == std::errc{} && end == entry.data() + entry.size() && ordinal >= 0;
+    const std::optional<int> ordinal = parse_whole<int>(entry);
+    const bool is_ordinal = ordinal.has_value() && *ordinal >= 0;
     const bool is_uuid = entry.starts_with("GPU-") || entry.starts_with("MIG-");
     if (!is_ordinal && !is_uuid) {
       v.invalid_entry = entry;
