@@ -2,7 +2,8 @@
 #                 [CUDA_DEPENDS <targets>...])
 #
 # Creates the library tenax_<layer> (alias tenax::<layer>) from <layer>/src and <layer>/cpu,
-# with public headers in <layer>/include. Its CUDA code in <layer>/cuda becomes the object
+# with public headers in <layer>/include. Its CUDA code in <layer>/cuda (but <layer>/cuda/plugins)
+# becomes the object
 # library tenax_<layer>_cuda, folded into tenax_<layer> when the CUDA backend is enabled;
 # otherwise <layer>/stub supplies the same symbols, throwing NotCompiledError.
 function(tenax_add_layer layer)
@@ -24,6 +25,9 @@ function(tenax_add_layer layer)
 
   if(TENAX_CUDA_ENABLED)
     file(GLOB_RECURSE cuda_sources CONFIGURE_DEPENDS ${dir}/cuda/*.cpp ${dir}/cuda/*.cu)
+    # <layer>/cuda/plugins/ holds CUDA code built into run-time-loaded plugins of its own (the
+    # layer's CMakeLists.txt builds them), not into the layer's library.
+    list(FILTER cuda_sources EXCLUDE REGEX "/cuda/plugins/")
     if(cuda_sources)
       add_library(tenax_${layer}_cuda OBJECT ${cuda_sources})
       target_include_directories(tenax_${layer}_cuda PRIVATE ${dir}/include ${dir}/cuda)

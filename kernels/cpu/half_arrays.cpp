@@ -34,15 +34,6 @@ template <class S>
   }
 }
 
-template <class S>
-void widen_portable(const S* in, float* out, std::int64_t count) noexcept {
-  widen_loop(in, out, count);
-}
-template <class S>
-void narrow_portable(const float* in, S* out, std::int64_t count) noexcept {
-  narrow_loop(in, out, count);
-}
-
 #if TENAX_HALF_ARRAYS_X86
 template <class S>
 __attribute__((target("avx2"))) void widen_avx2(const S* in, float* out,
@@ -99,14 +90,14 @@ void widen_to_float(const Half* in, float* out, std::int64_t count) noexcept {
   if (half_arrays_use_f16c()) return widen_f16c(in, out, count);
   if (cpu_has_avx2()) return widen_avx2(in, out, count);
 #endif
-  widen_portable(in, out, count);
+  widen_loop(in, out, count);
 }
 
 void widen_to_float(const BFloat16* in, float* out, std::int64_t count) noexcept {
 #if TENAX_HALF_ARRAYS_X86
   if (cpu_has_avx2()) return widen_avx2(in, out, count);
 #endif
-  widen_portable(in, out, count);
+  widen_loop(in, out, count);
 }
 
 void narrow_from_float(const float* in, Half* out, std::int64_t count) noexcept {
@@ -114,14 +105,14 @@ void narrow_from_float(const float* in, Half* out, std::int64_t count) noexcept 
   if (half_arrays_use_f16c()) return narrow_f16c(in, out, count);
   if (cpu_has_avx2()) return narrow_avx2(in, out, count);
 #endif
-  narrow_portable(in, out, count);
+  narrow_loop(in, out, count);
 }
 
 void narrow_from_float(const float* in, BFloat16* out, std::int64_t count) noexcept {
 #if TENAX_HALF_ARRAYS_X86
   if (cpu_has_avx2()) return narrow_avx2(in, out, count);
 #endif
-  narrow_portable(in, out, count);
+  narrow_loop(in, out, count);
 }
 
 }  // namespace tenax::kernels::cpu

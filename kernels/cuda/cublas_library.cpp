@@ -90,17 +90,14 @@ Loaded load() {
     dlclose(library);
     api = CublasApi{};
   }
-  try {
-    throw EnvironmentError("cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) +
-                               " (the GPU matrix products) could not be loaded; tried:" + tried,
-                           "install cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) +
-                               " (the CUDA toolkit, or the nvidia-cublas Python wheel) and put "
-                               "its lib folder on LD_LIBRARY_PATH, or set TENAX_CUBLAS_LIBRARY "
-                               "to the " +
-                               kSoname + " file; `tenax doctor` checks the result");
-  } catch (...) {
-    loaded.failure = std::current_exception();
-  }
+  loaded.failure = std::make_exception_ptr(
+      EnvironmentError("cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) +
+                           " (the GPU matrix products) could not be loaded; tried:" + tried,
+                       "install cuBLAS " + std::to_string(CUBLAS_VER_MAJOR) +
+                           " (the CUDA toolkit, or the nvidia-cublas Python wheel) and put "
+                           "its lib folder on LD_LIBRARY_PATH, or set TENAX_CUBLAS_LIBRARY "
+                           "to the " +
+                           kSoname + " file; `tenax doctor` checks the result"));
   return loaded;
 }
 

@@ -54,12 +54,13 @@ struct Plugin {
   const char* what;         // for messages: "the MPI communicator"
   const char* library_fix;  // how to get the library it needs
   std::once_flag once;
+  std::string path;  // where it is loaded from: beside libtenax_runtime
   void* handle = nullptr;
   std::string tried;
 
   void* load() {
     std::call_once(once, [this] {
-      const std::string path = own_folder() + file;
+      path = own_folder() + file;
       handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {
         const char* why = dlerror();
@@ -156,11 +157,7 @@ CommLibraryReport mpi_library_report() noexcept {
 #elif defined(TENAX_MPI_PLUGIN)
     report.compiled = true;
     mpi_plugin().symbol<TenaxMpiVersion>("tenax_comm_mpi_version")(&report.version);
-    Dl_info info{};
-    if (dladdr(dlsym(mpi_plugin().load(), "tenax_comm_mpi_version"), &info) != 0 &&
-        info.dli_fname != nullptr) {
-      report.path = info.dli_fname;
-    }
+    report.path = mpi_plugin().path;
 #endif
   } catch (...) {
     CauseAndFix failure = current_cause_and_fix();
