@@ -396,8 +396,11 @@ System build_system(const Options& o, DType dtype, Device device,
 //   cg            1 apply + 9 passes (fused update: x p r q read, x r written; xpay: r p read,
 //                 p written); with jacobi 11 (the update also reads the inverse diagonal and
 //                 writes z)
-//   bicgstab      2 applies + 27 passes (3 dots, 2 norms, 7 axpby); with jacobi 33 (two
-//                 diagonal scalings)
+//   bicgstab      2 applies + 16 passes (ops_krylov.hpp's fused kernels: the direction reads r
+//                 p v and writes p; each product also reads the vector its dots pair with; s
+//                 reads r v, writes r; the closing update reads x p r t r^, writes x r); with
+//                 jacobi 21 (the direction and s also read the inverse diagonal and write p^ and
+//                 s^; the update reads s^)
 //   gmres(m)      1 apply + 3 passes (norm, scaling into the basis) + 5 (j + 1) for the
 //                 modified Gram-Schmidt step j (a dot and an axpby per basis vector), with j
 //                 averaged over a cycle: (m + 1) / 2 when the run fills cycles; with jacobi 3
@@ -417,7 +420,7 @@ double bytes_per_iteration(const Options& o, const solvers::SolverOptions& optio
   const bool jacobi = pc == "jacobi";
   const double pass = n * value;
   if (o.solver == "cg") return apply + (jacobi ? 11 : 9) * pass;
-  if (o.solver == "bicgstab") return 2 * apply + (jacobi ? 33 : 27) * pass;
+  if (o.solver == "bicgstab") return 2 * apply + (jacobi ? 21 : 16) * pass;
   if (o.solver == "gmres") {
     const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
         1, std::min(options.restart, std::max<std::int64_t>(iterations, 1))));

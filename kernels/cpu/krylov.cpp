@@ -150,7 +150,140 @@ void xpay_typed(CpuContext& context, const XpayArgs& s) {
   });
 }
 
-// ---- spmv_dot ----
+// ---- BiCGSTAB ----
+
+template <class T, bool kJacobi>
+void bicgstab_direction_range(const T* __restrict r, const T* __restrict v,
+                              const T* __restrict inv_diag, T* __restrict p, T* __restrict p_hat,
+                              T beta, T omega, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) {
+    const T pi = bicgstab_direction_point(r[i], beta, p[i], omega, v[i]);
+    p[i] = pi;
+    if constexpr (kJacobi) p_hat[i] = jacobi_point(inv_diag[i], pi);
+  }
+}
+
+template <class T>
+void bicgstab_direction_typed(CpuContext& context, const BicgstabDirectionArgs& s) {
+  const T* r = s.r.data_as<const T>();
+  const T* v = s.v.data_as<const T>();
+  T* p = s.p.data_as<T>();
+  const T beta = static_cast<T>(s.beta);
+  const T omega = static_cast<T>(s.omega);
+  const std::int64_t n = s.p.numel();
+  if (s.inv_diag.defined()) {
+    const T* inv_diag = s.inv_diag.data_as<const T>();
+    T* p_hat = s.p_hat.data_as<T>();
+    context.parallel_for(0, n, detail::kMinChunk, [=](std::int64_t begin, std::int64_t end) {
+      bicgstab_direction_range<T, true>(r, v, inv_diag, p, p_hat, beta, omega, begin, end);
+    });
+    return;
+  }
+  context.parallel_for(0, n, detail::kMinChunk, [=](std::int64_t begin, std::int64_t end) {
+    bicgstab_direction_range<T, false>(r, v, nullptr, p, nullptr, beta, omega, begin, end);
+  });
+}
+
+template <class T, bool kJacobi>
+KrylovTerms<1> bicgstab_residual_block(T alpha, const T* __restrict v, const T* __restrict inv_diag,
+                                       T* __restrict r, T* __restrict s_hat, std::int64_t begin,
+                                       std::int64_t end) {
+  double lanes[kLanes] = {};
+  std::int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const T sj = cg_r_point(r[i + j], alpha, v[i + j]);
+      r[i + j] = sj;
+      if constexpr (kJacobi) s_hat[i + j] = jacobi_point(inv_diag[i + j], sj);
+      lanes[j] += dot_term(sj, sj);
+    }
+  }
+  const BicgstabResidualBody<T, kJacobi> body{v, inv_diag, r, s_hat, alpha};
+  for (int j = 0; i + j < end; ++j) lanes[j] += body(i + j).v[0];
+  return {{fold_lanes(lanes)}};
+}
+
+template <class T, bool kJacobi>
+double bicgstab_residual_run(CpuContext& context, const BicgstabResidualArgs& s) {
+  const T alpha = static_cast<T>(s.alpha);
+  const T* v = s.v.data_as<const T>();
+  T* r = s.r.data_as<T>();
+  const T* inv_diag = kJacobi ? s.inv_diag.data_as<const T>() : nullptr;
+  T* s_hat = kJacobi ? s.s_hat.data_as<T>() : nullptr;
+  return reduce_blocks<1>(context, s.r.numel(), kMinBlocksPerChunk,
+                          [=](std::int64_t begin, std::int64_t end) {
+                            return bicgstab_residual_block<T, kJacobi>(alpha, v, inv_diag, r, s_hat,
+                                                                       begin, end);
+                          })
+      .v[0];
+}
+
+template <class T>
+double bicgstab_residual_typed(CpuContext& context, const BicgstabResidualArgs& s) {
+  return s.inv_diag.defined() ? bicgstab_residual_run<T, true>(context, s)
+                              : bicgstab_residual_run<T, false>(context, s);
+}
+
+template <class T, bool kSeparateSHat>
+KrylovTerms<2> bicgstab_update_block(T alpha, T omega, const T* __restrict p_hat,
+                                     const T* __restrict s_hat, const T* __restrict t,
+                                     const T* __restrict r_hat, T* __restrict x, T* __restrict r,
+                                     std::int64_t begin, std::int64_t end) {
+  double rr[kLanes] = {};
+  double hr[kLanes] = {};
+  std::int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const T sj = r[i + j];
+      T shj = sj;
+      if constexpr (kSeparateSHat) shj = s_hat[i + j];
+      x[i + j] = cg_x_point(cg_x_point(x[i + j], alpha, p_hat[i + j]), omega, shj);
+      const T rj = cg_r_point(sj, omega, t[i + j]);
+      r[i + j] = rj;
+      rr[j] += dot_term(rj, rj);
+      hr[j] += dot_term(r_hat[i + j], rj);
+    }
+  }
+  const BicgstabUpdateBody<T, kSeparateSHat> body{p_hat, s_hat, t, r_hat, x, r, alpha, omega};
+  for (int j = 0; i + j < end; ++j) {
+    const KrylovTerms<2> terms = body(i + j);
+    rr[j] += terms.v[0];
+    hr[j] += terms.v[1];
+  }
+  return {{fold_lanes(rr), fold_lanes(hr)}};
+}
+
+template <class T, bool kSeparateSHat>
+ops::BicgstabDots bicgstab_update_run(CpuContext& context, const BicgstabUpdateArgs& s) {
+  const T alpha = static_cast<T>(s.alpha);
+  const T omega = static_cast<T>(s.omega);
+  const T* p_hat = s.p_hat.data_as<const T>();
+  const T* s_hat = kSeparateSHat ? s.s_hat.data_as<const T>() : nullptr;
+  const T* t = s.t.data_as<const T>();
+  const T* r_hat = s.r_hat.data_as<const T>();
+  T* x = s.x.data_as<T>();
+  T* r = s.r.data_as<T>();
+  const KrylovTerms<2> dots = reduce_blocks<2>(
+      context, s.r.numel(), kMinBlocksPerChunk, [=](std::int64_t begin, std::int64_t end) {
+        return bicgstab_update_block<T, kSeparateSHat>(alpha, omega, p_hat, s_hat, t, r_hat, x, r,
+                                                       begin, end);
+      });
+  return {dots.v[0], dots.v[1]};
+}
+
+template <class T>
+ops::BicgstabDots bicgstab_update_typed(CpuContext& context, const BicgstabUpdateArgs& s) {
+  return s.s_hat.defined() ? bicgstab_update_run<T, true>(context, s)
+                           : bicgstab_update_run<T, false>(context, s);
+}
+
+// ---- spmv_dot and spmv_dots ----
+
+// Blocks per chunk from the average row length, so that small matrices stay on one thread.
+std::int64_t spmv_min_blocks(const CsrMatrix& a) {
+  const std::int64_t per_row = std::max<std::int64_t>(1, (a.nnz() + a.rows() - 1) / a.rows());
+  return std::max<std::int64_t>(1, kMinEntriesPerChunk / (per_row * kReduceBlock));
+}
 
 template <class T, class I>
 KrylovTerms<1> spmv_dot_block(const I* __restrict row_ptr, const I* __restrict col_idx,
@@ -182,16 +315,61 @@ double spmv_dot_typed(CpuContext& context, const SpmvDotArgs& s) {
   const T* p = s.p.data_as<const T>();
   T* q = s.q.data_as<T>();
   const std::int64_t pair = s.pair;
-  const std::int64_t rows = s.a.rows();
-  // Blocks per chunk from the average row length, so that small matrices stay on one thread.
-  const std::int64_t per_row = std::max<std::int64_t>(1, (s.a.nnz() + rows - 1) / rows);
-  const std::int64_t min_blocks =
-      std::max<std::int64_t>(1, kMinEntriesPerChunk / (per_row * kReduceBlock));
-  return reduce_blocks<1>(context, rows, min_blocks,
+  return reduce_blocks<1>(context, s.a.rows(), spmv_min_blocks(s.a),
                           [=](std::int64_t begin, std::int64_t end) {
                             return spmv_dot_block(row_ptr, col_idx, values, p, q, pair, begin, end);
                           })
       .v[0];
+}
+
+template <class T, class I>
+KrylovTerms<2> spmv_dots_block(const I* __restrict row_ptr, const I* __restrict col_idx,
+                               const T* __restrict values, const T* __restrict p,
+                               const T* __restrict w, T* __restrict q, std::int64_t begin,
+                               std::int64_t end) {
+  double wq[kLanes] = {};
+  double qq[kLanes] = {};
+  std::int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes) {
+    for (int j = 0; j < kLanes; j += 4) {
+      T sums[4];
+      csr_four_row_sums(row_ptr, col_idx, values, p, i + j, sums);
+      for (int k = 0; k < 4; ++k) {
+        q[i + j + k] = sums[k];
+        wq[j + k] += dot_term(w[i + j + k], sums[k]);
+        qq[j + k] += dot_term(sums[k], sums[k]);
+      }
+    }
+  }
+  const SpmvDotsBody<T, I> body{row_ptr, col_idx, values, p, w, q};
+  for (int j = 0; i + j < end; ++j) {
+    const KrylovTerms<2> terms = body(i + j);
+    wq[j] += terms.v[0];
+    qq[j] += terms.v[1];
+  }
+  return {{fold_lanes(wq), fold_lanes(qq)}};
+}
+
+template <class T, class I>
+ops::SpmvDots spmv_dots_typed(CpuContext& context, const SpmvDotsArgs& s) {
+  const I* row_ptr = s.a.row_ptr().data_as<const I>();
+  const I* col_idx = s.a.col_idx().data_as<const I>();
+  const T* values = s.a.values().data_as<const T>();
+  const T* p = s.p.data_as<const T>();
+  const T* w = s.w.data_as<const T>();
+  T* q = s.q.data_as<T>();
+  const std::int64_t rows = s.a.rows();
+  const KrylovTerms<2> dots = reduce_blocks<2>(
+      context, rows, spmv_min_blocks(s.a), [=](std::int64_t begin, std::int64_t end) {
+        return spmv_dots_block(row_ptr, col_idx, values, p, w, q, begin, end);
+      });
+  return {dots.v[0], dots.v[1]};
+}
+
+template <class T>
+ops::SpmvDots spmv_dots_values(CpuContext& context, const SpmvDotsArgs& s) {
+  if (s.a.index_dtype() == DType::i64) return spmv_dots_typed<T, std::int64_t>(context, s);
+  return spmv_dots_typed<T, std::int32_t>(context, s);
 }
 
 template <class T>
@@ -338,6 +516,29 @@ double laplacian_7pt_dot_typed(CpuContext& context, const StencilDotArgs& s) {
 double spmv_dot(CpuContext& context, const SpmvDotArgs& args) {
   if (args.a.dtype() == DType::f64) return spmv_dot_values<double>(context, args);
   return spmv_dot_values<float>(context, args);
+}
+
+ops::SpmvDots spmv_dots(CpuContext& context, const SpmvDotsArgs& args) {
+  if (args.a.dtype() == DType::f64) return spmv_dots_values<double>(context, args);
+  return spmv_dots_values<float>(context, args);
+}
+
+void bicgstab_direction(CpuContext& context, const BicgstabDirectionArgs& args) {
+  if (args.p.dtype() == DType::f64) {
+    bicgstab_direction_typed<double>(context, args);
+  } else {
+    bicgstab_direction_typed<float>(context, args);
+  }
+}
+
+double bicgstab_residual(CpuContext& context, const BicgstabResidualArgs& args) {
+  if (args.r.dtype() == DType::f64) return bicgstab_residual_typed<double>(context, args);
+  return bicgstab_residual_typed<float>(context, args);
+}
+
+ops::BicgstabDots bicgstab_update(CpuContext& context, const BicgstabUpdateArgs& args) {
+  if (args.r.dtype() == DType::f64) return bicgstab_update_typed<double>(context, args);
+  return bicgstab_update_typed<float>(context, args);
 }
 
 double laplacian_5pt_dot(CpuContext& context, const StencilDotArgs& args) {

@@ -42,6 +42,22 @@ double spmv_dot_values(const SpmvDotArgs& s) {
   return spmv_dot_typed<T, std::int32_t>(s);
 }
 
+template <class T, class I>
+ops::SpmvDots spmv_dots_typed(const SpmvDotsArgs& s) {
+  const SpmvDotsBody<T, I> body{s.a.row_ptr().data_as<const I>(), s.a.col_idx().data_as<const I>(),
+                                s.a.values().data_as<const T>(),  s.p.data_as<const T>(),
+                                s.w.data_as<const T>(),           s.q.data_as<T>()};
+  const detail::ReduceTerms<2> dots =
+      fused_reduce<2>(s.q.device(), s.a.rows(), body, "spmv_dots kernel");
+  return {dots.v[0], dots.v[1]};
+}
+
+template <class T>
+ops::SpmvDots spmv_dots_values(const SpmvDotsArgs& s) {
+  if (s.a.index_dtype() == DType::i64) return spmv_dots_typed<T, std::int64_t>(s);
+  return spmv_dots_typed<T, std::int32_t>(s);
+}
+
 template <class T>
 double laplacian_5pt_dot_typed(const StencilDotArgs& s) {
   const StencilArgs& g = s.grid;
@@ -96,11 +112,84 @@ void xpay_typed(const XpayArgs& s) {
                    "xpay kernel");
 }
 
+template <class T>
+void bicgstab_direction_typed(const BicgstabDirectionArgs& s) {
+  const T* r = s.r.data_as<const T>();
+  const T* v = s.v.data_as<const T>();
+  T* p = s.p.data_as<T>();
+  const T beta = static_cast<T>(s.beta);
+  const T omega = static_cast<T>(s.omega);
+  if (s.inv_diag.defined()) {
+    detail::for_each(s.p.device(), s.p.numel(),
+                     BicgstabDirectionBody<T, true>{r, v, s.inv_diag.data_as<const T>(), p,
+                                                    s.p_hat.data_as<T>(), beta, omega},
+                     "bicgstab_direction kernel");
+    return;
+  }
+  detail::for_each(s.p.device(), s.p.numel(),
+                   BicgstabDirectionBody<T, false>{r, v, nullptr, p, nullptr, beta, omega},
+                   "bicgstab_direction kernel");
+}
+
+template <class T>
+double bicgstab_residual_typed(const BicgstabResidualArgs& s) {
+  const T alpha = static_cast<T>(s.alpha);
+  const T* v = s.v.data_as<const T>();
+  T* r = s.r.data_as<T>();
+  if (s.inv_diag.defined()) {
+    const BicgstabResidualBody<T, true> body{v, s.inv_diag.data_as<const T>(), r,
+                                             s.s_hat.data_as<T>(), alpha};
+    return fused_reduce<1>(s.r.device(), s.r.numel(), body, "bicgstab_residual kernel").v[0];
+  }
+  const BicgstabResidualBody<T, false> body{v, nullptr, r, nullptr, alpha};
+  return fused_reduce<1>(s.r.device(), s.r.numel(), body, "bicgstab_residual kernel").v[0];
+}
+
+template <class T, bool kSeparateSHat>
+ops::BicgstabDots bicgstab_update_run(const BicgstabUpdateArgs& s) {
+  const BicgstabUpdateBody<T, kSeparateSHat> body{
+      s.p_hat.data_as<const T>(), kSeparateSHat ? s.s_hat.data_as<const T>() : nullptr,
+      s.t.data_as<const T>(),     s.r_hat.data_as<const T>(),
+      s.x.data_as<T>(),           s.r.data_as<T>(),
+      static_cast<T>(s.alpha),    static_cast<T>(s.omega)};
+  const detail::ReduceTerms<2> dots =
+      fused_reduce<2>(s.r.device(), s.r.numel(), body, "bicgstab_update kernel");
+  return {dots.v[0], dots.v[1]};
+}
+
+template <class T>
+ops::BicgstabDots bicgstab_update_typed(const BicgstabUpdateArgs& s) {
+  return s.s_hat.defined() ? bicgstab_update_run<T, true>(s) : bicgstab_update_run<T, false>(s);
+}
+
 }  // namespace
 
 double spmv_dot(const SpmvDotArgs& args) {
   if (args.a.dtype() == DType::f64) return spmv_dot_values<double>(args);
   return spmv_dot_values<float>(args);
+}
+
+ops::SpmvDots spmv_dots(const SpmvDotsArgs& args) {
+  if (args.a.dtype() == DType::f64) return spmv_dots_values<double>(args);
+  return spmv_dots_values<float>(args);
+}
+
+void bicgstab_direction(const BicgstabDirectionArgs& args) {
+  if (args.p.dtype() == DType::f64) {
+    bicgstab_direction_typed<double>(args);
+  } else {
+    bicgstab_direction_typed<float>(args);
+  }
+}
+
+double bicgstab_residual(const BicgstabResidualArgs& args) {
+  if (args.r.dtype() == DType::f64) return bicgstab_residual_typed<double>(args);
+  return bicgstab_residual_typed<float>(args);
+}
+
+ops::BicgstabDots bicgstab_update(const BicgstabUpdateArgs& args) {
+  if (args.r.dtype() == DType::f64) return bicgstab_update_typed<double>(args);
+  return bicgstab_update_typed<float>(args);
 }
 
 double laplacian_5pt_dot(const StencilDotArgs& args) {

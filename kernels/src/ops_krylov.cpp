@@ -38,11 +38,10 @@ void check_stencil(std::string_view op, const Tensor& p, const Tensor& q, int ra
   detail::check_finite(op, "scale", scale);
 }
 
-}  // namespace
-
-double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q, std::int64_t pair) {
-  constexpr std::string_view op = "spmv_dot";
-  TENAX_EXPECTS(a.defined(), UsageError, "spmv_dot: a is an empty CsrMatrix with no storage",
+// The operands of q = A p, as spmv_dot and spmv_dots take them.
+void check_csr_product(std::string_view op, const CsrMatrix& a, const Tensor& p, const Tensor& q) {
+  const std::string name(op);
+  TENAX_EXPECTS(a.defined(), UsageError, name + ": a is an empty CsrMatrix with no storage",
                 "construct it from row_ptr, col_idx and values (or CsrMatrix::from_dense)");
   detail::check_defined(op, "p", p);
   detail::check_defined(op, "q", q);
@@ -50,29 +49,48 @@ double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q, std::int64
   detail::check_same_device(op, "a", a.values(), "q", q);
   TENAX_EXPECTS(
       p.dtype() == a.dtype() && q.dtype() == a.dtype(), UsageError,
-      "spmv_dot: a is " + str(a.dtype()) + " but p is " + str(p.dtype()) + " and q is " +
+      name + ": a is " + str(a.dtype()) + " but p is " + str(p.dtype()) + " and q is " +
           str(q.dtype()),
       "cast p and q to " + str(a.dtype()) + " with ops::cast (or build a with their dtype)");
-  TENAX_EXPECTS(pair >= 0 && pair <= a.cols() - a.rows(), UsageError,
-                "spmv_dot: a is " + a.describe() + " but p.(A p) needs rows <= cols - pair (pair " +
-                    str(pair) + ")",
-                "pass a square matrix with pair 0 (or one with more columns than rows and a pair "
-                "offset that keeps the paired columns inside it), or use ops::spmv and ops::dot");
   TENAX_EXPECTS(p.shape().rank() == 1 && p.numel() == a.cols(), UsageError,
-                "spmv_dot: a is " + a.describe() + " but p has shape " + to_string(p.shape()),
+                name + ": a is " + a.describe() + " but p has shape " + to_string(p.shape()),
                 "pass p of shape [" + str(a.cols()) + "] (one entry per column of a)");
   TENAX_EXPECTS(q.shape().rank() == 1 && q.numel() == a.rows(), UsageError,
-                "spmv_dot: a is " + a.describe() + " but q has shape " + to_string(q.shape()),
+                name + ": a is " + a.describe() + " but q has shape " + to_string(q.shape()),
                 "pass q of shape [" + str(a.rows()) + "] (one entry per row of a)");
   check_no_overlap(op, {"q", &q},
                    {{"p", &p},
                     {"a.values", &a.values()},
                     {"a.col_idx", &a.col_idx()},
                     {"a.row_ptr", &a.row_ptr()}});
+}
+
+}  // namespace
+
+double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q, std::int64_t pair) {
+  check_csr_product("spmv_dot", a, p, q);
+  TENAX_EXPECTS(pair >= 0 && pair <= a.cols() - a.rows(), UsageError,
+                "spmv_dot: a is " + a.describe() + " but p.(A p) needs rows <= cols - pair (pair " +
+                    str(pair) + ")",
+                "pass a square matrix with pair 0 (or one with more columns than rows and a pair "
+                "offset that keeps the paired columns inside it), or use ops::spmv and ops::dot");
   if (a.rows() == 0) return kernels::empty_reduction<1>().v[0];
 
   const kernels::SpmvDotArgs args{a, p, q, pair};
   return q.device().is_cpu() ? kernels::cpu::spmv_dot(args) : kernels::cuda::spmv_dot(args);
+}
+
+SpmvDots spmv_dots(const CsrMatrix& a, const Tensor& p, const Tensor& q, const Tensor& w) {
+  constexpr std::string_view op = "spmv_dots";
+  check_csr_product(op, a, p, q);
+  check_vectors(op, {{"q", &q}, {"w", &w}});
+  check_no_overlap(op, {"q", &q}, {{"w", &w}});
+  if (a.rows() == 0) {
+    const kernels::ReduceTerms<2> none = kernels::empty_reduction<2>();
+    return {none.v[0], none.v[1]};
+  }
+  const kernels::SpmvDotsArgs args{a, p, q, w};
+  return q.device().is_cpu() ? kernels::cpu::spmv_dots(args) : kernels::cuda::spmv_dots(args);
 }
 
 double laplacian_5pt_dot(const Tensor& p, const Tensor& q, double hy, double hx, double scale) {
@@ -139,6 +157,67 @@ void xpay(const Tensor& z, double beta, const Tensor& p) {
   } else {
     kernels::cuda::xpay(args);
   }
+}
+
+void bicgstab_direction(double beta, double omega, const Tensor& r, const Tensor& v,
+                        const Tensor& p, const Tensor& inv_diag, const Tensor& p_hat) {
+  constexpr std::string_view op = "bicgstab_direction";
+  TENAX_EXPECTS(inv_diag.defined() == p_hat.defined(), UsageError,
+                "bicgstab_direction: inv_diag and p_hat must be given together",
+                "pass both (Jacobi preconditioning) or neither");
+  check_vectors(op, {{"r", &r}, {"v", &v}, {"p", &p}});
+  check_no_overlap(op, {"p", &p}, {{"r", &r}, {"v", &v}});
+  if (inv_diag.defined()) {
+    check_vectors(op, {{"p", &p}, {"inv_diag", &inv_diag}, {"p_hat", &p_hat}});
+    check_no_overlap(op, {"p_hat", &p_hat},
+                     {{"r", &r}, {"v", &v}, {"p", &p}, {"inv_diag", &inv_diag}});
+    check_no_overlap(op, {"p", &p}, {{"inv_diag", &inv_diag}});
+  }
+  if (p.numel() == 0) return;
+  const kernels::BicgstabDirectionArgs args{beta, omega, r, v, p, inv_diag, p_hat};
+  if (p.device().is_cpu()) {
+    kernels::cpu::bicgstab_direction(args);
+  } else {
+    kernels::cuda::bicgstab_direction(args);
+  }
+}
+
+double bicgstab_residual(double alpha, const Tensor& v, const Tensor& r, const Tensor& inv_diag,
+                         const Tensor& s_hat) {
+  constexpr std::string_view op = "bicgstab_residual";
+  TENAX_EXPECTS(inv_diag.defined() == s_hat.defined(), UsageError,
+                "bicgstab_residual: inv_diag and s_hat must be given together",
+                "pass both (Jacobi preconditioning) or neither");
+  check_vectors(op, {{"v", &v}, {"r", &r}});
+  check_no_overlap(op, {"r", &r}, {{"v", &v}});
+  if (inv_diag.defined()) {
+    check_vectors(op, {{"r", &r}, {"inv_diag", &inv_diag}, {"s_hat", &s_hat}});
+    check_no_overlap(op, {"s_hat", &s_hat}, {{"v", &v}, {"r", &r}, {"inv_diag", &inv_diag}});
+    check_no_overlap(op, {"r", &r}, {{"inv_diag", &inv_diag}});
+  }
+  if (r.numel() == 0) return kernels::empty_reduction<1>().v[0];
+  const kernels::BicgstabResidualArgs args{alpha, v, r, inv_diag, s_hat};
+  return r.device().is_cpu() ? kernels::cpu::bicgstab_residual(args)
+                             : kernels::cuda::bicgstab_residual(args);
+}
+
+BicgstabDots bicgstab_update(double alpha, const Tensor& p_hat, double omega, const Tensor& s_hat,
+                             const Tensor& t, const Tensor& r_hat, const Tensor& x,
+                             const Tensor& r) {
+  constexpr std::string_view op = "bicgstab_update";
+  check_vectors(op, {{"p_hat", &p_hat}, {"t", &t}, {"r_hat", &r_hat}, {"x", &x}, {"r", &r}});
+  if (s_hat.defined()) check_vectors(op, {{"r", &r}, {"s_hat", &s_hat}});
+  check_no_overlap(op, {"x", &x},
+                   {{"p_hat", &p_hat}, {"s_hat", &s_hat}, {"t", &t}, {"r_hat", &r_hat}, {"r", &r}});
+  check_no_overlap(op, {"r", &r},
+                   {{"p_hat", &p_hat}, {"s_hat", &s_hat}, {"t", &t}, {"r_hat", &r_hat}});
+  if (r.numel() == 0) {
+    const kernels::ReduceTerms<2> none = kernels::empty_reduction<2>();
+    return {none.v[0], none.v[1]};
+  }
+  const kernels::BicgstabUpdateArgs args{alpha, omega, p_hat, s_hat, t, r_hat, x, r};
+  return r.device().is_cpu() ? kernels::cpu::bicgstab_update(args)
+                             : kernels::cuda::bicgstab_update(args);
 }
 
 }  // namespace tenax::ops

@@ -111,6 +111,16 @@ double DistributedCsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) 
   return ops::spmv_dot(extended_, extended, y, halo_->ghosts_below());
 }
 
+solvers::LinearOperator::Dots DistributedCsrOperator::apply_dots_impl(const Tensor& x,
+                                                                      const Tensor& y,
+                                                                      const Tensor& w,
+                                                                      bool /*with_yy*/) const {
+  const Tensor extended = exchange(x);
+  // Rows pair with the local w, so no offset; an empty shard's call takes part in the reduction.
+  const ops::SpmvDots dots = ops::spmv_dots(extended_, extended, y, w);
+  return {dots.wq, dots.qq};
+}
+
 Tensor DistributedCsrOperator::make_vector_impl() const {
   std::erase_if(made_, [](const Tensor& e) { return e.buffer().use_count() == 1; });
   const std::int64_t below = halo_->ghosts_below();

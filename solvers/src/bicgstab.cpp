@@ -1,12 +1,14 @@
 #include "tenax/solvers/bicgstab.hpp"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "detail/format.hpp"
 #include "detail/residual.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
 
 namespace tenax::solvers {
 namespace {
@@ -28,13 +30,6 @@ std::optional<StopReason> check_scalar(const char* name, double value, const cha
 
 BiCgStab::BiCgStab(SolverOptions options) : KrylovSolver(std::move(options)) {}
 
-const Tensor& BiCgStab::precondition(const Tensor& v, const Tensor& z) const {
-  const Preconditioner* m = active_preconditioner();
-  if (m == nullptr) return v;
-  m->apply(v, z);
-  return z;
-}
-
 void BiCgStab::allocate_method() {
   ensure_vector(r_);
   ensure_vector(r_hat_);
@@ -53,6 +48,7 @@ double BiCgStab::start_method() {
   ops::fill(p_, 0.0);
   ops::fill(v_, 0.0);
   rho_ = alpha_ = omega_ = 1.0;
+  next_rho_.reset();
   return std::sqrt(rr);
 }
 
@@ -65,20 +61,29 @@ KrylovSolver::Step BiCgStab::step() {
       return fail(*failure);
     }
   }
-  const double rho = ops::dot(r_hat_, r_);
+  // The last iteration's closing update computed r^.r already (the bits of ops::dot(r^, r)).
+  const double rho = next_rho_ ? *next_rho_ : ops::dot(r_hat_, r_);
+  next_rho_.reset();
   if (auto failure = check_scalar("r^.r", rho,
                                   "the shadow residual became orthogonal to the residual; "
                                   "restart from the current x or use gmres")) {
     return fail(*failure);
   }
+  const Preconditioner* m = active_preconditioner();
+  // A Jacobi preconditioner is applied inside the vector passes; any other one separately.
+  const Tensor* inv_diag = m != nullptr ? m->inverse_diagonal() : nullptr;
+
   // p = r + beta (p - omega v); on the first iteration p = r (p and v start at 0).
   const double beta = (rho / rho_) * (alpha_ / omega_);
-  ops::axpby(-omega_, v_, 1.0, p_);
-  ops::axpby(1.0, r_, beta, p_);
+  if (inv_diag != nullptr) {
+    ops::bicgstab_direction(beta, omega_, r_, v_, p_, *inv_diag, p_hat_);
+  } else {
+    ops::bicgstab_direction(beta, omega_, r_, v_, p_);
+    if (m != nullptr) m->apply(p_, p_hat_);
+  }
+  const Tensor& p_hat = m != nullptr ? p_hat_ : p_;
 
-  const Tensor& p_hat = precondition(p_, p_hat_);
-  op().apply(p_hat, v_);
-  const double rv = ops::dot(r_hat_, v_);
+  const double rv = op().apply_dot_with(p_hat, v_, r_hat_);
   if (auto failure = check_scalar("r^.v", rv,
                                   "the denominator of alpha vanished; restart from the current "
                                   "x or use gmres")) {
@@ -86,8 +91,9 @@ KrylovSolver::Step BiCgStab::step() {
   }
   const double alpha = rho / rv;
   // s = r - alpha v, kept in r: from here on r and x + alpha p^ are a consistent pair.
-  ops::axpby(-alpha, v_, 1.0, r_);
-  const double s_norm = ops::nrm2(r_);
+  const double ss = inv_diag != nullptr ? ops::bicgstab_residual(alpha, v_, r_, *inv_diag, s_hat_)
+                                        : ops::bicgstab_residual(alpha, v_, r_);
+  const double s_norm = std::sqrt(ss);
   rho_ = rho;
   alpha_ = alpha;
   if (!std::isfinite(s_norm) || residual_converged(s_norm)) {
@@ -96,10 +102,12 @@ KrylovSolver::Step BiCgStab::step() {
     return Step::done(s_norm);
   }
 
-  const Tensor& s_hat = precondition(r_, s_hat_);
-  op().apply(s_hat, t_);
-  const double tt = ops::dot(t_, t_);
-  const double ts = ops::dot(t_, r_);
+  if (m != nullptr && inv_diag == nullptr) m->apply(r_, s_hat_);
+  const Tensor& s_hat = m != nullptr ? s_hat_ : r_;
+  // t = A s^, with t.s and t.t from the same pass.
+  const LinearOperator::Dots dots = op().apply_dots(s_hat, t_, r_);
+  const double tt = dots.yy;
+  const double ts = dots.wy;
   std::optional<StopReason> failure =
       check_scalar("t.t", tt, "A M^-1 s vanished while s did not meet the tolerance; use gmres");
   if (!failure && !std::isfinite(ts)) {
@@ -110,11 +118,12 @@ KrylovSolver::Step BiCgStab::step() {
     return fail(*failure);
   }
   const double omega = ts / tt;
-  ops::axpby(alpha, p_hat, 1.0, solution());
-  ops::axpby(omega, s_hat, 1.0, solution());
-  ops::axpby(-omega, t_, 1.0, r_);
+  // x += alpha p^ + omega s^ and r = s - omega t, with r.r and the next r^.r in the same pass.
+  const ops::BicgstabDots closing = ops::bicgstab_update(
+      alpha, p_hat, omega, m != nullptr ? s_hat_ : Tensor{}, t_, r_hat_, solution(), r_);
   omega_ = omega;
-  return Step::done(ops::nrm2(r_));
+  next_rho_ = closing.r_hat_r;
+  return Step::done(std::sqrt(closing.rr));
 }
 
 void BiCgStab::save_method(StateDict& state) const {
@@ -135,6 +144,7 @@ void BiCgStab::load_method(const StateDict& state) {
   rho_ = state.real("rho");
   alpha_ = state.real("alpha");
   omega_ = state.real("omega");
+  next_rho_.reset();  // recomputed from r^ and r: the same bits
 }
 
 }  // namespace tenax::solvers

@@ -34,6 +34,12 @@ double CsrOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
   return ops::spmv_dot(matrix_, x, y);
 }
 
+LinearOperator::Dots CsrOperator::apply_dots_impl(const Tensor& x, const Tensor& y, const Tensor& w,
+                                                  bool /*with_yy*/) const {
+  const ops::SpmvDots dots = ops::spmv_dots(matrix_, x, y, w);
+  return {dots.wq, dots.qq};
+}
+
 Tensor CsrOperator::diagonal_impl() const { return csr_diagonal(matrix_); }
 
 Tensor csr_diagonal(const CsrMatrix& matrix, std::int64_t column_offset) {

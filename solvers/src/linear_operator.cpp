@@ -83,6 +83,38 @@ double LinearOperator::apply_dot_impl(const Tensor& x, const Tensor& y) const {
   return ops::dot(x, y);
 }
 
+LinearOperator::Dots LinearOperator::checked_apply_dots(const Tensor& x, const Tensor& y,
+                                                        const Tensor& w, bool with_yy) const {
+  check_vector("apply_dots: x", x, cols_);
+  check_vector("apply_dots: y", y, rows_);
+  check_vector("apply_dots: w", w, rows_);
+  TENAX_EXPECTS(!overlaps(x, y), UsageError,
+                "apply_dots of " + describe() + ": y overlaps x in memory",
+                "write A x into a separate vector (Tensor::empty_like(x))");
+  TENAX_EXPECTS(!overlaps(w, y), UsageError,
+                "apply_dots of " + describe() + ": y overlaps w in memory",
+                "write A x into a vector apart from w (Tensor::empty_like(w))");
+  return apply_dots_impl(x, y, w, with_yy);
+}
+
+double LinearOperator::apply_dot_with(const Tensor& x, const Tensor& y, const Tensor& w) const {
+  return checked_apply_dots(x, y, w, false).wy;
+}
+
+LinearOperator::Dots LinearOperator::apply_dots(const Tensor& x, const Tensor& y,
+                                                const Tensor& w) const {
+  return checked_apply_dots(x, y, w, true);
+}
+
+LinearOperator::Dots LinearOperator::apply_dots_impl(const Tensor& x, const Tensor& y,
+                                                     const Tensor& w, bool with_yy) const {
+  apply_impl(x, y);
+  Dots dots;
+  dots.wy = ops::dot(w, y);
+  if (with_yy) dots.yy = ops::dot(y, y);
+  return dots;
+}
+
 Tensor LinearOperator::diagonal() const {
   TENAX_EXPECTS(has_diagonal(), UsageError, describe() + " cannot provide its diagonal",
                 "use a preconditioner that needs no diagonal ('none'), or assemble the operator "

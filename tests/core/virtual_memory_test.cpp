@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string>
 
 #include "tenax/core/memory/pool_resource.hpp"
 
@@ -28,6 +32,47 @@ TEST(HostVirtualMemory, ReservesMapsAndUnmapsPages) {
   EXPECT_EQ(base[16 * page], 0) << "unmapped pages come back zeroed";
   vm.unmap(base + 16 * page, 4 * page);
   vm.release(base, bytes);
+}
+
+// The VmFlags line of the mapping of /proc/self/smaps that holds `addr`, or "" when none does.
+std::string vm_flags_of(const void* addr) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto target = reinterpret_cast<std::uintptr_t>(addr);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t begin = 0;
+    std::uintptr_t end = 0;
+    char dash = 0;
+    std::istringstream fields(line);
+    if (fields >> std::hex >> begin >> dash >> end && dash == '-') {
+      inside = begin <= target && target < end;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+TEST(HostVirtualMemory, LargeMappingsAskForHugePagesFromAnAlignedBase) {
+  HostVirtualMemory vm;
+  const std::size_t huge = std::size_t{2} << 20;
+  const std::size_t bytes = std::size_t{64} << 20;
+  auto* base = static_cast<unsigned char*>(vm.reserve(bytes));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(base) % huge, 0u) << "base aligned to 2 MiB";
+  // A small range is not advised; a range of 4 huge pages is ("hg" in the mapping's VmFlags).
+  vm.map(base, 4 * vm.granularity());
+  vm.map(base + 8 * huge, 4 * huge);
+  std::memset(base + 8 * huge, 1, 4 * huge);
+  if (!std::ifstream("/proc/self/smaps")) GTEST_SKIP() << "no /proc/self/smaps to read the advice";
+  EXPECT_EQ(vm_flags_of(base).find(" hg"), std::string::npos) << vm_flags_of(base);
+  EXPECT_NE(vm_flags_of(base + 8 * huge).find(" hg"), std::string::npos)
+      << vm_flags_of(base + 8 * huge);
+  // The whole reservation, and nothing around it, is released again.
+  vm.unmap(base, 4 * vm.granularity());
+  vm.unmap(base + 8 * huge, 4 * huge);
+  vm.release(base, bytes);
+  EXPECT_EQ(vm_flags_of(base + 8 * huge), "");
+  EXPECT_EQ(vm_flags_of(base + bytes - 1), "");
 }
 
 TEST(HostVirtualMemory, BacksAPoolEndToEnd) {

@@ -114,6 +114,78 @@ TEST_F(KrylovGpu, SpmvDotMatchesTheCpuBackendBitForBit) {
   }
 }
 
+TEST_F(KrylovGpu, SpmvDotsMatchTheCpuBackendBitForBit) {
+  std::uint32_t seed = 350;
+  const std::int64_t grids[][2] = {{1, 1}, {9, 1}, {130, 129}, {700, 701}};
+  for (const DType dtype : kDtypes) {
+    for (const DType index : {DType::i32, DType::i64}) {
+      for (const auto& g : grids) {
+        const CsrMatrix a = five_point_csr(g[0], g[1], dtype, index, seed++);
+        const Tensor p = random_tensor({a.rows()}, dtype, seed++);
+        const Tensor w = random_tensor({a.rows()}, dtype, seed++);
+        const Tensor q = Tensor::empty({a.rows()}, dtype);
+        const Tensor qg = q.to(gpu());
+        const ops::SpmvDots want = ops::spmv_dots(a, p, q, w);
+        const ops::SpmvDots got = ops::spmv_dots(a.to(gpu()), p.to(gpu()), qg, w.to(gpu()));
+        const std::string what = std::string(to_string(dtype)) + "/" +
+                                 std::string(to_string(index)) + " " + std::to_string(g[0]) + "x" +
+                                 std::to_string(g[1]);
+        EXPECT_EQ(bits(got.wq), bits(want.wq)) << what;
+        EXPECT_EQ(bits(got.qq), bits(want.qq)) << what;
+        EXPECT_TRUE(same_bytes(fetch(qg), q)) << what;
+      }
+    }
+  }
+}
+
+TEST_F(KrylovGpu, BicgstabKernelsMatchTheCpuBackendBitForBit) {
+  std::uint32_t seed = 380;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      for (const bool jacobi : {true, false}) {
+        const std::string what = std::string(to_string(dtype)) + " n=" + std::to_string(n) +
+                                 (jacobi ? " jacobi" : " none");
+        const Tensor r = random_tensor({n}, dtype, seed++);
+        const Tensor v = random_tensor({n}, dtype, seed++);
+        const Tensor d = random_tensor({n}, dtype, seed++);
+        const Tensor p = random_tensor({n}, dtype, seed++);
+        const Tensor t = random_tensor({n}, dtype, seed++);
+        const Tensor h = random_tensor({n}, dtype, seed++);
+        const Tensor x = random_tensor({n}, dtype, seed++);
+        const Tensor p_hat = Tensor::empty({n}, dtype), s_hat = Tensor::empty({n}, dtype);
+        const Tensor pg = p.to(gpu()), rg = r.to(gpu()), xg = x.to(gpu());
+        const Tensor p_hat_g = p_hat.to(gpu()), s_hat_g = s_hat.to(gpu());
+        const Tensor dg = d.to(gpu());
+        const Tensor none;
+        ops::bicgstab_direction(1.3, 0.4, r, v, p, jacobi ? d : none, jacobi ? p_hat : none);
+        ops::bicgstab_direction(1.3, 0.4, rg, v.to(gpu()), pg, jacobi ? dg : none,
+                                jacobi ? p_hat_g : none);
+        EXPECT_TRUE(same_bytes(fetch(pg), p)) << what;
+        const double want_ss =
+            ops::bicgstab_residual(0.7, v, r, jacobi ? d : none, jacobi ? s_hat : none);
+        const double got_ss = ops::bicgstab_residual(0.7, v.to(gpu()), rg, jacobi ? dg : none,
+                                                     jacobi ? s_hat_g : none);
+        EXPECT_EQ(bits(got_ss), bits(want_ss)) << what;
+        EXPECT_TRUE(same_bytes(fetch(rg), r)) << what;
+        const Tensor& ph = jacobi ? p_hat : p;
+        const Tensor& ph_g = jacobi ? p_hat_g : pg;
+        const ops::BicgstabDots want =
+            ops::bicgstab_update(0.7, ph, -0.9, jacobi ? s_hat : none, t, h, x, r);
+        const ops::BicgstabDots got = ops::bicgstab_update(0.7, ph_g, -0.9, jacobi ? s_hat_g : none,
+                                                           t.to(gpu()), h.to(gpu()), xg, rg);
+        EXPECT_EQ(bits(got.rr), bits(want.rr)) << what;
+        EXPECT_EQ(bits(got.r_hat_r), bits(want.r_hat_r)) << what;
+        EXPECT_TRUE(same_bytes(fetch(xg), x)) << what;
+        EXPECT_TRUE(same_bytes(fetch(rg), r)) << what;
+        if (jacobi) {
+          EXPECT_TRUE(same_bytes(fetch(p_hat_g), p_hat)) << what;
+          EXPECT_TRUE(same_bytes(fetch(s_hat_g), s_hat)) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(KrylovGpu, LaplacianDotsMatchTheCpuBackendBitForBit) {
   std::uint32_t seed = 400;
   const std::int64_t grids2[][2] = {{1, 1}, {3, 18}, {17, 33}, {300, 301}, {1024, 1030}};

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/documented_order.hpp"
@@ -367,6 +368,262 @@ TEST(LaplacianDot, HandComputedGrids) {
       make_tensor({2, 2, 2}, DType::f32, {1, 2, 3, 4, 5, 6, 7, 8}), q, 1.0, 1.0, 1.0, 2.0);
   EXPECT_EQ(values_of(q), (std::vector<double>{8, -2, -12, -22, -32, -42, -52, -62}));
   EXPECT_EQ(pq, 8 - 4 - 36 - 88 - 160 - 252 - 364 - 496);
+}
+
+// ---- BiCGSTAB ----
+
+TEST(BicgstabDirection, MatchesTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 500;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      const Tensor r = random_tensor({n}, dtype, seed++);
+      const Tensor v = random_tensor({n}, dtype, seed++);
+      const Tensor d = random_tensor({n}, dtype, seed++);
+      const Tensor p = random_tensor({n}, dtype, seed++);
+      const Tensor p2 = p.clone();
+      const Tensor p3 = p.clone();
+      const Tensor p_hat = nan_tensor({n}, dtype);  // only written
+      const double beta = 1.37;
+      const double omega = -0.611;
+      ops::bicgstab_direction(beta, omega, r, v, p);
+      ops::bicgstab_direction(beta, omega, r, v, p3, d, p_hat);
+      ops::axpby(-omega, v, 1.0, p2);
+      ops::axpby(1.0, r, beta, p2);
+      EXPECT_TRUE(same_bytes(p, p2)) << to_string(dtype) << " n=" << n;
+      EXPECT_TRUE(same_bytes(p3, p2)) << to_string(dtype) << " n=" << n;
+      const Tensor want_hat = ops::mul(d, p2);
+      EXPECT_TRUE(same_bytes(p_hat, want_hat)) << to_string(dtype) << " n=" << n;
+    }
+  }
+}
+
+TEST(BicgstabDirection, FirstIterationIsR) {
+  // p and v start at 0 and beta = rho: p = r + rho (0 - 1 * 0) = r.
+  const Tensor r = make_tensor({1.5, -2.0, 0.25}, DType::f64);
+  const Tensor v = make_tensor({0, 0, 0}, DType::f64);
+  const Tensor p = make_tensor({0, 0, 0}, DType::f64);
+  ops::bicgstab_direction(7.0, 1.0, r, v, p);
+  EXPECT_EQ(values_of(p), values_of(r));
+  // A hand-computed case: 1 + 2 (3 - 0.5 * 4) = 3.
+  const Tensor p1 = make_tensor({3.0}, DType::f64);
+  ops::bicgstab_direction(2.0, 0.5, make_tensor({1.0}, DType::f64), make_tensor({4.0}, DType::f64),
+                          p1);
+  EXPECT_EQ(values_of(p1), std::vector<double>{3.0});
+}
+
+TEST(BicgstabResidual, MatchesTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 600;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      const Tensor v = random_tensor({n}, dtype, seed++);
+      const Tensor d = random_tensor({n}, dtype, seed++);
+      const Tensor r = random_tensor({n}, dtype, seed++);
+      const Tensor r2 = r.clone();
+      const Tensor r3 = r.clone();
+      const Tensor s_hat = nan_tensor({n}, dtype);
+      const double alpha = 0.8123;
+      const double ss = ops::bicgstab_residual(alpha, v, r);
+      const double ss3 = ops::bicgstab_residual(alpha, v, r3, d, s_hat);
+      ops::axpby(-alpha, v, 1.0, r2);
+      EXPECT_TRUE(same_bytes(r, r2)) << to_string(dtype) << " n=" << n;
+      EXPECT_TRUE(same_bytes(r3, r2)) << to_string(dtype) << " n=" << n;
+      const double nrm = ops::nrm2(r2);
+      EXPECT_EQ(bits(std::sqrt(ss)), bits(nrm)) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(ss), bits(ops::dot(r2, r2))) << to_string(dtype) << " n=" << n;
+      EXPECT_EQ(bits(ss3), bits(ss)) << to_string(dtype) << " n=" << n;
+      const Tensor want_hat = ops::mul(d, r2);
+      EXPECT_TRUE(same_bytes(s_hat, want_hat)) << to_string(dtype) << " n=" << n;
+    }
+  }
+}
+
+TEST(BicgstabUpdate, MatchesTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 700;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      for (const bool separate_s_hat : {true, false}) {
+        const Tensor p_hat = random_tensor({n}, dtype, seed++);
+        const Tensor s_hat = random_tensor({n}, dtype, seed++);
+        const Tensor t = random_tensor({n}, dtype, seed++);
+        const Tensor r_hat = random_tensor({n}, dtype, seed++);
+        const Tensor x = random_tensor({n}, dtype, seed++);
+        const Tensor r = random_tensor({n}, dtype, seed++);  // holds s
+        const Tensor x2 = x.clone();
+        const Tensor r2 = r.clone();
+        const double alpha = 0.45;
+        const double omega = -1.21;
+        const ops::BicgstabDots got = ops::bicgstab_update(
+            alpha, p_hat, omega, separate_s_hat ? s_hat : Tensor{}, t, r_hat, x, r);
+        ops::axpby(alpha, p_hat, 1.0, x2);
+        ops::axpby(omega, separate_s_hat ? s_hat : r2, 1.0, x2);
+        ops::axpby(-omega, t, 1.0, r2);
+        const std::string what = std::string(to_string(dtype)) + " n=" + std::to_string(n) +
+                                 (separate_s_hat ? " s_hat" : " s_hat = s");
+        EXPECT_TRUE(same_bytes(x, x2)) << what;
+        EXPECT_TRUE(same_bytes(r, r2)) << what;
+        EXPECT_EQ(bits(got.rr), bits(ops::dot(r2, r2))) << what;
+        EXPECT_EQ(bits(got.r_hat_r), bits(ops::dot(r_hat, r2))) << what;
+      }
+    }
+  }
+}
+
+TEST(BicgstabUpdate, MatchesPlainLoopsAndTheDocumentedOrder) {
+  const std::int64_t n = 3 * 4096 + 77;
+  const auto p_hat = testing::random_reals(n, DType::f64, 801);
+  const auto s_hat = testing::random_reals(n, DType::f64, 802);
+  const auto t = testing::random_reals(n, DType::f64, 803);
+  const auto r_hat = testing::random_reals(n, DType::f64, 804);
+  auto x = testing::random_reals(n, DType::f64, 805);
+  auto r = testing::random_reals(n, DType::f64, 806);
+  const Tensor tx = make_tensor(x, DType::f64), tr = make_tensor(r, DType::f64);
+  const ops::BicgstabDots got =
+      ops::bicgstab_update(0.3, make_tensor(p_hat, DType::f64), 0.7, make_tensor(s_hat, DType::f64),
+                           make_tensor(t, DType::f64), make_tensor(r_hat, DType::f64), tx, tr);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = (x[i] + 0.3 * p_hat[i]) + 0.7 * s_hat[i];
+    r[i] = r[i] - 0.7 * t[i];
+  }
+  EXPECT_EQ(values_of(tx), x);
+  EXPECT_EQ(values_of(tr), r);
+  EXPECT_EQ(bits(got.rr), bits(documented_dot(r, r)));
+  EXPECT_EQ(bits(got.r_hat_r), bits(documented_dot(r_hat, r)));
+  const LongDot exact = long_dot(r_hat, r);
+  EXPECT_NEAR(got.r_hat_r, static_cast<double>(exact.sum), 1e-14 * static_cast<double>(exact.abs));
+}
+
+TEST(SpmvDots, MatchesSpmvAndDotsBitForBit) {
+  std::uint32_t seed = 900;
+  for (const DType dtype : kDtypes) {
+    for (const DType index : {DType::i32, DType::i64}) {
+      for (const auto [ny, nx] :
+           {std::pair<std::int64_t, std::int64_t>{1, 1}, {3, 5}, {64, 64}, {77, 129}, {301, 333}}) {
+        const CsrMatrix a = five_point_csr(ny, nx, dtype, index, seed++);
+        const Tensor p = random_tensor({a.cols()}, dtype, seed++);
+        const Tensor w = random_tensor({a.rows()}, dtype, seed++);
+        const Tensor q = nan_tensor({a.rows()}, dtype);
+        const Tensor q2 = Tensor::empty({a.rows()}, dtype);
+        const ops::SpmvDots got = ops::spmv_dots(a, p, q, w);
+        ops::spmv(a, p, q2);
+        const std::string what = std::string(to_string(dtype)) + "/" +
+                                 std::string(to_string(index)) + " " + std::to_string(ny) + "x" +
+                                 std::to_string(nx);
+        EXPECT_TRUE(same_bytes(q, q2)) << what;
+        EXPECT_EQ(bits(got.wq), bits(ops::dot(w, q2))) << what;
+        EXPECT_EQ(bits(got.qq), bits(ops::dot(q2, q2))) << what;
+        // w may be p itself: then wq is spmv_dot's p.(A p).
+        const ops::SpmvDots self = ops::spmv_dots(a, p, q, p);
+        EXPECT_EQ(bits(self.wq), bits(ops::spmv_dot(a, p, q2))) << what;
+      }
+    }
+  }
+}
+
+TEST(SpmvDots, RectangularMatricesOfEitherShape) {
+  // Tall: q = [1, 2, 3] (p = [1, 7]); w = [1, 1, 2]: w.q = 9, q.q = 14.
+  const CsrMatrix tall = CsrMatrix::from_dense(make_tensor({3, 2}, DType::f64, {1, 0, 2, 0, 3, 0}));
+  const Tensor q3 = Tensor::empty({3}, DType::f64);
+  const ops::SpmvDots t =
+      ops::spmv_dots(tall, make_tensor({1, 7}, DType::f64), q3, make_tensor({1, 1, 2}, DType::f64));
+  EXPECT_EQ(t.wq, 9.0);
+  EXPECT_EQ(t.qq, 14.0);
+  // Wide: q = [1 + 2 * 5, 3 * 4] = [11, 12]; w = [2, -1]: w.q = 10, q.q = 265.
+  const CsrMatrix wide = CsrMatrix::from_dense(make_tensor({2, 3}, DType::f64, {1, 0, 2, 0, 3, 0}));
+  const Tensor q2 = Tensor::empty({2}, DType::f64);
+  const ops::SpmvDots u = ops::spmv_dots(wide, make_tensor({1, 4, 5}, DType::f64), q2,
+                                         make_tensor({2, -1}, DType::f64));
+  EXPECT_EQ(u.wq, 10.0);
+  EXPECT_EQ(u.qq, 265.0);
+}
+
+TEST(BicgstabChecks, OperandsAreValidatedBeforeAnythingIsWritten) {
+  const Tensor a = make_tensor({1, 2, 3, 4}, DType::f64);
+  const Tensor b = make_tensor({1, 1, 1, 1}, DType::f64);
+  const Tensor c = make_tensor({2, 2, 2, 2}, DType::f64);
+  const Tensor f = Tensor::empty({4}, DType::f32);
+  const Tensor a5 = Tensor::empty({5}, DType::f64);
+  expect_contains(usage_error([&] { ops::bicgstab_direction(1, 1, a, f, c); }),
+                  {"bicgstab_direction", "r is f64", "v is f32"});
+  expect_contains(usage_error([&] { ops::bicgstab_direction(1, 1, a, b, a); }),
+                  {"bicgstab_direction", "p overlaps r"});
+  expect_contains(usage_error([&] { ops::bicgstab_direction(1, 1, a, b, c, a5, a5.clone()); }),
+                  {"bicgstab_direction", "inv_diag has shape [5]"});
+  expect_contains(usage_error([&] { ops::bicgstab_direction(1, 1, a, b, c, a.clone()); }),
+                  {"bicgstab_direction", "inv_diag and p_hat", "together"});
+  expect_contains(usage_error([&] { ops::bicgstab_direction(1, 1, a, b, c, b.clone(), c); }),
+                  {"bicgstab_direction", "p_hat overlaps p"});
+  expect_contains(usage_error([&] { (void)ops::bicgstab_residual(1, a, a); }),
+                  {"bicgstab_residual", "r overlaps v"});
+  expect_contains(usage_error([&] { (void)ops::bicgstab_residual(1, a, c, b, b); }),
+                  {"bicgstab_residual", "s_hat overlaps inv_diag"});
+  expect_contains(usage_error([&] { (void)ops::bicgstab_residual(1, a, c, Tensor{}, b); }),
+                  {"bicgstab_residual", "together"});
+  expect_contains(
+      usage_error([&] { (void)ops::bicgstab_update(1, a, 1, Tensor{}, b, a5, c.clone(), c); }),
+      {"bicgstab_update", "r_hat has shape [5]"});
+  expect_contains(
+      usage_error([&] { (void)ops::bicgstab_update(1, a, 1, Tensor{}, b, a.clone(), c, c); }),
+      {"bicgstab_update", "x overlaps r"});
+  expect_contains(
+      usage_error([&] { (void)ops::bicgstab_update(1, a, 1, c, b, a.clone(), b.clone(), c); }),
+      {"bicgstab_update", "r overlaps s_hat"});
+  const CsrMatrix m = five_point_csr(2, 2, DType::f64, DType::i32, 1);  // 4 x 4
+  expect_contains(usage_error([&] { (void)ops::spmv_dots(m, a, b, a5); }),
+                  {"spmv_dots", "w has shape [5]"});
+  expect_contains(usage_error([&] { (void)ops::spmv_dots(m, a, b, b); }),
+                  {"spmv_dots", "q overlaps w"});
+  expect_contains(usage_error([&] { (void)ops::spmv_dots(m, a, b, f); }),
+                  {"spmv_dots", "w is f32"});
+  EXPECT_EQ(values_of(a), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(values_of(b), (std::vector<double>{1, 1, 1, 1}));
+  EXPECT_EQ(values_of(c), (std::vector<double>{2, 2, 2, 2}));
+}
+
+TEST(Bicgstab, SameBitsForAnyThreadCountAndEmptyOperands) {
+  CpuContext one(1);
+  CpuContext three(3);
+  const std::int64_t n = 1'000'003;
+  for (const DType dtype : kDtypes) {
+    const Tensor v = random_tensor({n}, dtype, 1), d = random_tensor({n}, dtype, 2);
+    const Tensor t = random_tensor({n}, dtype, 3), h = random_tensor({n}, dtype, 4);
+    const Tensor r0 = random_tensor({n}, dtype, 5), x0 = random_tensor({n}, dtype, 6);
+    const CsrMatrix a = five_point_csr(601, 733, dtype, DType::i32, 7);
+    const Tensor pa = random_tensor({a.cols()}, dtype, 8);
+    auto run = [&](CpuContext& context) {
+      std::vector<double> values;
+      std::vector<Tensor> outs;
+      const Tensor p = r0.clone(), p_hat = Tensor::empty({n}, dtype);
+      kernels::cpu::bicgstab_direction(context, {0.9, 0.4, r0, v, p, d, p_hat});
+      const Tensor r = r0.clone(), s_hat = Tensor::empty({n}, dtype), x = x0.clone();
+      values.push_back(kernels::cpu::bicgstab_residual(context, {0.3, v, r, d, s_hat}));
+      const ops::BicgstabDots u =
+          kernels::cpu::bicgstab_update(context, {0.3, 0.6, p_hat, s_hat, t, h, x, r});
+      values.push_back(u.rr);
+      values.push_back(u.r_hat_r);
+      const Tensor qa = Tensor::empty({a.rows()}, dtype);
+      const ops::SpmvDots sd = kernels::cpu::spmv_dots(context, {a, pa, qa, pa.slice(0, a.rows())});
+      values.push_back(sd.wq);
+      values.push_back(sd.qq);
+      outs = {p, p_hat, r, s_hat, x, qa};
+      return std::pair{values, outs};
+    };
+    const auto want = run(one);
+    const auto got = run(three);
+    for (std::size_t k = 0; k < want.first.size(); ++k) {
+      EXPECT_EQ(bits(got.first[k]), bits(want.first[k])) << to_string(dtype) << " result " << k;
+    }
+    for (std::size_t k = 0; k < want.second.size(); ++k) {
+      EXPECT_TRUE(same_bytes(got.second[k], want.second[k])) << to_string(dtype) << " output " << k;
+    }
+    const Tensor e = Tensor::empty({0}, dtype);
+    ops::bicgstab_direction(1, 1, e, Tensor::empty({0}, dtype), Tensor::empty({0}, dtype));
+    EXPECT_EQ(ops::bicgstab_residual(1, e, Tensor::empty({0}, dtype)), 0.0);
+    const ops::BicgstabDots none = ops::bicgstab_update(
+        1, e, 1, Tensor{}, Tensor::empty({0}, dtype), Tensor::empty({0}, dtype),
+        Tensor::empty({0}, dtype), Tensor::empty({0}, dtype));
+    EXPECT_EQ(none.rr, 0.0);
+    EXPECT_EQ(none.r_hat_r, 0.0);
+  }
 }
 
 // ---- every kernel: thread count, empty operands ----

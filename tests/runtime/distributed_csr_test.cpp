@@ -77,6 +77,9 @@ TEST_P(DistributedCsr, EachRanksRowsOfTheProductHaveTheSingleProcessBits) {
     const Tensor x = random_vector(n, 4);
     Tensor y = Tensor::empty({n}, DType::f64);
     ops::spmv(a, x, y);
+    const Tensor w = random_vector(n, 5);
+    const double want_wy = ops::dot(w, y);
+    const double want_yy = ops::dot(y, y);
     const auto errors = run_ranks(ranks, [&](int r, Communicator& comm) {
       const ShardRange range = kernels::block_aligned_range(n, ranks, r);
       DistributedCsrOperator op(comm, range, csr_rows(a, range));
@@ -88,6 +91,15 @@ TEST_P(DistributedCsr, EachRanksRowsOfTheProductHaveTheSingleProcessBits) {
           ASSERT_EQ(bits(ys.data_as<double>()[i]), bits(y.data_as<double>()[range.first + i]))
               << "row " << range.first + i << " on rank " << r;
         }
+      }
+      {
+        // The fused dots of BiCGSTAB's products: the single-process w.(A x) and (A x).(A x).
+        ShardedReductions reductions(comm, range);
+        const Tensor ws = w.slice(range.first, range.first + range.count).clone();
+        const solvers::LinearOperator::Dots dots = op.apply_dots(xs, ys, ws);
+        EXPECT_EQ(bits(dots.wy), bits(want_wy)) << "rank " << r;
+        EXPECT_EQ(bits(dots.yy), bits(want_yy)) << "rank " << r;
+        EXPECT_EQ(bits(op.apply_dot_with(xs, ys, ws)), bits(want_wy)) << "rank " << r;
       }
       const Tensor d = op.diagonal();
       const Tensor whole = solvers::csr_diagonal(a);
@@ -126,8 +138,8 @@ TEST_P(DistributedCsr, KrylovSolversGiveTheSingleProcessIteratesOnEveryRank) {
   const CsrMatrix poisson = solvers::poisson_2d_csr(100, 100, 0.01, 0.01);
   const CsrMatrix scattered = scattered_matrix(4 * kernels::kReduceBlock + 9, 5);
   for (const Method m : {Method{"cg", "none", true}, Method{"cg", "jacobi", true},
-                         Method{"bicgstab", "jacobi", false}, Method{"gmres", "none", false},
-                         Method{"gmres", "jacobi", false}}) {
+                         Method{"bicgstab", "none", false}, Method{"bicgstab", "jacobi", false},
+                         Method{"gmres", "none", false}, Method{"gmres", "jacobi", false}}) {
     SCOPED_TRACE(std::string(m.solver) + " pc=" + m.pc);
     const CsrMatrix& a = m.symmetric ? poisson : scattered;
     const std::int64_t n = a.rows();

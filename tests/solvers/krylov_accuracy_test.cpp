@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -69,6 +70,68 @@ TEST(KrylovAccuracy, BiCgStabSolvesSpdNonSymmetricAndIndefinite) {
     expect_solves("bicgstab", nonsymmetric(), pc);
   }
   expect_solves("bicgstab", indefinite(), "none");
+}
+
+// BiCGSTAB as the textbook sequence of separate ops (van der Vorst, right preconditioned), x0 = 0.
+// The solver runs it in five fused passes; every iterate and residual must keep these bits.
+struct TextbookBiCgStab {
+  Tensor x;
+  double residual = 0.0;
+};
+TextbookBiCgStab textbook_bicgstab(const LinearOperator& a, const Preconditioner* m,
+                                   const Tensor& b, std::int64_t iterations) {
+  const std::int64_t n = a.rows();
+  const DType dtype = a.dtype();
+  const Tensor x = zeros(n, dtype), r = b.clone(), r_hat = b.clone();
+  const Tensor p = zeros(n, dtype), v = zeros(n, dtype), t = zeros(n, dtype);
+  const Tensor p_hat = zeros(n, dtype), s_hat = zeros(n, dtype);
+  double rho_old = 1.0, alpha = 1.0, omega = 1.0, residual = 0.0;
+  for (std::int64_t k = 0; k < iterations; ++k) {
+    const double rho = ops::dot(r_hat, r);
+    const double beta = (rho / rho_old) * (alpha / omega);
+    ops::axpby(-omega, v, 1.0, p);
+    ops::axpby(1.0, r, beta, p);
+    if (m != nullptr) m->apply(p, p_hat);
+    const Tensor& ph = m != nullptr ? p_hat : p;
+    a.apply(ph, v);
+    alpha = rho / ops::dot(r_hat, v);
+    ops::axpby(-alpha, v, 1.0, r);
+    rho_old = rho;
+    if (m != nullptr) m->apply(r, s_hat);
+    const Tensor& sh = m != nullptr ? s_hat : r;
+    a.apply(sh, t);
+    omega = ops::dot(t, r) / ops::dot(t, t);
+    ops::axpby(alpha, ph, 1.0, x);
+    ops::axpby(omega, sh, 1.0, x);
+    ops::axpby(-omega, t, 1.0, r);
+    residual = ops::nrm2(r);
+  }
+  return {x, residual};
+}
+
+TEST(KrylovAccuracy, BiCgStabKeepsTheBitsOfTheTextbookSequenceOfOps) {
+  const CsrMatrix matrix = testing::convection_diffusion(23, 40.0, 20.0);  // 529 rows
+  for (const DType dtype : {DType::f64, DType::f32}) {
+    const OperatorPtr a = make_csr_operator(matrix)->with_dtype(dtype);
+    const Tensor b = random_vector(a->rows(), 5, dtype);
+    for (const std::string pc : {"none", "jacobi", "ilu0"}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " pc=" + pc);
+      const PreconditionerPtr m = pc == "none" ? nullptr : make_preconditioner(pc, a);
+      const std::int64_t iterations = 12;
+      const TextbookBiCgStab want = textbook_bicgstab(*a, m.get(), b, iterations);
+      SolverOptions options;
+      options.tolerance = 0.0;
+      options.max_iterations = iterations;
+      options.preconditioner = pc;
+      const Tensor x = zeros(a->rows(), dtype);
+      const SolveResult result = make_solver("bicgstab", options)->solve(a, b, x);
+      EXPECT_EQ(result.status, SolveStatus::max_iterations) << result.detail;
+      EXPECT_EQ(result.iterations, iterations);
+      EXPECT_EQ(result.residual, want.residual);
+      ASSERT_EQ(x.nbytes(), want.x.nbytes());
+      EXPECT_EQ(std::memcmp(x.data(), want.x.data(), x.nbytes()), 0);
+    }
+  }
 }
 
 TEST(KrylovAccuracy, GmresSolvesSpdNonSymmetricAndIndefinite) {

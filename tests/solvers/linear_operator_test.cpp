@@ -135,6 +135,41 @@ TEST(CsrOperator, AppliesTheMatrixAndFusesTheDot) {
   EXPECT_EQ(op->describe(), a.describe());
 }
 
+TEST(LinearOperator, ApplyDotsFusedOrNotGiveTheBitsOfApplyAndDot) {
+  // The CSR operator fuses both dots into its product; the stencil and callable operators take
+  // the default (apply, then ops::dot). Both must give the bits of apply + ops::dot.
+  const CsrMatrix a = testing::convection_diffusion(37, 3.0, 1.0);
+  const std::int64_t n = a.rows();
+  const OperatorPtr csr = make_csr_operator(a);
+  const CallableOperator callable(
+      n, n, DType::f64, Device::cpu(), [&](const Tensor& x, const Tensor& y) { csr->apply(x, y); },
+      "csr in a function");
+  const Laplacian2dOperator stencil(37, 37, 0.1, 0.2);
+  const Tensor x = random_vector(n, 3);
+  const Tensor w = random_vector(n, 4);
+  for (const LinearOperator* op : {static_cast<const LinearOperator*>(csr.get()),
+                                   static_cast<const LinearOperator*>(&callable),
+                                   static_cast<const LinearOperator*>(&stencil)}) {
+    SCOPED_TRACE(op->describe());
+    const Tensor y = Tensor::empty({n}, DType::f64);
+    op->apply(x, y);
+    const Tensor q = Tensor::empty({n}, DType::f64);
+    const LinearOperator::Dots dots = op->apply_dots(x, q, w);
+    EXPECT_EQ(values_of(q), values_of(y));
+    EXPECT_EQ(dots.wy, ops::dot(w, y));
+    EXPECT_EQ(dots.yy, ops::dot(y, y));
+    const Tensor q2 = Tensor::empty({n}, DType::f64);
+    EXPECT_EQ(op->apply_dot_with(x, q2, w), ops::dot(w, y));
+    EXPECT_EQ(op->apply_dots(x, q2, x).wy, op->apply_dot(x, q)) << "w may be x itself";
+    // w must not be written: y may not overlap it.
+    const std::string aliased = usage_error_of([&] { (void)op->apply_dots(x, w, w); });
+    EXPECT_NE(aliased.find("y overlaps w"), std::string::npos) << aliased;
+    const std::string short_w =
+        usage_error_of([&] { (void)op->apply_dot_with(x, q, Tensor::empty({n - 1}, DType::f64)); });
+    EXPECT_NE(short_w.find("apply_dots: w"), std::string::npos) << short_w;
+  }
+}
+
 TEST(CsrOperator, DiagonalSumsDuplicatesAndIsZeroWhereMissing) {
   // Row 0 stores (0,0) twice; row 1 stores no diagonal entry.
   const Tensor row_ptr = make_tensor({0, 3, 4}, DType::i64);

@@ -23,7 +23,8 @@
 
 namespace tenax::kernels {
 
-// The K dot-product terms of one element (K = 1, or 2 for pcg_jacobi_update: {r.z, r.r}).
+// The K dot-product terms of one element (K = 1, or 2: pcg_jacobi_update's {r.z, r.r},
+// bicgstab_update's {r.r, r_hat.r}, spmv_dots' {w.q, q.q}).
 template <int K>
 using KrylovTerms = ReduceTerms<K>;
 
@@ -58,6 +59,14 @@ TENAX_HD inline T jacobi_point(T inv_diag, T r) {
 template <class T>
 TENAX_HD inline T xpay_point(T z, T beta, T p) {
   return z + beta * p;
+}
+
+// r + beta (p - omega v): the BiCGSTAB direction, the bits of ops::axpby(-omega, v, 1, p)
+// followed by ops::axpby(1, r, beta, p), because (-omega) v + p == p - omega v and 1 r == r
+// exactly.
+template <class T>
+TENAX_HD inline T bicgstab_direction_point(T r, T beta, T p, T omega, T v) {
+  return r + beta * (p - omega * v);
 }
 
 // scale * L: the stencil value L, already rounded to T, times the scale, the bits of
@@ -114,6 +123,66 @@ struct XpayBody {
   TENAX_HD void operator()(std::int64_t i) const { p[i] = xpay_point(z[i], beta, p[i]); }
 };
 
+// BiCGSTAB's direction: p[i] = r[i] + beta (p[i] - omega v[i]); with kJacobi also
+// p_hat[i] = inv_diag[i] p[i] (the preconditioned direction).
+template <class T, bool kJacobi>
+struct BicgstabDirectionBody {
+  const T* r;
+  const T* v;
+  const T* inv_diag;  // kJacobi only
+  T* p;
+  T* p_hat;  // kJacobi only
+  T beta;
+  T omega;
+  TENAX_HD void operator()(std::int64_t i) const {
+    const T pi = bicgstab_direction_point(r[i], beta, p[i], omega, v[i]);
+    p[i] = pi;
+    if constexpr (kJacobi) p_hat[i] = jacobi_point(inv_diag[i], pi);
+  }
+};
+
+// BiCGSTAB's intermediate residual s = r - alpha v, kept in r; with kJacobi also
+// s_hat[i] = inv_diag[i] s[i]; term s[i] * s[i].
+template <class T, bool kJacobi>
+struct BicgstabResidualBody {
+  const T* v;
+  const T* inv_diag;  // kJacobi only
+  T* r;
+  T* s_hat;  // kJacobi only
+  T alpha;
+  TENAX_HD KrylovTerms<1> operator()(std::int64_t i) const {
+    const T si = cg_r_point(r[i], alpha, v[i]);
+    r[i] = si;
+    if constexpr (kJacobi) s_hat[i] = jacobi_point(inv_diag[i], si);
+    return {{dot_term(si, si)}};
+  }
+};
+
+// BiCGSTAB's closing update, with r holding s on entry: x[i] = (x[i] + alpha p_hat[i]) +
+// omega s_hat[i]; r[i] = s[i] - omega t[i]; terms {r[i] r[i], r_hat[i] r[i]} of the updated r.
+// Without kSeparateSHat the preconditioner is the identity and s_hat is s itself (read from r
+// before r is written).
+template <class T, bool kSeparateSHat>
+struct BicgstabUpdateBody {
+  const T* p_hat;
+  const T* s_hat;  // kSeparateSHat only
+  const T* t;
+  const T* r_hat;
+  T* x;
+  T* r;
+  T alpha;
+  T omega;
+  TENAX_HD KrylovTerms<2> operator()(std::int64_t i) const {
+    const T si = r[i];
+    T sh = si;
+    if constexpr (kSeparateSHat) sh = s_hat[i];
+    x[i] = cg_x_point(cg_x_point(x[i], alpha, p_hat[i]), omega, sh);
+    const T ri = cg_r_point(si, omega, t[i]);
+    r[i] = ri;
+    return {{dot_term(ri, ri), dot_term(r_hat[i], ri)}};
+  }
+};
+
 // q[row] = (A p)[row], summed in storage order by csr_row_dot, the sum ops::spmv stores (it
 // stores alpha * sum with alpha = 1, the same bits); term p[pair + row] q[row].
 template <class T, class I>
@@ -128,6 +197,22 @@ struct SpmvDotBody {
     const T v = detail::csr_row_dot(row_ptr, col_idx, values, p, row);
     q[row] = v;
     return {{dot_term(p[pair + row], v)}};
+  }
+};
+
+// q[row] = (A p)[row] as SpmvDotBody; terms {w[row] q[row], q[row] q[row]}.
+template <class T, class I>
+struct SpmvDotsBody {
+  const I* row_ptr;
+  const I* col_idx;
+  const T* values;
+  const T* p;
+  const T* w;
+  T* q;
+  TENAX_HD KrylovTerms<2> operator()(std::int64_t row) const {
+    const T v = detail::csr_row_dot(row_ptr, col_idx, values, p, row);
+    q[row] = v;
+    return {{dot_term(w[row], v), dot_term(v, v)}};
   }
 };
 

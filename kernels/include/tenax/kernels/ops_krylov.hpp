@@ -8,6 +8,15 @@
 //   x += a p, r -= a q and r.r in one    (cg_update: reads x p r q, writes x r = 48 N)
 //   p = r + b p                          (xpay:      reads r p, writes p       = 24 N)
 //
+// A BiCGSTAB iteration with separate calls makes about 27 passes over its vectors besides the two
+// products (33 with a Jacobi preconditioner); with these kernels 16 (21):
+//   p = r + b (p - w v) [, p^ = D p]      (bicgstab_direction: 4 passes [6])
+//   v = A p^ and r^.v in one pass        (spmv_dots: the operator's bytes and r^ read)
+//   s = r - a v, s.s [, s^ = D s]         (bicgstab_residual: 3 passes [5])
+//   t = A s^, s.t and t.t in one pass    (spmv_dots: the operator's bytes and s read)
+//   x += a p^ + w s^, r = s - w t, r.r and r^.r of the next iteration in one
+//                                        (bicgstab_update: 7 passes [8])
+//
 // Reductions follow the fixed order of reduce_bodies.hpp (blocks of 4096 elements, 16 lanes, a
 // pairwise tree over the block partials), so every result is bitwise the same on every backend,
 // thread count and run, and equal to ops::dot on the same vectors (each term is
@@ -42,6 +51,18 @@ namespace tenax::ops {
 [[nodiscard]] double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q,
                               std::int64_t pair = 0);
 
+// q = A p for a CSR matrix with rows <= cols (i32 or i64 indices), and returns {w.q, q.q}: w is a
+// vector of rows() entries that is only read (it may be p itself for a square matrix, or any
+// other vector; it must not overlap q). q equals, bit for bit, ops::spmv(a, p, q); wq equals
+// ops::dot(w, q) and qq ops::dot(q, q) on that q. (A distributed matrix's rank pairs its rows with
+// a local vector w, so no offset is needed.)
+struct SpmvDots {
+  double wq = 0.0;
+  double qq = 0.0;
+};
+[[nodiscard]] SpmvDots spmv_dots(const CsrMatrix& a, const Tensor& p, const Tensor& q,
+                                 const Tensor& w);
+
 // q = scale * L p with L the 5-point (2-D grid [ny, nx]) or 7-point (3-D grid [nz, ny, nx])
 // Dirichlet-zero Laplacian of ops::laplacian_5pt / laplacian_7pt (same arithmetic, same
 // spacings), and returns p.q over the flattened grid. scale = -1 gives the SPD operator -L.
@@ -74,5 +95,35 @@ struct PcgDots {
 // p = z + beta p: the bits of ops::axpby(1, z, beta, p). As there, beta == 0 copies z into p
 // without reading p (so p may hold NaN on entry: the first CG direction is xpay(r, 0, p)).
 void xpay(const Tensor& z, double beta, const Tensor& p);
+
+// ---- BiCGSTAB (bicgstab.hpp) ----
+// inv_diag is the inverse diagonal of a Jacobi preconditioner; when it is undefined (Tensor{}),
+// the preconditioned vectors are not written (the solver applies another preconditioner itself,
+// or none).
+
+// p = r + beta (p - omega v): the bits of ops::axpby(-omega, v, 1, p) then ops::axpby(1, r, beta,
+// p). With inv_diag (and p_hat) defined also p_hat = inv_diag * p, the bits of
+// ops::mul(inv_diag, p); p_hat is only written.
+void bicgstab_direction(double beta, double omega, const Tensor& r, const Tensor& v,
+                        const Tensor& p, const Tensor& inv_diag = {}, const Tensor& p_hat = {});
+
+// r -= alpha v (BiCGSTAB's s, kept in r) and returns r.r of the updated r: the bits of
+// ops::axpby(-alpha, v, 1, r) and ops::dot(r, r). With inv_diag (and s_hat) defined also
+// s_hat = inv_diag * r, the bits of ops::mul(inv_diag, r); s_hat is only written.
+[[nodiscard]] double bicgstab_residual(double alpha, const Tensor& v, const Tensor& r,
+                                       const Tensor& inv_diag = {}, const Tensor& s_hat = {});
+
+// With r holding s on entry: x += alpha p_hat, then x += omega s_hat; r = s - omega t; returns
+// {r.r, r_hat.r} of the updated r (the next iteration's residual norm and rho). The bits of
+// ops::axpby(alpha, p_hat, 1, x), ops::axpby(omega, s_hat, 1, x), ops::axpby(-omega, t, 1, r),
+// ops::dot(r, r) and ops::dot(r_hat, r). An undefined s_hat stands for s itself (no
+// preconditioner: s_hat is r's value on entry).
+struct BicgstabDots {
+  double rr = 0.0;
+  double r_hat_r = 0.0;
+};
+[[nodiscard]] BicgstabDots bicgstab_update(double alpha, const Tensor& p_hat, double omega,
+                                           const Tensor& s_hat, const Tensor& t,
+                                           const Tensor& r_hat, const Tensor& x, const Tensor& r);
 
 }  // namespace tenax::ops

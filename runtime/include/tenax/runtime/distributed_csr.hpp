@@ -50,6 +50,8 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
   // The exchange, then ops::spmv_dot over [ghosts below | x | ghosts above] (one pass: the
   // product and x.y).
   double apply_dot_impl(const Tensor& x, const Tensor& y) const override;
+  Dots apply_dots_impl(const Tensor& x, const Tensor& y, const Tensor& w,
+                       bool with_yy) const override;
   // Sends the entries the neighbours need and returns x with its ghosts around it: the vector of
   // make_vector() that x lies in (nothing copied), or extended_x_ with x copied in.
   Tensor exchange(const Tensor& x) const;

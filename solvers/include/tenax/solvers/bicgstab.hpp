@@ -3,8 +3,11 @@
 // unpreconditioned b - A x.
 //
 // One iteration: two operator applications, two preconditioner applications, four dots, two
-// norms. It ends half way (x += alpha p^, counted as the iteration) when the intermediate
-// residual s already meets a convergence criterion.
+// norms, in five passes over memory (ops_krylov.hpp's fused BiCGSTAB kernels, with a Jacobi
+// preconditioner applied inside them and the dots inside the operator's product where it
+// offers LinearOperator::apply_dots); each vector and scalar has the bits the textbook sequence
+// of separate ops gives. It ends half way (x += alpha p^, counted as the iteration) when the
+// intermediate residual s already meets a convergence criterion.
 //
 // Reported residual: the 2-norm of the recurrence residual (r = s - omega t), equal to b - A x
 // in exact arithmetic.
@@ -19,6 +22,7 @@
 // Saved state: x, r, r^ (the shadow residual), p, v and rho, alpha, omega.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include "tenax/solvers/krylov_solver.hpp"
@@ -37,9 +41,6 @@ class BiCgStab final : public KrylovSolver {
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
 
-  // z = M^-1 v, or v itself without a preconditioner.
-  const Tensor& precondition(const Tensor& v, const Tensor& z) const;
-
   Tensor r_;
   Tensor r_hat_;
   Tensor p_;
@@ -50,6 +51,9 @@ class BiCgStab final : public KrylovSolver {
   double rho_ = 1.0;
   double alpha_ = 1.0;
   double omega_ = 1.0;
+  // r^.r of the current r, when the last step's closing update computed it (not saved: a loaded
+  // state recomputes it, with the same bits).
+  std::optional<double> next_rho_;
 };
 
 }  // namespace tenax::solvers

@@ -28,6 +28,8 @@ class CsrOperator final : public LinearOperator {
  private:
   void apply_impl(const Tensor& x, const Tensor& y) const override;
   double apply_dot_impl(const Tensor& x, const Tensor& y) const override;
+  Dots apply_dots_impl(const Tensor& x, const Tensor& y, const Tensor& w,
+                       bool with_yy) const override;
   Tensor diagonal_impl() const override;
   std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const override;
 

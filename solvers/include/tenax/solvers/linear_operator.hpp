@@ -9,6 +9,9 @@
 // Besides apply(), an operator may offer capabilities that solvers use when present:
 //  - apply_dot(x, y): y = A x and returns x.y. Every operator has it (apply then ops::dot); the
 //    assembled and stencil operators fuse it into one pass (ops_krylov.hpp), with the same bits.
+//  - apply_dot_with(x, y, w) and apply_dots(x, y, w): y = A x and returns w.y (and y.y), what
+//    BiCGSTAB needs after each of its products. Every operator has them (apply then ops::dot);
+//    the assembled operators (local and distributed) fuse them into the product's pass.
 //  - diagonal(): the diagonal of A as a vector (Jacobi preconditioning); has_diagonal() says
 //    whether the operator can give it.
 //  - with_dtype(dtype): the same operator computing in another dtype (mixed-precision
@@ -52,6 +55,16 @@ class LinearOperator {
   // y = A x and returns x.y (accumulated in f64 in the fixed order of ops::dot).
   [[nodiscard]] double apply_dot(const Tensor& x, const Tensor& y) const;
 
+  // y = A x and returns w.y, each term and the sum as ops::dot forms them. w is a vector of the
+  // operator's range (rows() entries) that y must not overlap; it may be x itself.
+  [[nodiscard]] double apply_dot_with(const Tensor& x, const Tensor& y, const Tensor& w) const;
+  // y = A x and returns {w.y, y.y}, as apply_dot_with.
+  struct Dots {
+    double wy = 0.0;
+    double yy = 0.0;
+  };
+  [[nodiscard]] Dots apply_dots(const Tensor& x, const Tensor& y, const Tensor& w) const;
+
   // A new, uninitialised vector of the operator's domain (cols() elements, its dtype and device).
   // Solvers take their work vectors from here: an operator may place them where it applies them
   // fastest (a distributed operator leaves room for its ghost entries around the vector, so
@@ -79,10 +92,17 @@ class LinearOperator {
   virtual void apply_impl(const Tensor& x, const Tensor& y) const = 0;
   // Default: apply_impl, then ops::dot(x, y).
   virtual double apply_dot_impl(const Tensor& x, const Tensor& y) const;
+  // Default: apply_impl, then ops::dot(w, y) and, when with_yy, ops::dot(y, y) (yy is 0
+  // otherwise). An override may compute yy always. Every rank of a distributed operator makes the
+  // same call, so the reductions it runs must not depend on the rank's data.
+  virtual Dots apply_dots_impl(const Tensor& x, const Tensor& y, const Tensor& w,
+                               bool with_yy) const;
   virtual Tensor diagonal_impl() const;
   // Default: Tensor::empty({cols()}, dtype(), device()).
   virtual Tensor make_vector_impl() const;
   virtual std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const;
+
+  Dots checked_apply_dots(const Tensor& x, const Tensor& y, const Tensor& w, bool with_yy) const;
 
   std::int64_t rows_;
   std::int64_t cols_;

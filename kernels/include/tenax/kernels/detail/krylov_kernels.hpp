@@ -24,6 +24,14 @@ struct SpmvDotArgs {
   std::int64_t pair = 0;
 };
 
+// q = A p for a CSR matrix with rows <= cols; returns {w.q, q.q}.
+struct SpmvDotsArgs {
+  CsrMatrix a;
+  Tensor p;
+  Tensor q;
+  Tensor w;
+};
+
 // grid.out = scale * Laplacian(grid.u); returns u.out. grid.u is p and grid.out is q.
 struct StencilDotArgs {
   StencilArgs grid;
@@ -57,16 +65,53 @@ struct XpayArgs {
   Tensor p;
 };
 
+// p = r + beta (p - omega v); p_hat = inv_diag p when inv_diag is defined (then p_hat is too).
+struct BicgstabDirectionArgs {
+  double beta = 0.0;
+  double omega = 0.0;
+  Tensor r;
+  Tensor v;
+  Tensor p;
+  Tensor inv_diag;
+  Tensor p_hat;
+};
+
+// r -= alpha v; s_hat = inv_diag r when inv_diag is defined; returns r.r.
+struct BicgstabResidualArgs {
+  double alpha = 0.0;
+  Tensor v;
+  Tensor r;
+  Tensor inv_diag;
+  Tensor s_hat;
+};
+
+// x += alpha p_hat, then x += omega s_hat (s_hat = r on entry when undefined); r -= omega t;
+// returns {r.r, r_hat.r}.
+struct BicgstabUpdateArgs {
+  double alpha = 0.0;
+  double omega = 0.0;
+  Tensor p_hat;
+  Tensor s_hat;
+  Tensor t;
+  Tensor r_hat;
+  Tensor x;
+  Tensor r;
+};
+
 }  // namespace tenax::kernels
 
 // X(return type, name, Args) for every kernel; declares each backend and generates the stubs.
 #define TENAX_KRYLOV_KERNELS(X)                              \
   X(double, spmv_dot, SpmvDotArgs)                           \
+  X(::tenax::ops::SpmvDots, spmv_dots, SpmvDotsArgs)         \
   X(double, laplacian_5pt_dot, StencilDotArgs)               \
   X(double, laplacian_7pt_dot, StencilDotArgs)               \
   X(double, cg_update, CgUpdateArgs)                         \
   X(::tenax::ops::PcgDots, pcg_jacobi_update, PcgJacobiArgs) \
-  X(void, xpay, XpayArgs)
+  X(void, xpay, XpayArgs)                                    \
+  X(void, bicgstab_direction, BicgstabDirectionArgs)         \
+  X(double, bicgstab_residual, BicgstabResidualArgs)         \
+  X(::tenax::ops::BicgstabDots, bicgstab_update, BicgstabUpdateArgs)
 
 #define TENAX_KRYLOV_DECLARE_KERNEL(ret, name, Args) ret name(const ::tenax::kernels::Args& args);
 #define TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT(ret, name, Args) \
