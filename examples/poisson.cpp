@@ -405,6 +405,9 @@ System build_system(const Options& o, DType dtype, Device device,
 //                 modified Gram-Schmidt step j (a dot and an axpby per basis vector), with j
 //                 averaged over a cycle: (m + 1) / 2 when the run fills cycles; with jacobi 3
 //                 more (one scaling). The restart's residual and solution update are not counted.
+//                 orthog=cgs: 2 (scaling) + 2 (j + 1) + 3 (the dots read the basis and w, the
+//                 subtraction the basis and w and writes w, its norm fused); cgs2 twice that
+//                 work: 2 + 4 (j + 1) + 6.
 // ILU(0) and mixed precision are not modelled (0: no bandwidth figure).
 double bytes_per_iteration(const Options& o, const solvers::SolverOptions& options,
                            const System& system, DType dtype, DType index_dtype,
@@ -424,7 +427,11 @@ double bytes_per_iteration(const Options& o, const solvers::SolverOptions& optio
   if (o.solver == "gmres") {
     const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
         1, std::min(options.restart, std::max<std::int64_t>(iterations, 1))));
-    return apply + ((jacobi ? 6 : 3) + 5 * (steps_in_cycle + 1) / 2) * pass;
+    const double basis_reads = (steps_in_cycle + 1) / 2;  // j + 1 averaged over a cycle
+    const double extra = jacobi ? 3 : 0;
+    if (options.orthogonalization == "cgs") return apply + (extra + 5 + 2 * basis_reads) * pass;
+    if (options.orthogonalization == "cgs2") return apply + (extra + 8 + 4 * basis_reads) * pass;
+    return apply + (extra + 3 + 5 * basis_reads) * pass;
   }
   return 0.0;
 }

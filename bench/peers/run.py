@@ -202,10 +202,12 @@ def find_petsc_dir():
 class Case:
     """One code on one problem: builds its command line and knows its bytes model."""
 
-    def __init__(self, pid, code, family, solver, precond, operator="csr", extra=None):
+    def __init__(self, pid, code, family, solver, precond, operator="csr", extra=None,
+                 solver_options=None):
         self.pid, self.code, self.family = pid, code, family
         self.solver, self.precond, self.operator = solver, precond, operator
         self.extra = extra or []
+        self.solver_options = solver_options or []  # tenax: more key=value solver options
         self.run_dir = None  # tenax's run directory of the current run
         self.unavailable = None  # reason, once known
         self.results = []  # parsed JSON per timed repetition
@@ -228,7 +230,8 @@ class Case:
                      "--run-dir", self.run_dir, "--checkpoint-every", "0", "--progress", "quiet",
                      # No divergence stop (PETSc gets divtol 1e300; Eigen and SciPy have none):
                      # BiCGSTAB's residual on P4 grows a millionfold before it falls.
-                     "--solver-options", "divtol=inf", "--json"] + self.extra,
+                     "--solver-options", ",".join(["divtol=inf"] + self.solver_options),
+                     "--json"] + self.extra,
                     {"TENAX_NUM_THREADS": str(ctx.threads)}, exe)
         if self.family == "eigen":
             exe = os.path.join(ctx.peer_bin, "peer_eigen_krylov")
@@ -327,6 +330,11 @@ def build_cases(codes):
     add(Case("P4b", "eigen", "eigen", "bicgstab", "jacobi"))
     add(Case("P4b", "scipy", "scipy", "bicgstab", "jacobi"))
     add(Case("P4g", "tenax (csr)", "tenax", "gmres", "jacobi"))
+    # tenax's classical Gram-Schmidt: once (PETSc's default) and twice (always refined).
+    add(Case("P4g", "tenax (csr, orthog=cgs)", "tenax", "gmres", "jacobi",
+             solver_options=["orthog=cgs"]))
+    add(Case("P4g", "tenax (csr, orthog=cgs2)", "tenax", "gmres", "jacobi",
+             solver_options=["orthog=cgs2"]))
     # Same orthogonalisation as tenax: classical Gram-Schmidt, refinement if needed.
     add(Case("P4g", "petsc", "petsc", "gmres", "jacobi",
              extra=["-ksp_gmres_cgs_refinement_type", "refine_ifneeded"]))

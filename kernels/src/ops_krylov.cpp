@@ -7,8 +7,10 @@
 #include <string_view>
 #include <utility>
 
+#include "tenax/core/context.hpp"
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax::ops {
@@ -218,6 +220,64 @@ BicgstabDots bicgstab_update(double alpha, const Tensor& p_hat, double omega, co
   const kernels::BicgstabUpdateArgs args{alpha, omega, p_hat, s_hat, t, r_hat, x, r};
   return r.device().is_cpu() ? kernels::cpu::bicgstab_update(args)
                              : kernels::cuda::bicgstab_update(args);
+}
+
+namespace {
+
+// basis [K, n] and w [n]: one device, one dtype (f64 or f32), w apart from the basis.
+void check_basis(std::string_view op, const Tensor& basis, const Tensor& w, std::size_t terms,
+                 std::string_view terms_name) {
+  const std::string name(op);
+  detail::check_defined(op, "basis", basis);
+  detail::check_defined(op, "w", w);
+  check_f64_or_f32(op, "basis", basis);
+  TENAX_EXPECTS(basis.shape().rank() == 2, UsageError,
+                name + ": basis has shape " + to_string(basis.shape()) +
+                    " but must be [K, n] (one basis vector per row)",
+                "pass basis.slice(0, K) of a [rows, n] basis tensor");
+  TENAX_EXPECTS(w.shape().rank() == 1 && w.numel() == basis.shape()[1], UsageError,
+                name + ": basis has shape " + to_string(basis.shape()) + " but w has shape " +
+                    to_string(w.shape()),
+                "pass w of shape [" + str(basis.shape()[1]) + "] (the length of a basis row)");
+  detail::check_same_device(op, "basis", basis, "w", w);
+  TENAX_EXPECTS(w.dtype() == basis.dtype(), UsageError,
+                name + ": basis is " + str(basis.dtype()) + " but w is " + str(w.dtype()),
+                "cast w to " + str(basis.dtype()) + " with ops::cast");
+  TENAX_EXPECTS(terms == static_cast<std::size_t>(basis.shape()[0]), UsageError,
+                name + ": " + std::string(terms_name) + " has " + std::to_string(terms) +
+                    " entries but the basis has " + str(basis.shape()[0]) + " rows",
+                "pass one entry per basis row");
+  check_no_overlap(op, {"w", &w}, {{"basis", &basis}});
+}
+
+Tensor basis_row(const Tensor& basis, std::int64_t k) {
+  return basis.slice(k, k + 1).reshape({basis.shape()[1]});
+}
+
+}  // namespace
+
+void basis_dots(const Tensor& basis, const Tensor& w, std::span<double> out) {
+  check_basis("basis_dots", basis, w, out.size(), "out");
+  if (out.empty()) return;
+  if (!w.device().is_cpu()) {
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      out[k] = dot(w, basis_row(basis, static_cast<std::int64_t>(k)));
+    }
+    return;
+  }
+  kernels::cpu::basis_dots(CpuContext::instance(), {basis, w}, out);
+}
+
+double basis_subtract(const Tensor& basis, std::span<const double> h, const Tensor& w) {
+  check_basis("basis_subtract", basis, w, h.size(), "h");
+  if (w.numel() == 0) return kernels::empty_reduction<1>().v[0];
+  if (!w.device().is_cpu()) {
+    for (std::size_t k = 0; k < h.size(); ++k) {
+      axpby(-h[k], basis_row(basis, static_cast<std::int64_t>(k)), 1.0, w);
+    }
+    return dot(w, w);
+  }
+  return kernels::cpu::basis_subtract(CpuContext::instance(), {basis, w}, h);
 }
 
 }  // namespace tenax::ops

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include "detail/residual.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
 
 namespace tenax::solvers {
 namespace {
@@ -69,6 +71,33 @@ double Gmres::restart_cycle() {
   return beta;
 }
 
+double Gmres::orthogonalize(std::int64_t j) {
+  const std::string& method = options().orthogonalization;
+  if (method == "mgs") {
+    // Modified Gram-Schmidt against v_0 .. v_j.
+    for (std::int64_t i = 0; i <= j; ++i) {
+      const Tensor vi = basis_vector(i);
+      column_[i] = ops::dot(w_, vi);
+      ops::axpby(-column_[i], vi, 1.0, w_);
+    }
+    return ops::dot(w_, w_);
+  }
+  // Classical Gram-Schmidt: the coefficients against v_0 .. v_j in one pass, then one
+  // subtraction pass that also returns w.w; cgs2 repeats both and adds the corrections.
+  const Tensor basis = basis_.slice(0, j + 1);
+  const auto rows = static_cast<std::size_t>(j + 1);
+  const std::span<double> h(column_.data(), rows);
+  ops::basis_dots(basis, w_, h);
+  double ww = ops::basis_subtract(basis, h, w_);
+  if (method == "cgs2") {
+    correction_.resize(rows);
+    ops::basis_dots(basis, w_, correction_);
+    ww = ops::basis_subtract(basis, correction_, w_);
+    for (std::size_t i = 0; i < rows; ++i) h[i] += correction_[i];
+  }
+  return ww;
+}
+
 KrylovSolver::Step Gmres::step() {
   const std::int64_t j = j_;
   const Preconditioner* m = active_preconditioner();
@@ -78,13 +107,7 @@ KrylovSolver::Step Gmres::step() {
   } else {
     op().apply(basis_vector(j), w_);
   }
-  // Modified Gram-Schmidt against v_0 .. v_j.
-  for (std::int64_t i = 0; i <= j; ++i) {
-    const Tensor vi = basis_vector(i);
-    column_[i] = ops::dot(w_, vi);
-    ops::axpby(-column_[i], vi, 1.0, w_);
-  }
-  const double subdiagonal = ops::nrm2(w_);
+  const double subdiagonal = std::sqrt(orthogonalize(j));
   column_[j + 1] = subdiagonal;
   for (std::int64_t i = 0; i <= j + 1; ++i) {
     if (!std::isfinite(column_[i])) {

@@ -15,7 +15,9 @@
 namespace tenax::solvers {
 namespace {
 
-constexpr std::string_view kKeys[] = {"tol", "atol", "max_iters", "restart", "divtol", "pc"};
+constexpr std::string_view kKeys[] = {"tol",    "atol",   "max_iters", "restart",
+                                      "orthog", "divtol", "pc"};
+constexpr std::string_view kOrthogonalizations[] = {"mgs", "cgs", "cgs2"};
 
 std::string key_list() { return detail::join_names(kKeys); }
 
@@ -54,6 +56,8 @@ void apply_entry(SolverOptions& options, std::string_view key, std::string_view 
     options.max_iterations = parse_integer(key, value);
   } else if (key == "restart") {
     options.restart = parse_integer(key, value);
+  } else if (key == "orthog") {
+    options.orthogonalization = std::string(value);
   } else if (key == "divtol") {
     options.divergence_factor = parse_real(key, value);
   } else if (key == "pc") {
@@ -85,6 +89,12 @@ void validate(const SolverOptions& options) {
                 "solver option divtol = " + round_trip(options.divergence_factor) +
                     " is below 1, so the initial residual itself would count as divergence",
                 "use a factor >= 1 (default 1e5), or divtol=inf to turn the test off");
+  TENAX_EXPECTS(
+      std::find(std::begin(kOrthogonalizations), std::end(kOrthogonalizations),
+                options.orthogonalization) != std::end(kOrthogonalizations),
+      UsageError,
+      "solver option orthog = '" + options.orthogonalization + "' is not a Gram-Schmidt variant",
+      "use orthog= one of: " + detail::join_names(kOrthogonalizations) + " (mgs is the default)");
   const auto names = preconditioner_names();
   TENAX_EXPECTS(std::find(names.begin(), names.end(), options.preconditioner) != names.end(),
                 UsageError, "unknown preconditioner '" + options.preconditioner + "'",
@@ -105,7 +115,7 @@ std::string to_string(const SolverOptions& options) {
   return "tol=" + round_trip(options.tolerance) +
          ",atol=" + round_trip(options.absolute_tolerance) +
          ",max_iters=" + std::to_string(options.max_iterations) +
-         ",restart=" + std::to_string(options.restart) +
+         ",restart=" + std::to_string(options.restart) + ",orthog=" + options.orthogonalization +
          ",divtol=" + round_trip(options.divergence_factor) + ",pc=" + options.preconditioner;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -624,6 +625,100 @@ TEST(Bicgstab, SameBitsForAnyThreadCountAndEmptyOperands) {
     EXPECT_EQ(none.rr, 0.0);
     EXPECT_EQ(none.r_hat_r, 0.0);
   }
+}
+
+// ---- classical Gram-Schmidt against a basis ----
+
+TEST(BasisDotsAndSubtract, MatchTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 1000;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{17}, std::int64_t{4097},
+                                 std::int64_t{3 * 4096 + 1000}, std::int64_t{100'003}}) {
+      for (const std::int64_t rows : {1, 2, 7, 31}) {
+        const std::string what = std::string(to_string(dtype)) + " n=" + std::to_string(n) +
+                                 " rows=" + std::to_string(rows);
+        const Tensor basis = random_tensor({rows + 2, n}, dtype, seed++).slice(1, rows + 1);
+        const Tensor w = random_tensor({n}, dtype, seed++);
+        std::vector<double> h(static_cast<std::size_t>(rows));
+        ops::basis_dots(basis, w, h);
+        const Tensor w2 = w.clone();
+        for (std::int64_t k = 0; k < rows; ++k) {
+          const Tensor vk = basis.slice(k, k + 1).reshape({n});
+          EXPECT_EQ(bits(h[static_cast<std::size_t>(k)]), bits(ops::dot(w, vk))) << what;
+        }
+        const double ww = ops::basis_subtract(basis, h, w);
+        for (std::int64_t k = 0; k < rows; ++k) {
+          ops::axpby(-h[static_cast<std::size_t>(k)], basis.slice(k, k + 1).reshape({n}), 1.0, w2);
+        }
+        EXPECT_TRUE(same_bytes(w, w2)) << what;
+        EXPECT_EQ(bits(ww), bits(ops::dot(w2, w2))) << what;
+        EXPECT_EQ(bits(std::sqrt(ww)), bits(ops::nrm2(w2))) << what;
+      }
+    }
+  }
+}
+
+TEST(BasisDotsAndSubtract, SameBitsForAnyThreadCountAndHandValues) {
+  const std::int64_t n = 700'001;
+  const Tensor basis = random_tensor({9, n}, DType::f64, 1);
+  const Tensor w0 = random_tensor({n}, DType::f64, 2);
+  auto run = [&](int threads) {
+    CpuContext context(threads);
+    std::vector<double> h(9);
+    kernels::cpu::basis_dots(context, {basis, w0}, h);
+    const Tensor w = w0.clone();
+    h.push_back(
+        kernels::cpu::basis_subtract(context, {basis, w}, std::span<const double>(h).first(9)));
+    return std::pair{h, w};
+  };
+  const auto want = run(1);
+  for (const int threads : {2, 5}) {
+    const auto got = run(threads);
+    for (std::size_t k = 0; k < want.first.size(); ++k) {
+      EXPECT_EQ(bits(got.first[k]), bits(want.first[k])) << k << " with " << threads;
+    }
+    EXPECT_TRUE(same_bytes(got.second, want.second)) << threads;
+  }
+  // [1 2; 0 1] rows against w = [3, 4]: dots 11 and 4; w - 11 v0 - 4 v1 = [-8, -22 + 4 - 4].
+  const Tensor v = make_tensor({2, 2}, DType::f64, {1, 2, 0, 1});
+  const Tensor w = make_tensor({3, 4}, DType::f64);
+  double h[2];
+  ops::basis_dots(v, w, h);
+  EXPECT_EQ(h[0], 11.0);
+  EXPECT_EQ(h[1], 4.0);
+  EXPECT_EQ(ops::basis_subtract(v, h, w), 64.0 + 484.0);
+  EXPECT_EQ(values_of(w), (std::vector<double>{-8, -22}));
+}
+
+TEST(BasisDotsAndSubtract, OperandsAreValidated) {
+  const Tensor basis = Tensor::empty({3, 8}, DType::f64);
+  const Tensor w = Tensor::empty({8}, DType::f64);
+  std::vector<double> three(3), two(2);
+  expect_contains(usage_error([&] { ops::basis_dots(basis, w, two); }),
+                  {"basis_dots", "out has 2 entries", "3 rows"});
+  expect_contains(usage_error([&] { (void)ops::basis_subtract(basis, two, w); }),
+                  {"basis_subtract", "h has 2 entries"});
+  expect_contains(
+      usage_error([&] { ops::basis_dots(basis, Tensor::empty({7}, DType::f64), three); }),
+      {"basis_dots", "w has shape [7]", "[8]"});
+  expect_contains(usage_error([&] { ops::basis_dots(w, w.clone(), three); }),
+                  {"basis_dots", "[K, n]"});
+  expect_contains(
+      usage_error([&] { ops::basis_dots(basis, Tensor::empty({8}, DType::f32), three); }),
+      {"basis_dots", "w is f32"});
+  expect_contains(
+      usage_error([&] { (void)ops::basis_subtract(basis, three, basis.slice(1, 2).reshape({8})); }),
+      {"basis_subtract", "w overlaps basis"});
+  expect_contains(
+      usage_error([&] {
+        ops::basis_dots(Tensor::empty({3, 8}, DType::i32), Tensor::empty({8}, DType::i32), three);
+      }),
+      {"basis_dots", "f64 and f32"});
+  // No rows: no dots, and the subtraction is w.w alone.
+  const Tensor none = Tensor::empty({0, 2}, DType::f64);
+  const Tensor w2 = make_tensor({3, 4}, DType::f64);
+  ops::basis_dots(none, w2, std::span<double>());
+  EXPECT_EQ(ops::basis_subtract(none, std::span<const double>(), w2), 25.0);
 }
 
 // ---- every kernel: thread count, empty operands ----

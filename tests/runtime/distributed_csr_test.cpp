@@ -134,13 +134,16 @@ TEST_P(DistributedCsr, KrylovSolversGiveTheSingleProcessIteratesOnEveryRank) {
     const char* solver;
     const char* pc;
     bool symmetric;
+    const char* orthog = "mgs";
   };
   const CsrMatrix poisson = solvers::poisson_2d_csr(100, 100, 0.01, 0.01);
   const CsrMatrix scattered = scattered_matrix(4 * kernels::kReduceBlock + 9, 5);
-  for (const Method m : {Method{"cg", "none", true}, Method{"cg", "jacobi", true},
-                         Method{"bicgstab", "none", false}, Method{"bicgstab", "jacobi", false},
-                         Method{"gmres", "none", false}, Method{"gmres", "jacobi", false}}) {
-    SCOPED_TRACE(std::string(m.solver) + " pc=" + m.pc);
+  for (const Method m :
+       {Method{"cg", "none", true}, Method{"cg", "jacobi", true}, Method{"bicgstab", "none", false},
+        Method{"bicgstab", "jacobi", false}, Method{"gmres", "none", false},
+        Method{"gmres", "none", false, "cgs"}, Method{"gmres", "jacobi", false, "cgs2"},
+        Method{"gmres", "jacobi", false}}) {
+    SCOPED_TRACE(std::string(m.solver) + " pc=" + m.pc + " orthog=" + m.orthog);
     const CsrMatrix& a = m.symmetric ? poisson : scattered;
     const std::int64_t n = a.rows();
     const Tensor b = random_vector(n, 6);
@@ -149,6 +152,7 @@ TEST_P(DistributedCsr, KrylovSolversGiveTheSingleProcessIteratesOnEveryRank) {
     options.max_iterations = 400;
     options.restart = 20;
     options.preconditioner = m.pc;
+    options.orthogonalization = m.orthog;
     Tensor x = Tensor::empty({n}, DType::f64);
     ops::fill(x, 0.0);
     const auto single_solver = solvers::make_solver(m.solver, options);

@@ -60,16 +60,18 @@ TEST(SolverOptions, TextFormRoundTripsExactly) {
   EXPECT_EQ(back.absolute_tolerance, options.absolute_tolerance);
   EXPECT_EQ(back.max_iterations, options.max_iterations);
   EXPECT_EQ(back.restart, options.restart);
+  EXPECT_EQ(back.orthogonalization, options.orthogonalization);
   EXPECT_EQ(back.divergence_factor, options.divergence_factor);
   EXPECT_EQ(back.preconditioner, options.preconditioner);
   EXPECT_EQ(to_string(SolverOptions{}),
-            "tol=1e-08,atol=0,max_iters=1000,restart=30,divtol=1e+05,pc=none");
+            "tol=1e-08,atol=0,max_iters=1000,restart=30,orthog=mgs,divtol=1e+05,pc=none");
 }
 
 TEST(SolverOptions, UnknownKeysListTheValidOnes) {
   const std::string error = usage_error_of([] { (void)parse_solver_options("tolerance=1e-8"); });
   EXPECT_NE(error.find("solver options: unknown option 'tolerance'"), std::string::npos) << error;
-  EXPECT_NE(error.find("tol, atol, max_iters, restart, divtol, pc"), std::string::npos) << error;
+  EXPECT_NE(error.find("tol, atol, max_iters, restart, orthog, divtol, pc"), std::string::npos)
+      << error;
 }
 
 TEST(SolverOptions, MalformedAndOutOfRangeValuesAreNamed) {
@@ -86,6 +88,11 @@ TEST(SolverOptions, MalformedAndOutOfRangeValuesAreNamed) {
             std::string::npos);
   EXPECT_NE(usage_error_of([] { (void)parse_solver_options("divtol=0.5"); }).find("divtol"),
             std::string::npos);
+  const std::string orthog =
+      usage_error_of([] { (void)parse_solver_options("orthog=householder"); });
+  EXPECT_NE(orthog.find("'householder'"), std::string::npos) << orthog;
+  EXPECT_NE(orthog.find("mgs, cgs, cgs2"), std::string::npos) << orthog;
+  EXPECT_EQ(parse_solver_options("orthog=cgs2").orthogonalization, "cgs2");
   const std::string pc = usage_error_of([] { (void)parse_solver_options("pc=amg"); });
   EXPECT_NE(pc.find("'amg'"), std::string::npos) << pc;
   EXPECT_NE(pc.find("none, jacobi, ilu0"), std::string::npos) << pc;

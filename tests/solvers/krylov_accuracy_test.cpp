@@ -3,10 +3,12 @@
 // status and residual, the true residual and the error all agree with the requested tolerance.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "solvers/test_problems.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
@@ -36,9 +38,11 @@ Problem nonsymmetric() {
 }
 Problem indefinite() { return {"shifted poisson", testing::shifted_poisson(kGrid), 300.0}; }
 
-void expect_solves(const std::string& method, const Problem& problem, const std::string& pc) {
-  SCOPED_TRACE(method + " with pc=" + pc + " on " + problem.name);
+void expect_solves(const std::string& method, const Problem& problem, const std::string& pc,
+                   const std::string& orthog = "mgs") {
+  SCOPED_TRACE(method + " with pc=" + pc + " orthog=" + orthog + " on " + problem.name);
   SolverOptions options;
+  options.orthogonalization = orthog;
   options.tolerance = kTolerance;
   options.max_iterations = 2000;
   options.preconditioner = pc;
@@ -135,11 +139,56 @@ TEST(KrylovAccuracy, BiCgStabKeepsTheBitsOfTheTextbookSequenceOfOps) {
 }
 
 TEST(KrylovAccuracy, GmresSolvesSpdNonSymmetricAndIndefinite) {
-  for (const char* pc : {"none", "jacobi", "ilu0"}) {
-    expect_solves("gmres", spd(), pc);
-    expect_solves("gmres", nonsymmetric(), pc);
-    expect_solves("gmres", indefinite(), pc);
+  for (const char* orthog : {"mgs", "cgs", "cgs2"}) {
+    for (const char* pc : {"none", "jacobi", "ilu0"}) {
+      expect_solves("gmres", spd(), pc, orthog);
+      expect_solves("gmres", nonsymmetric(), pc, orthog);
+      expect_solves("gmres", indefinite(), pc, orthog);
+    }
   }
+}
+
+// max |V^T V - I| over the Arnoldi vectors of one open cycle of `steps` steps, read back from the
+// saved state.
+double orthogonality_loss(const std::string& orthog, std::int64_t steps) {
+  SolverOptions options;
+  options.tolerance = 0.0;
+  options.max_iterations = 10 * steps;  // not finished after `steps`: the cycle stays open
+  options.restart = steps + 1;
+  options.orthogonalization = orthog;
+  const auto solver = make_solver("gmres", options);
+  const CsrMatrix a = testing::convection_diffusion(kGrid, 40.0, 20.0);
+  const Tensor b = random_vector(a.rows(), 3);
+  const Tensor x = zeros(a.rows());
+  solver->start(make_csr_operator(a), b, x);
+  EXPECT_FALSE(solver->iterate(steps));
+  StateDict state;
+  solver->save_state(state, "s");
+  double worst = 0.0;
+  std::vector<Tensor> v;
+  for (std::int64_t i = 0; i <= steps; ++i) {
+    v.push_back(state.tensor("s/gmres/basis").slice(i, i + 1).reshape({a.rows()}));
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    for (std::size_t k = 0; k <= i; ++k) {
+      const double want = i == k ? 1.0 : 0.0;
+      worst = std::max(worst, std::fabs(ops::dot(v[i], v[k]) - want));
+    }
+  }
+  return worst;
+}
+
+TEST(KrylovAccuracy, GmresBasesStayOrthonormal) {
+  // Early in a cycle every variant keeps the basis orthonormal.
+  for (const char* orthog : {"mgs", "cgs", "cgs2"}) {
+    EXPECT_LT(orthogonality_loss(orthog, 8), 1e-12) << orthog;
+  }
+  // Once the residual has fallen by many decades the Krylov basis is ill-conditioned: mgs and cgs
+  // lose orthogonality (by about 1e-3 here; GMRES stays backward stable with mgs), cgs2 does not.
+  const double cgs2 = orthogonality_loss("cgs2", 40);
+  EXPECT_LT(cgs2, 1e-13);
+  EXPECT_GT(orthogonality_loss("mgs", 40), 1e6 * cgs2);
+  EXPECT_GT(orthogonality_loss("cgs", 40), 1e6 * cgs2);
 }
 
 TEST(KrylovAccuracy, GmresWithoutRestartsConvergesWithinTheDimension) {

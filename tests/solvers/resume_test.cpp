@@ -105,6 +105,8 @@ TEST(Resume, GmresIsBitwiseIdenticalWhereverTheRestartCycleIs) {
   // Boundaries before and after the save point, saved mid-cycle.
   expect_bitwise_resume({"gmres", "tol=1e-12,restart=10"}, a, b);
   expect_bitwise_resume({"gmres", "tol=1e-12,restart=20,pc=jacobi"}, a, b);
+  expect_bitwise_resume({"gmres", "tol=1e-12,restart=30,orthog=cgs"}, a, b);
+  expect_bitwise_resume({"gmres", "tol=1e-12,restart=20,orthog=cgs2,pc=jacobi"}, a, b);
 }
 
 TEST(Resume, SavingCopiesTheStateAndLeavesTheSolveUnchanged) {

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
@@ -125,5 +126,20 @@ struct BicgstabDots {
 [[nodiscard]] BicgstabDots bicgstab_update(double alpha, const Tensor& p_hat, double omega,
                                            const Tensor& s_hat, const Tensor& t,
                                            const Tensor& r_hat, const Tensor& x, const Tensor& r);
+
+// ---- GMRES (gmres.hpp): classical Gram-Schmidt against several basis vectors at once ----
+// basis is a 2-D tensor [K, n] whose rows are the vectors v_0 .. v_{K-1} (for example the first
+// K rows of a GMRES basis); w is a vector of n entries of the same dtype and device, not
+// overlapping the basis. With K rows these read the basis once where K separate dots (or axpbys)
+// read w K times. On a CUDA device they run as K separate ops (the same bits, not yet fused).
+
+// out[k] = w.v_k for every row k, each the bits of ops::dot(w, v_k); out.size() must be K.
+void basis_dots(const Tensor& basis, const Tensor& w, std::span<double> out);
+
+// w -= h[0] v_0 + h[1] v_1 + ..., subtracted in the order k = 0, 1, ... (per element the bits of
+// ops::axpby(-h[k], v_k, 1, w) for k = 0, 1, ...; each h[k] rounded to the dtype first), and
+// returns w.w of the updated w (the bits of ops::dot(w, w)); h.size() must be K.
+[[nodiscard]] double basis_subtract(const Tensor& basis, std::span<const double> h,
+                                    const Tensor& w);
 
 }  // namespace tenax::ops

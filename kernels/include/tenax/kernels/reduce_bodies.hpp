@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "tenax/kernels/elementwise_bodies.hpp"
 #include "tenax/kernels/reduction_order.hpp"
@@ -85,6 +86,19 @@ ReduceTerms<K> finish_reduction(double* partials, std::int64_t blocks, std::int6
   }
   for (int k = 0; k < K; ++k) out.v[k] = combine_partials(partials + k * blocks, blocks, f);
   return out;
+}
+
+// finish_reduction for a number of terms known only at run time: out[0, terms) receives the
+// roots of the `terms` sequences of `blocks` partials each (term-major; modified).
+template <class Combine>
+void finish_reduction_terms(double* partials, int terms, std::int64_t blocks, std::int64_t elements,
+                            Combine f, std::span<double> out) {
+  if (ShardedReductionScope* scope = ShardedReductionScope::active()) {
+    scope->combine(std::span<const double>(partials, static_cast<std::size_t>(terms) * blocks),
+                   terms, Combine::kind, elements, out.first(static_cast<std::size_t>(terms)));
+    return;
+  }
+  for (int k = 0; k < terms; ++k) out[k] = combine_partials(partials + k * blocks, blocks, f);
 }
 
 // The result of a shardable reduction over no local elements: the identity, or inside a

@@ -1,9 +1,15 @@
-// Restarted GMRES(m) for general A: Arnoldi with modified Gram-Schmidt, the Hessenberg least-
+// Restarted GMRES(m) for general A: Arnoldi with Gram-Schmidt, the Hessenberg least-
 // squares problem reduced by Givens rotations as it grows, right preconditioning (it iterates on
 // A M^-1 y = b with x = M^-1 y, so the residual it minimises is the unpreconditioned b - A x).
 //
 // One iteration is one Arnoldi step: one operator (and preconditioner) application, j + 1 dots
-// and axpys against the basis (j = position in the cycle) and one norm. x is updated at the end
+// and axpys against the basis (j = position in the cycle) and one norm. SolverOptions::
+// orthogonalization chooses how: mgs (modified Gram-Schmidt, the default: dot and axpy one basis
+// vector after the other, 2 (j + 1) + 1 passes over w), cgs (classical: all j + 1 dots in one pass
+// over the basis, then every subtraction and the norm in a second, ops::basis_dots and
+// ops::basis_subtract; PETSc's default, less orthogonal than mgs once the basis grows
+// ill-conditioned), cgs2 (classical twice, the second pass's coefficients added to the first's:
+// orthogonal to working precision, four passes over the basis). x is updated at the end
 // of each cycle of m steps (and when the session stops): x += M^-1 V y with H y = g solved by
 // back substitution on the host, in f64.
 //
@@ -38,6 +44,9 @@ class Gmres final : public KrylovSolver {
   void allocate_method() override;
   double start_method() override;
   Step step() override;
+  // Orthogonalises w against v_0 .. v_j by the configured Gram-Schmidt, leaving the coefficients
+  // in column_[0, j]; returns w.w of the orthogonalised w.
+  double orthogonalize(std::int64_t j);
   void finish_method() override;
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
@@ -58,9 +67,10 @@ class Gmres final : public KrylovSolver {
   std::vector<double> hessenberg_;  // column-major [restart + 1, restart], rotated
   std::vector<double> cosines_;
   std::vector<double> sines_;
-  std::vector<double> g_;       // rotated right-hand side of the least-squares problem
-  std::vector<double> column_;  // the new column, committed only when it is valid
-  std::int64_t j_ = 0;          // Arnoldi steps done in this cycle
+  std::vector<double> g_;           // rotated right-hand side of the least-squares problem
+  std::vector<double> column_;      // the new column, committed only when it is valid
+  std::vector<double> correction_;  // cgs2's second coefficients (scratch)
+  std::int64_t j_ = 0;              // Arnoldi steps done in this cycle
 };
 
 }  // namespace tenax::solvers

@@ -8,6 +8,8 @@
 // empty operands. Not a public header.
 #pragma once
 
+#include <span>
+
 #include "tenax/core/context.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
@@ -129,6 +131,19 @@ TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT)
 namespace tenax::kernels::cuda {
 TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_KERNEL)
 }  // namespace tenax::kernels::cuda
+
+// Classical Gram-Schmidt against the rows of a basis [K, n] (CPU only; the front end runs CUDA
+// tensors through the separate ops). basis_dots fills out[0, K); basis_subtract returns w.w.
+namespace tenax::kernels {
+struct BasisArgs {
+  Tensor basis;
+  Tensor w;
+};
+}  // namespace tenax::kernels
+namespace tenax::kernels::cpu {
+void basis_dots(CpuContext& context, const BasisArgs& args, std::span<double> out);
+double basis_subtract(CpuContext& context, const BasisArgs& args, std::span<const double> h);
+}  // namespace tenax::kernels::cpu
 
 #undef TENAX_KRYLOV_DECLARE_KERNEL
 #undef TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT
