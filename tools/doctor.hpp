@@ -74,6 +74,12 @@ struct VisibleDevices {
 };
 [[nodiscard]] VisibleDevices read_visible_devices();
 
+// The "huge-pages" finding from the text of /sys/kernel/mm/transparent_hugepage/enabled (the
+// active mode in brackets, e.g. "always [madvise] never"); `readable` false when the file is not
+// there. tenax's host pool advises huge pages for its large blocks, which the modes always and
+// madvise honour.
+[[nodiscard]] Finding transparent_huge_pages(bool readable, std::string_view sysfs_text);
+
 // Runs every check.
 [[nodiscard]] Findings run_checks();
 

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -65,10 +66,26 @@ const nlohmann::json* find(const nlohmann::json& report, const std::string& name
 TEST(Doctor, JsonReportHasEveryCheck) {
   const nlohmann::json report = doctor_json();
   ASSERT_TRUE(report.at("findings").is_array());
-  for (const char* name :
-       {"build", "cuda-runtime", "cuda-driver", "cuda-devices", "nvml", "cublas", "nccl", "hdf5",
-        "mpi", "eigen", "env:CUDA_VISIBLE_DEVICES", "env:CUDA_HOME", "env:CUDA_PATH",
-        "env:LD_LIBRARY_PATH", "cpu", "launch", "launch:device", "peer-access", "placement"}) {
+  for (const char* name : {"build",
+                           "cuda-runtime",
+                           "cuda-driver",
+                           "cuda-devices",
+                           "nvml",
+                           "cublas",
+                           "nccl",
+                           "hdf5",
+                           "mpi",
+                           "eigen",
+                           "env:CUDA_VISIBLE_DEVICES",
+                           "env:CUDA_HOME",
+                           "env:CUDA_PATH",
+                           "env:LD_LIBRARY_PATH",
+                           "cpu",
+                           "huge-pages",
+                           "launch",
+                           "launch:device",
+                           "peer-access",
+                           "placement"}) {
     EXPECT_NE(find(report, name), nullptr) << name << "\n" << report.dump(2);
   }
   for (const nlohmann::json& f : report.at("findings")) {
@@ -519,6 +536,28 @@ TEST(DoctorPlacement, ExplainsTheSameDeviceRuleWithTenaxsOwnMessage) {
   EXPECT_EQ(placement->at("status"), "INFO");
   EXPECT_TRUE(contains(placement, "so that both are on the same device")) << placement->dump();
   EXPECT_TRUE(contains(placement, "Tensor::to(device)")) << placement->dump();
+}
+
+TEST(Doctor, TransparentHugePagesModeIsReported) {
+  // The finding follows the kernel's active mode, the bracketed word of the sysfs file.
+  std::ifstream sysfs("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string text;
+  std::getline(sysfs, text);
+  const nlohmann::json report = doctor_json();
+  const nlohmann::json* f = find(report, "huge-pages");
+  ASSERT_NE(f, nullptr) << report.dump(2);
+  const std::string detail = f->at("detail");
+  if (!sysfs) {
+    EXPECT_EQ(f->at("status"), "INFO");
+    EXPECT_NE(detail.find("base pages"), std::string::npos) << detail;
+  } else if (text.find("[always]") != std::string::npos ||
+             text.find("[madvise]") != std::string::npos) {
+    EXPECT_EQ(f->at("status"), "OK") << detail;
+    EXPECT_NE(detail.find("2 MiB"), std::string::npos) << detail;
+  } else {
+    EXPECT_EQ(f->at("status"), "INFO") << detail;
+    EXPECT_NE(detail.find("echo madvise"), std::string::npos) << detail;
+  }
 }
 
 TEST(Doctor, BadUsageExitsNonZero) {
