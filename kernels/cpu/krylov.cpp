@@ -48,6 +48,20 @@ inline void prefetch_lanes(const T* x, std::int64_t k, std::int64_t n) {
   }
 }
 
+// The short last row of a block, [i, end), element by element through `body` (the functor the
+// CUDA backend runs), then each term's lanes folded: the block's K partials.
+template <int K, class Body>
+KrylovTerms<K> finish_block(const Body& body, std::int64_t i, std::int64_t end,
+                            double (&lanes)[K][kLanes]) {
+  for (int j = 0; i + j < end; ++j) {
+    const KrylovTerms<K> terms = body(i + j);
+    for (int k = 0; k < K; ++k) lanes[k][j] += terms.v[k];
+  }
+  KrylovTerms<K> partials;
+  for (int k = 0; k < K; ++k) partials.v[k] = fold_lanes(lanes[k]);
+  return partials;
+}
+
 // ---- cg_update and pcg_jacobi_update ----
 
 template <class T>
@@ -73,8 +87,7 @@ template <class T>
 KrylovTerms<2> pcg_jacobi_block(T alpha, const T* __restrict p, const T* __restrict q,
                                 const T* __restrict inv_diag, T* __restrict x, T* __restrict r,
                                 T* __restrict z, std::int64_t begin, std::int64_t end) {
-  double rz[kLanes] = {};
-  double rr[kLanes] = {};
+  double lanes[2][kLanes] = {};  // {r.z, r.r}
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
     for (int j = 0; j < kLanes; ++j) {
@@ -83,17 +96,11 @@ KrylovTerms<2> pcg_jacobi_block(T alpha, const T* __restrict p, const T* __restr
       const T zj = jacobi_point(inv_diag[i + j], rj);
       r[i + j] = rj;
       z[i + j] = zj;
-      rz[j] += dot_term(rj, zj);
-      rr[j] += dot_term(rj, rj);
+      lanes[0][j] += dot_term(rj, zj);
+      lanes[1][j] += dot_term(rj, rj);
     }
   }
-  const PcgJacobiBody<T> body{p, q, inv_diag, x, r, z, alpha};
-  for (int j = 0; i + j < end; ++j) {
-    const KrylovTerms<2> t = body(i + j);
-    rz[j] += t.v[0];
-    rr[j] += t.v[1];
-  }
-  return {{fold_lanes(rz), fold_lanes(rr)}};
+  return finish_block(PcgJacobiBody<T>{p, q, inv_diag, x, r, z, alpha}, i, end, lanes);
 }
 
 template <class T>
@@ -230,8 +237,7 @@ KrylovTerms<2> bicgstab_update_block(T alpha, T omega, const T* __restrict p_hat
                                      const T* __restrict s_hat, const T* __restrict t,
                                      const T* __restrict r_hat, T* __restrict x, T* __restrict r,
                                      std::int64_t begin, std::int64_t end) {
-  double rr[kLanes] = {};
-  double hr[kLanes] = {};
+  double lanes[2][kLanes] = {};  // {r.r, r_hat.r}
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
     for (int j = 0; j < kLanes; ++j) {
@@ -241,17 +247,13 @@ KrylovTerms<2> bicgstab_update_block(T alpha, T omega, const T* __restrict p_hat
       x[i + j] = cg_x_point(cg_x_point(x[i + j], alpha, p_hat[i + j]), omega, shj);
       const T rj = cg_r_point(sj, omega, t[i + j]);
       r[i + j] = rj;
-      rr[j] += dot_term(rj, rj);
-      hr[j] += dot_term(r_hat[i + j], rj);
+      lanes[0][j] += dot_term(rj, rj);
+      lanes[1][j] += dot_term(r_hat[i + j], rj);
     }
   }
-  const BicgstabUpdateBody<T, kSeparateSHat> body{p_hat, s_hat, t, r_hat, x, r, alpha, omega};
-  for (int j = 0; i + j < end; ++j) {
-    const KrylovTerms<2> terms = body(i + j);
-    rr[j] += terms.v[0];
-    hr[j] += terms.v[1];
-  }
-  return {{fold_lanes(rr), fold_lanes(hr)}};
+  return finish_block(
+      BicgstabUpdateBody<T, kSeparateSHat>{p_hat, s_hat, t, r_hat, x, r, alpha, omega}, i, end,
+      lanes);
 }
 
 template <class T, bool kSeparateSHat>
@@ -433,8 +435,7 @@ KrylovTerms<2> spmv_dots_block(const I* __restrict row_ptr, const I* __restrict 
                                const T* __restrict values, const T* __restrict p,
                                const T* __restrict w, T* __restrict q, std::int64_t begin,
                                std::int64_t end) {
-  double wq[kLanes] = {};
-  double qq[kLanes] = {};
+  double lanes[2][kLanes] = {};  // {w.q, q.q}
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
     for (int j = 0; j < kLanes; j += 4) {
@@ -442,18 +443,12 @@ KrylovTerms<2> spmv_dots_block(const I* __restrict row_ptr, const I* __restrict 
       csr_four_row_sums(row_ptr, col_idx, values, p, i + j, sums);
       for (int k = 0; k < 4; ++k) {
         q[i + j + k] = sums[k];
-        wq[j + k] += dot_term(w[i + j + k], sums[k]);
-        qq[j + k] += dot_term(sums[k], sums[k]);
+        lanes[0][j + k] += dot_term(w[i + j + k], sums[k]);
+        lanes[1][j + k] += dot_term(sums[k], sums[k]);
       }
     }
   }
-  const SpmvDotsBody<T, I> body{row_ptr, col_idx, values, p, w, q};
-  for (int j = 0; i + j < end; ++j) {
-    const KrylovTerms<2> terms = body(i + j);
-    wq[j] += terms.v[0];
-    qq[j] += terms.v[1];
-  }
-  return {{fold_lanes(wq), fold_lanes(qq)}};
+  return finish_block(SpmvDotsBody<T, I>{row_ptr, col_idx, values, p, w, q}, i, end, lanes);
 }
 
 template <class T, class I>
