@@ -15,6 +15,7 @@
 #include "block_reduction.hpp"
 #include "csr_rows.hpp"
 #include "for_each.hpp"
+#include "prefetch.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
 #include "tenax/kernels/krylov_bodies.hpp"
@@ -30,22 +31,10 @@ constexpr std::int64_t kMinBlocksPerChunk = kMinReduceBlocksPerChunk;
 // Stored entries per chunk below which CSR rows are not worth a worker thread (as ops::spmv).
 constexpr std::int64_t kMinEntriesPerChunk = std::int64_t{1} << 15;
 
-// How far ahead of the current point the stencil loops ask for the lines of the grid row (or
-// plane) they will read next and of the q they will write. With the hardware prefetchers alone a
-// core ran the stencil well below its streaming rate: on a 2-core AMD EPYC VM a 2048^2 f64
-// laplacian_5pt_dot ran a quarter to a half faster on one thread with these hints. A prefetch
-// never faults and never changes a result.
-constexpr std::int64_t kPrefetchBytes = 2048;
-constexpr std::int64_t kLineBytes = 64;
-
-// Hints the lines of x[k .. k + kLanes) into the cache, for reading (kWrite = 0) or writing
-// (1), when they lie inside x[0 .. n).
+// Hints the lines of x[k .. k + kLanes) into the cache (prefetch.hpp).
 template <int kWrite, class T>
 inline void prefetch_lanes(const T* x, std::int64_t k, std::int64_t n) {
-  constexpr auto kStep = static_cast<std::int64_t>(kLineBytes / sizeof(T));
-  for (std::int64_t e = 0; e < kLanes; e += kStep) {
-    if (k + e < n) __builtin_prefetch(x + k + e, kWrite, 3);
-  }
+  prefetch_range<kWrite>(x, k, kLanes, n);
 }
 
 // The short last row of a block, [i, end), element by element through `body` (the functor the
@@ -492,7 +481,7 @@ KrylovTerms<1> laplacian_5pt_dot_block(const T* __restrict p, T* __restrict q, s
                                        std::int64_t nx, const Laplacian2dCoefficients<T>& c,
                                        T scale, std::int64_t begin, std::int64_t end) {
   const std::int64_t n = ny * nx;
-  constexpr auto ahead = static_cast<std::int64_t>(kPrefetchBytes / sizeof(T));
+  constexpr std::int64_t ahead = kPrefetchAhead<T>;
   double lanes[kLanes] = {};
   std::int64_t y = begin / nx;
   std::int64_t row_begin = y * nx;
@@ -536,7 +525,7 @@ KrylovTerms<1> laplacian_7pt_dot_block(const T* __restrict p, T* __restrict q, s
                                        std::int64_t begin, std::int64_t end) {
   const std::int64_t plane = ny * nx;
   const std::int64_t n = nz * plane;
-  constexpr auto ahead = static_cast<std::int64_t>(kPrefetchBytes / sizeof(T));
+  constexpr std::int64_t ahead = kPrefetchAhead<T>;
   double lanes[kLanes] = {};
   const std::int64_t row = begin / nx;
   std::int64_t z = row / ny;

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "prefetch.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 #include "tenax/kernels/stencil_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {
+
+// Points of a row between two prefetch hints: two cache lines of f64.
+constexpr std::int64_t kRun = 16;
 
 // Grid points per chunk below which rows are not worth a worker thread.
 constexpr std::int64_t kMinPointsPerChunk = std::int64_t{1} << 15;
@@ -68,10 +72,17 @@ void laplacian_5pt_update_typed(CpuContext& context, const StencilUpdateArgs& s)
       const T* __restrict north = row + nx;
       row_out[0] =
           explicit_update_point(row[0], laplacian_5pt_at(u, ny, nx, y, std::int64_t{0}, c), factor);
-      for (std::int64_t x = 1; x + 1 < nx; ++x) {
-        row_out[x] = explicit_update_point(
-            row[x], laplacian_5pt_point(row[x], row[x - 1], row[x + 1], south[x], north[x], c),
-            factor);
+      // In runs of kRun points, asking ahead for the row above (the only one not yet read by
+      // the rows before) and for the output (prefetch.hpp).
+      for (std::int64_t x0 = 1; x0 + 1 < nx; x0 += kRun) {
+        prefetch_range<0>(north, x0 + kPrefetchAhead<T>, kRun, nx);
+        prefetch_range<1>(row_out, x0 + kPrefetchAhead<T>, kRun, nx);
+        const std::int64_t x1 = std::min(x0 + kRun, nx - 1);
+        for (std::int64_t x = x0; x < x1; ++x) {
+          row_out[x] = explicit_update_point(
+              row[x], laplacian_5pt_point(row[x], row[x - 1], row[x + 1], south[x], north[x], c),
+              factor);
+        }
       }
       row_out[nx - 1] =
           explicit_update_point(row[nx - 1], laplacian_5pt_at(u, ny, nx, y, nx - 1, c), factor);
