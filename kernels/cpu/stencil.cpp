@@ -15,6 +15,10 @@ namespace {
 
 // Points of a row between two prefetch hints: two cache lines of f64.
 constexpr std::int64_t kRun = 16;
+// The output is asked for twice as far ahead as the row above (4 KiB for f64): heat2d 4096^2 ran
+// 8.8-11.5 ms per step so against 10.7-11.5 ms at the same distance, and 13.5-14.7 ms without
+// the write hint (2-vCPU Xeon VM, bench/RESULTS.md).
+constexpr std::int64_t kWriteAhead = 2;
 
 // Grid points per chunk below which rows are not worth a worker thread.
 constexpr std::int64_t kMinPointsPerChunk = std::int64_t{1} << 15;
@@ -76,7 +80,7 @@ void laplacian_5pt_update_typed(CpuContext& context, const StencilUpdateArgs& s)
       // the rows before) and for the output (prefetch.hpp).
       for (std::int64_t x0 = 1; x0 + 1 < nx; x0 += kRun) {
         prefetch_range<0>(north, x0 + kPrefetchAhead<T>, kRun, nx);
-        prefetch_range<1>(row_out, x0 + kPrefetchAhead<T>, kRun, nx);
+        prefetch_range<1>(row_out, x0 + kWriteAhead * kPrefetchAhead<T>, kRun, nx);
         const std::int64_t x1 = std::min(x0 + kRun, nx - 1);
         for (std::int64_t x = x0; x < x1; ++x) {
           row_out[x] = explicit_update_point(
