@@ -573,7 +573,12 @@ std::string config_json(const Options& o, const solvers::SolverOptions& solver) 
   config.set("precision", o.precision)
       .set("solver", o.solver)
       .set("precond", solver.preconditioner);
-  if (o.solver == "gmres") config.set("restart", solver.restart);
+  if (o.solver == "gmres") {
+    config.set("restart", solver.restart);
+    // Recorded when not the default, so that run directories of mgs runs from before the option
+    // existed still resume.
+    if (solver.orthogonalization != "mgs") config.set("orthog", solver.orthogonalization);
+  }
   config.set("tol", solver.tolerance).set("atol", solver.absolute_tolerance);
   config.set("divtol", solver.divergence_factor).set("max_iters", solver.max_iterations);
   config.set("iterations_per_step", o.iterations_per_step);
@@ -585,8 +590,8 @@ std::string config_json(const Options& o, const solvers::SolverOptions& solver) 
 // tolerances (the iterates are the same, the solve stops elsewhere), and how the same operator is
 // applied (assembled or matrix-free, the CSR index type: the same matrix, possibly other
 // rounding). The system, the method, its preconditioner and restart length, the precision and
-// the iterations per Runner step (which fix what a step count in the checkpoint means) never
-// change.
+// the iterations per Runner step (which fix what a step count in the checkpoint means), and
+// GMRES's Gram-Schmidt (orthog) never change.
 tenax::io::ConfigPolicy config_policy() {
   return {.free_keys = {"max_iters", "matrix", "rhs"},
           .safe_keys = {"tol", "atol", "divtol", "operator", "index"}};

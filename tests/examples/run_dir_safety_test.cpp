@@ -178,6 +178,14 @@ TEST_F(RunDirSafety, PoissonRefusesAnotherSolverOrMatrixAndKeepsTheStoredRun) {
                  {"precond: \"none\" -> \"jacobi\""});
   expect_refused(POISSON_PATH, "poisson-refused",
                  kPoissonCadence + " --tol 0 --max-iters 40 --n 17", {"n: 16 -> 17"});
+  // GMRES's Gram-Schmidt changes the iterates: recorded when not the default, never changed.
+  const std::string gmres = kPoisson + " --max-iters 40 --solver gmres --restart 12";
+  ASSERT_EQ(run(POISSON_PATH, "poisson-orthog", gmres + " --solver-options orthog=cgs2").exit_code,
+            0);
+  expect_refused(POISSON_PATH, "poisson-orthog", gmres,
+                 {"orthog: \"cgs2\" -> (absent)", "orthog cannot change when a run of poisson"});
+  expect_refused(POISSON_PATH, "poisson-orthog", gmres + " --solver-options orthog=cgs",
+                 {"orthog: \"cgs2\" -> \"cgs\""});
 
   // A matrix edited in place is another system, even under the same path.
   const fs::path matrix = file("poisson-matrix.mtx");
