@@ -50,7 +50,9 @@ TEST_F(SolversGpu, EveryMethodMatchesTheCpu) {
                         {"bicgstab", "tol=1e-10", &nonsymmetric},
                         {"bicgstab", "tol=1e-10,pc=jacobi", &nonsymmetric},
                         {"gmres", "tol=1e-10,restart=20", &nonsymmetric},
-                        {"gmres", "tol=1e-10,restart=20,pc=jacobi", &nonsymmetric}};
+                        {"gmres", "tol=1e-10,restart=20,pc=jacobi", &nonsymmetric},
+                        {"gmres", "tol=1e-10,restart=20,orthog=cgs", &nonsymmetric},
+                        {"gmres", "tol=1e-10,restart=20,orthog=cgs2,pc=jacobi", &nonsymmetric}};
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.method) + " " + c.options);
     const SolverOptions options = parse_solver_options(c.options);
