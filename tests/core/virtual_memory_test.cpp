@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
 
+#include "tenax/core/error.hpp"
 #include "tenax/core/memory/pool_resource.hpp"
 
 namespace tenax {
@@ -73,6 +75,18 @@ TEST(HostVirtualMemory, LargeMappingsAskForHugePagesFromAnAlignedBase) {
   vm.release(base, bytes);
   EXPECT_EQ(vm_flags_of(base + 8 * huge), "");
   EXPECT_EQ(vm_flags_of(base + bytes - 1), "");
+}
+
+TEST(HostVirtualMemory, AnAddressRangeBeyondTheMachineIsAnOutOfMemoryError) {
+  HostVirtualMemory vm;
+  // The padding for the alignment would overflow: refused with the cause, not wrapped around.
+  try {
+    (void)vm.reserve(std::numeric_limits<std::size_t>::max() - 4096);
+    FAIL() << "reserving nearly 2^64 bytes must fail";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("Cannot allocate memory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)vm.reserve(std::size_t{1} << 62), OutOfMemoryError);
 }
 
 TEST(HostVirtualMemory, BacksAPoolEndToEnd) {

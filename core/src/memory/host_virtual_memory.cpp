@@ -36,9 +36,12 @@ void* HostVirtualMemory::do_reserve(std::size_t bytes) {
   // huge page more than asked, then the slack around a huge-page-aligned base is returned, so
   // that the pool's blocks (offsets from the base) can be backed by whole huge pages.
   const std::size_t padded = bytes + kHugePageBytes;
-  void* raw = padded > bytes ? ::mmap(nullptr, padded, PROT_NONE,
-                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                             : MAP_FAILED;
+  void* raw = MAP_FAILED;
+  if (padded > bytes) {
+    raw = ::mmap(nullptr, padded, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  } else {
+    errno = ENOMEM;  // bytes + one huge page overflows: no such range exists
+  }
   void* base = raw;
   if (raw != MAP_FAILED) {
     const auto start = reinterpret_cast<std::uintptr_t>(raw);

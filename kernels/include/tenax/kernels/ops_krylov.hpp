@@ -52,7 +52,7 @@ namespace tenax::ops {
 [[nodiscard]] double spmv_dot(const CsrMatrix& a, const Tensor& p, const Tensor& q,
                               std::int64_t pair = 0);
 
-// q = A p for a CSR matrix with rows <= cols (i32 or i64 indices), and returns {w.q, q.q}: w is a
+// q = A p for a CSR matrix of any shape (i32 or i64 indices), and returns {w.q, q.q}: w is a
 // vector of rows() entries that is only read (it may be p itself for a square matrix, or any
 // other vector; it must not overlap q). q equals, bit for bit, ops::spmv(a, p, q); wq equals
 // ops::dot(w, q) and qq ops::dot(q, q) on that q. (A distributed matrix's rank pairs its rows with

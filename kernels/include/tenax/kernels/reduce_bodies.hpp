@@ -71,25 +71,11 @@ struct NonfiniteMap {
   TENAX_HD double operator()(std::int64_t i) const { return stored_is_nonfinite(x[i]) ? 1.0 : 0.0; }
 };
 
-// Step 4, the last step of every shardable reduction on every backend: the K sequences of block
-// partials (term-major, `blocks` each, on the host) of a reduction over `elements` elements are
-// combined by the tree of reduction_order.hpp; inside a ShardedReductionScope, with every rank's
-// (the global result). Modifies `partials`.
-template <int K, class Combine>
-ReduceTerms<K> finish_reduction(double* partials, std::int64_t blocks, std::int64_t elements,
-                                Combine f) {
-  ReduceTerms<K> out;
-  if (ShardedReductionScope* scope = ShardedReductionScope::active()) {
-    scope->combine(std::span<const double>(partials, static_cast<std::size_t>(K * blocks)), K,
-                   Combine::kind, elements, std::span<double>(out.v, K));
-    return out;
-  }
-  for (int k = 0; k < K; ++k) out.v[k] = combine_partials(partials + k * blocks, blocks, f);
-  return out;
-}
-
-// finish_reduction for a number of terms known only at run time: out[0, terms) receives the
-// roots of the `terms` sequences of `blocks` partials each (term-major; modified).
+// Step 4, the last step of every shardable reduction on every backend: the `terms` sequences of
+// block partials (term-major, `blocks` each, on the host) of a reduction over `elements` elements
+// are combined by the tree of reduction_order.hpp into out[0, terms); inside a
+// ShardedReductionScope, with every rank's (the global result). Modifies `partials`.
+// finish_reduction<K> is the same for a number of terms known at compile time.
 template <class Combine>
 void finish_reduction_terms(double* partials, int terms, std::int64_t blocks, std::int64_t elements,
                             Combine f, std::span<double> out) {
@@ -99,6 +85,14 @@ void finish_reduction_terms(double* partials, int terms, std::int64_t blocks, st
     return;
   }
   for (int k = 0; k < terms; ++k) out[k] = combine_partials(partials + k * blocks, blocks, f);
+}
+
+template <int K, class Combine>
+ReduceTerms<K> finish_reduction(double* partials, std::int64_t blocks, std::int64_t elements,
+                                Combine f) {
+  ReduceTerms<K> out;
+  finish_reduction_terms(partials, K, blocks, elements, f, std::span<double>(out.v, K));
+  return out;
 }
 
 // The result of a shardable reduction over no local elements: the identity, or inside a

@@ -26,7 +26,7 @@ struct SpmvDotArgs {
   std::int64_t pair = 0;
 };
 
-// q = A p for a CSR matrix with rows <= cols; returns {w.q, q.q}.
+// q = A p for a CSR matrix of any shape, w of rows() entries; returns {w.q, q.q}.
 struct SpmvDotsArgs {
   CsrMatrix a;
   Tensor p;
