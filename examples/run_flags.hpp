@@ -49,6 +49,7 @@ struct RunFlags {
   std::vector<std::string> allow_config_change;
   std::string comm = "auto";
   double comm_timeout = 300;
+  double telemetry_seconds = 10;
 };
 
 inline void add_run_flags(CLI::App& app, RunFlags& flags) {
@@ -80,6 +81,11 @@ inline void add_run_flags(CLI::App& app, RunFlags& flags) {
   app.add_option("--comm", flags.comm,
                  "how ranks talk: auto (MPI when started by mpirun or srun, else one rank), "
                  "single, mpi or nccl")
+      ->capture_default_str();
+  app.add_option("--telemetry-seconds", flags.telemetry_seconds,
+                 "seconds between telemetry lines in events.jsonl (memory pool, host memory, "
+                 "step rate, and GPU utilisation, temperature, power, clocks and ECC where NVML "
+                 "loads); also written at every fault and at the end (0: off)")
       ->capture_default_str();
   app.add_option("--comm-timeout", flags.comm_timeout,
                  "seconds a collective may take before the job is declared hung (it then exits "
@@ -139,6 +145,7 @@ inline runtime::RunnerOptions runner_options(const RunFlags& flags, std::int64_t
   options.config = std::move(config);
   options.progress = runtime::parse_progress_mode(flags.progress);
   options.anomaly_check_every = flags.anomaly_check_every;
+  options.telemetry_seconds = flags.telemetry_seconds;
   return options;
 }
 

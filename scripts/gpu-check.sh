@@ -308,6 +308,26 @@ done
 run_program heat2d 120 "$bin/heat2d" --device cuda --n 4096 --steps 200 --checkpoint-every 0 \
   --anomaly-check-every 0 --progress quiet --json --run-dir "$res/heat2d"
 
+# --- Telemetry on the device: a heat2d run sampling every 0.2 s must log NVML's fields (GPU
+# utilisation, temperature, power, SM clock, throttle reasons) beside the pool's figures.
+run_program telemetry 60 "$bin/heat2d" --device cuda --n 2048 --steps 400 --checkpoint-every 0 \
+  --telemetry-seconds 0.2 --progress quiet --json --run-dir "$res/telemetry"
+if [[ -f $res/telemetry/events.jsonl ]]; then
+  grep '"event":"telemetry"' "$res/telemetry/events.jsonl" | tail -2 >"$res/telemetry-lines.txt"
+  missing=""
+  for field in gpu_utilization gpu_temperature gpu_power_watts gpu_sm_clock_mhz \
+    gpu_throttle_reasons gpu_memory_used pool_allocated host_rss; do
+    grep -q "\"$field\"" "$res/telemetry-lines.txt" || missing+=" $field"
+  done
+  if [[ -n $missing ]]; then
+    record telemetry-nvml FAIL "telemetry lines lack:$missing ($(head -c 300 "$res/telemetry-lines.txt"))"
+  else
+    record telemetry-nvml PASS "$(head -c 300 "$res/telemetry-lines.txt")"
+  fi
+else
+  record telemetry-nvml FAIL "no events.jsonl in $res/telemetry"
+fi
+
 # --- Training on the device: each precision, and f16 with an injected overflow (skipped step,
 # scale halved).
 for precision in f32 f16 bf16; do

@@ -39,7 +39,7 @@ EventLog::~EventLog() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::string EventLog::format(std::string_view event, std::initializer_list<Field> fields,
+std::string EventLog::format(std::string_view event, std::span<const Field> fields,
                              bool with_time) {
   nlohmann::ordered_json line;
   line["event"] = event;
@@ -58,6 +58,10 @@ void EventLog::append(std::string_view event, std::initializer_list<Field> field
 }
 
 void EventLog::append(std::string_view event, std::initializer_list<Field> fields, bool durable) {
+  append(event, std::span<const Field>(fields.begin(), fields.size()), durable);
+}
+
+void EventLog::append(std::string_view event, std::span<const Field> fields, bool durable) {
   std::string line(torn_ ? 1 : 0, '\n');  // a torn last line ends before this one begins
   line += format(event, fields, true);
   // One write of the whole line: O_APPEND makes it atomic with respect to other appenders.

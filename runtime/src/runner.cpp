@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,7 @@
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/event_log.hpp"
 #include "tenax/runtime/progress.hpp"
+#include "tenax/runtime/telemetry.hpp"
 
 namespace tenax::runtime {
 
@@ -227,6 +229,16 @@ struct Runner::Impl {
   StateLayout layout;       // the workload's split across the ranks
   std::string shard_table;  // every rank's shards (JSON), stored with each checkpoint
 
+  // Telemetry (options.telemetry_seconds): the interval's step counts, the readings' source.
+  std::optional<DeviceReadings> readings;
+  TelemetryMonitor monitor;
+  std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point sampled_at = started_at;
+  std::int64_t interval_steps = 0;
+  double interval_seconds = 0;          // this rank's step time summed over the interval
+  double interval_slowest_seconds = 0;  // the slowest rank's, summed
+  int interval_slowest_rank = 0;
+
   // A line on stderr, prefixed with the rank in a job of several, written with one call so that
   // ranks sharing a terminal never interleave within a line.
   template <class... Args>
@@ -242,6 +254,53 @@ struct Runner::Impl {
     }
     std::fputs(line, stderr);
     std::fflush(stderr);
+  }
+
+  // A telemetry line for `trigger` and the warnings it starts (each an event and a console line).
+  void record_telemetry(const std::string& trigger) {
+    if (options.telemetry_seconds == 0 || !events) return;
+    if (!readings) readings.emplace(workload.device());
+    const auto now = std::chrono::steady_clock::now();
+    TelemetrySample sample;
+    sample.trigger = trigger;
+    sample.wall_seconds = std::chrono::duration<double>(now - started_at).count();
+    sample.step = step;
+    const double interval = std::chrono::duration<double>(now - sampled_at).count();
+    if (interval_steps > 0) {
+      sample.steps_per_second = interval > 0 ? static_cast<double>(interval_steps) / interval : 0;
+      sample.step_seconds = interval_seconds / static_cast<double>(interval_steps);
+      sample.slowest_step_seconds = interval_slowest_seconds / static_cast<double>(interval_steps);
+    }
+    sample.rank = rank;
+    sample.slowest_rank = interval_slowest_rank;
+    sample.host_resident_bytes = host_resident_bytes();
+    sample.device = workload.device();
+    sample.pool = memory_stats(sample.device);
+    sample.gpu = readings->read();
+    const std::vector<EventLog::Field> fields = telemetry_fields(sample);
+    events->append("telemetry", fields, /*durable=*/false);
+    for (const TelemetryWarning& warning : monitor.observe(sample)) {
+      events->append(
+          "warning",
+          {{"step", step}, {"kind", warning.kind}, {"cause", warning.cause}, {"fix", warning.fix}});
+      say("warning: %s -- fix: %s", warning.cause.c_str(), warning.fix.c_str());
+    }
+    sampled_at = now;
+    interval_steps = 0;
+    interval_seconds = 0;
+    interval_slowest_seconds = 0;
+  }
+
+  // Counts a completed step into the interval and writes a telemetry line when one is due.
+  void after_step_telemetry(double seconds, double slowest_seconds, int slowest_rank) {
+    if (options.telemetry_seconds == 0) return;
+    ++interval_steps;
+    interval_seconds += seconds;
+    interval_slowest_seconds += slowest_seconds;
+    interval_slowest_rank = slowest_rank;
+    const double since =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - sampled_at).count();
+    if (since >= options.telemetry_seconds) record_telemetry("interval");
   }
   // The micro-batch a fresh run starts with and regrowth returns to: the workload's units, or
   // fewer when the program asked for fewer (RunnerOptions::max_micro_batch).
@@ -424,6 +483,7 @@ struct Runner::Impl {
                               ? kRestartExitCode
                               : 1;
     if (progress) progress->finish();
+    record_telemetry("exit");
     events->append("exit", {{"status", std::string(to_string(status))},
                             {"exit_code", std::int64_t{exit_code}},
                             {"step", step},
@@ -468,6 +528,7 @@ struct Runner::Impl {
           "%s",
           e.cause().c_str());
       empty_cache(workload.device());
+      record_telemetry("oom_retry");
       return action();
     }
   }
@@ -600,6 +661,7 @@ struct Runner::Impl {
   // The anomaly policy after an agreed rollback; a RunResult when the run stops.
   std::optional<RunResult> roll_back(std::int64_t anomalous_step, const std::string& reason) {
     events->append("anomaly", {{"step", anomalous_step}, {"reason", reason}});
+    record_telemetry("anomaly");
     if (!anomalies.on_anomaly(anomalous_step)) {
       say("anomaly at step %lld (%s), the %d rollbacks allowed are spent; stopping",
           static_cast<long long>(anomalous_step), reason.c_str(), anomalies.max_retries());
@@ -690,6 +752,7 @@ struct Runner::Impl {
     } else {
       progress.emplace(ProgressMode::quiet, options.total_steps, step);
     }
+    record_telemetry(resumed ? "resumed" : "started");
     if (resumed && step > options.total_steps) {
       say("the run in %s is at step %lld, past the %lld steps asked for: nothing to do (its state "
           "stays that of step %lld; a run is never taken back to an earlier step)",
@@ -752,6 +815,7 @@ struct Runner::Impl {
             say("out of memory at step %lld; micro-batch halved to %lld",
                 static_cast<long long>(step + 1), static_cast<long long>(micro.micro_batch()));
           }
+          record_telemetry(event);
         } else {
           ++counted.peer_retries;
           say("%s at step %lld on rank %d; computing the step again (%s)",
@@ -793,6 +857,7 @@ struct Runner::Impl {
         say("%s at step %lld%s; exiting for a restart",
             std::string(to_string(outcome.reason)).c_str(), static_cast<long long>(step + 1),
             on_rank(outcome.asking_rank).c_str());
+        record_telemetry("fault");
         if (outcome.reason == StepReason::comm_fault) communicator->abort(report);
         // Nothing derived from device memory is written after a device fault.
         if (async) async.reset();
@@ -849,6 +914,7 @@ struct Runner::Impl {
                       {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
                       {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
       progress->update(step, memory.reserved_bytes.current);
+      after_step_telemetry(mine.proposal.seconds, state.slowest_seconds, state.slowest_rank);
       std::int64_t previous = 0;
       if (micro.after_clean_step(full_micro_batch(), step >= options.total_steps, previous)) {
         events->append("regrow", {{"step", step + 1},
@@ -905,6 +971,14 @@ Runner::Runner(Workload& workload, RunnerOptions options,
   TENAX_EXPECTS(options.max_anomaly_retries >= 0, UsageError,
                 "max_anomaly_retries is " + std::to_string(options.max_anomaly_retries),
                 "use a count >= 0");
+  {
+    char given[32];
+    std::snprintf(given, sizeof(given), "%g", options.telemetry_seconds);
+    TENAX_EXPECTS(std::isfinite(options.telemetry_seconds) && options.telemetry_seconds >= 0 &&
+                      options.telemetry_seconds <= 7 * 86400.0,
+                  UsageError, "--telemetry-seconds " + std::string(given),
+                  "use 0 (no telemetry) or a number of seconds up to a week (the default is 10)");
+  }
   TENAX_EXPECTS(communicator != nullptr, UsageError, "the runner was given a null communicator",
                 "pass a communicator or use the default single-rank one");
   io::check_allowed_changes(options.config, options.config_policy);

@@ -147,5 +147,12 @@ TEST_F(HostileInput, MatrixMarketSizeLineBeyondItsEntriesIsRefusedByTheEntries) 
                  {"stores 3 entries for 1000000000 rows"});
 }
 
+TEST_F(HostileInput, TelemetryIntervalsThatAreNotSecondsAreRefused) {
+  for (const char* value : {"-1", "nan", "inf", "1e300"}) {
+    expect_refused(HEAT2D_PATH, std::string("--n 16 --steps 2 --telemetry-seconds ") + value,
+                   {"--telemetry-seconds", "use 0 (no telemetry) or a number of seconds"});
+  }
+}
+
 }  // namespace
 }  // namespace tenax

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -316,7 +317,9 @@ TEST_F(RunnerTest, ResumeContinuesFromTheCheckpointAndMatchesOneLongRun) {
   lines = events();
   const std::vector<json> third_lines(lines.begin() + static_cast<long>(lines_after_second),
                                       lines.end());
-  EXPECT_EQ(names_of(third_lines), (std::vector<std::string>{"resumed", "exit"}));
+  // Nothing to do: the resume, its telemetry sample, the closing one and the exit.
+  EXPECT_EQ(names_of(third_lines),
+            (std::vector<std::string>{"resumed", "telemetry", "telemetry", "exit"}));
   EXPECT_EQ(third_lines.back().at("status"), "completed");
   EXPECT_EQ(committed().front(), 15);
 }
@@ -1026,6 +1029,62 @@ void expect_usage_error_naming(Workload& workload, const RunnerOptions& options,
   }
 }
 
+TEST_F(RunnerTest, TelemetryLinesCarryThePoolAndHostFiguresAtTheStartEveryIntervalAndEveryEvent) {
+  {
+    ToyWorkload toy(kSize);
+    toy.oom = [](std::int64_t step, int attempt, std::int64_t) { return step == 3 && attempt < 1; };
+    RunnerOptions o = options(6);
+    o.telemetry_seconds = 1e-9;  // due after every step
+    Runner runner(toy, o);
+    ASSERT_EQ(runner.run().status, RunStatus::completed);
+  }
+  const std::vector<json> lines = events();
+  const std::vector<json> samples = only(lines, "telemetry");
+  std::vector<std::string> triggers;
+  for (const json& t : samples) {
+    triggers.push_back(t.at("trigger"));
+    EXPECT_EQ(t.at("device"), "cpu");
+    EXPECT_GT(t.at("host_rss").get<std::int64_t>(), 0) << t;
+    EXPECT_GE(t.at("pool_reserved").get<std::int64_t>(),
+              t.at("pool_allocated").get<std::int64_t>());
+    EXPECT_GE(t.at("pool_peak").get<std::int64_t>(), t.at("pool_allocated").get<std::int64_t>());
+    EXPECT_FALSE(t.contains("gpu_temperature")) << "no NVML for a host device";
+  }
+  EXPECT_EQ(triggers,
+            (std::vector<std::string>{"started", "interval", "interval", "oom_retry", "interval",
+                                      "interval", "interval", "interval", "exit"}));
+  // The toy's state lives in the pool; an interval line knows the step and its rate.
+  EXPECT_GT(samples[1].at("pool_allocated").get<std::int64_t>(), 0) << samples[1];
+  EXPECT_EQ(samples[1].at("step"), 1);
+  EXPECT_GT(samples[1].at("steps_per_second").get<double>(), 0);
+  EXPECT_GT(samples[1].at("step_seconds").get<double>(), 0);
+  EXPECT_EQ(samples.back().at("step"), 6);
+  // The exit's sample comes just before the exit line.
+  EXPECT_EQ(lines[lines.size() - 2].at("event"), "telemetry");
+
+  // The default interval (10 s) on a run of milliseconds: the start, the end, nothing between.
+  fs::remove_all(dir_);
+  {
+    ToyWorkload toy(kSize);
+    Runner runner(toy, options(6));
+    ASSERT_EQ(runner.run().status, RunStatus::completed);
+  }
+  triggers.clear();
+  for (const json& t : only(events(), "telemetry")) triggers.push_back(t.at("trigger"));
+  EXPECT_EQ(triggers, (std::vector<std::string>{"started", "exit"}));
+
+  // 0 turns it off.
+  fs::remove_all(dir_);
+  {
+    ToyWorkload toy(kSize);
+    RunnerOptions o = options(6);
+    o.telemetry_seconds = 0;
+    Runner runner(toy, o);
+    ASSERT_EQ(runner.run().status, RunStatus::completed);
+  }
+  EXPECT_TRUE(only(events(), "telemetry").empty());
+}
+
 TEST_F(RunnerTest, InconsistentOptionsAreUsageErrorsNamingTheOption) {
   ToyWorkload toy(kSize);
   RunnerOptions o = options(-1);
@@ -1048,6 +1107,11 @@ TEST_F(RunnerTest, InconsistentOptionsAreUsageErrorsNamingTheOption) {
   o = options(5);
   o.max_anomaly_retries = -1;
   expect_usage_error_naming(toy, o, "max_anomaly_retries");
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL, 1e300}) {
+    o = options(5);
+    o.telemetry_seconds = bad;
+    expect_usage_error_naming(toy, o, "--telemetry-seconds");
+  }
   EXPECT_THROW((void)Runner(toy, options(5), nullptr), UsageError);
   EXPECT_EQ(toy.init_calls, 0);
   EXPECT_FALSE(fs::exists(dir_));  // nothing was created

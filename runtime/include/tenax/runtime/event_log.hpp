@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,12 +39,18 @@ class EventLog {
   // fdatasync; by default only non-"step" events are made durable. Throws IoError on failure.
   void append(std::string_view event, std::initializer_list<Field> fields = {});
   void append(std::string_view event, std::initializer_list<Field> fields, bool durable);
+  // Fields built at run time (a telemetry sample's, whose set depends on the device).
+  void append(std::string_view event, std::span<const Field> fields, bool durable);
 
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
   // The line append() writes, without the time stamp when `with_time` is false (for tests).
+  [[nodiscard]] static std::string format(std::string_view event, std::span<const Field> fields,
+                                          bool with_time);
   [[nodiscard]] static std::string format(std::string_view event,
-                                          std::initializer_list<Field> fields, bool with_time);
+                                          std::initializer_list<Field> fields, bool with_time) {
+    return format(event, std::span<const Field>(fields.begin(), fields.size()), with_time);
+  }
 
  private:
   std::filesystem::path path_;

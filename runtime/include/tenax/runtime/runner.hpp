@@ -30,7 +30,8 @@
 //      overflow (an OverflowError thrown by Workload::step: gradients overflow at the minimum
 //        loss scale): the state, unchanged by the step, is checkpointed and the run stops with
 //        the error's advice (status overflow, exit code 1).
-//  - RUN_DIR/events.jsonl: a line per step and per event (see EventLog);
+//  - RUN_DIR/events.jsonl: a line per step and per event (see EventLog), and telemetry lines
+//    with the warnings read from them (telemetry_seconds, telemetry.hpp);
 //  - a progress line on a terminal, plain log lines otherwise.
 //
 // Injected faults (TENAX_FAULTS or RunnerOptions::faults), with S the step being taken
@@ -99,6 +100,13 @@ struct RunnerOptions {
   // told who holds it ("" records the process's command name).
   std::string program;
   ProgressMode progress = ProgressMode::automatic;
+  // Seconds between "telemetry" lines in events.jsonl (this rank's memory pool, host memory,
+  // step rate and, for a CUDA device with NVML, its utilisation, temperature, power, clocks,
+  // throttle reasons and ECC counts; see telemetry.hpp). One is also written at the start, at
+  // every event that changes the run (out-of-memory retry or backoff, anomaly, fault) and at the
+  // end; the warnings read from them (throttling, ECC errors, a leak, fragmentation, a slow rank)
+  // are "warning" events and console lines. 0: no telemetry at all.
+  double telemetry_seconds = 10;
   const FaultPlan* faults = nullptr;  // nullptr: the process plan (TENAX_FAULTS)
 };
 
