@@ -393,9 +393,9 @@ System build_system(const Options& o, DType dtype, Device device,
 // Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
 // and vectors read and written once per application (apply), plus the method's passes over
 // vectors of N elements (each a read or a write), as the solvers are written:
-//   cg            1 apply + 9 passes (fused update: x p r q read, x r written; xpay: r p read,
-//                 p written); with jacobi 11 (the update also reads the inverse diagonal and
-//                 writes z)
+//   cg            1 apply + 8 passes (cg_residual: r q read, r written; cg_advance: x p z read,
+//                 x p written); with jacobi 10 (the residual update also reads the inverse
+//                 diagonal and writes z)
 //   bicgstab      2 applies + 16 passes (ops_krylov.hpp's fused kernels: the direction reads r
 //                 p v and writes p; each product also reads the vector its dots pair with; s
 //                 reads r v, writes r; the closing update reads x p r t r^, writes x r); with
@@ -422,7 +422,7 @@ double bytes_per_iteration(const Options& o, const solvers::SolverOptions& optio
   if (pc != "none" && pc != "jacobi") return 0.0;
   const bool jacobi = pc == "jacobi";
   const double pass = n * value;
-  if (o.solver == "cg") return apply + (jacobi ? 11 : 9) * pass;
+  if (o.solver == "cg") return apply + (jacobi ? 10 : 8) * pass;
   if (o.solver == "bicgstab") return 2 * apply + (jacobi ? 21 : 16) * pass;
   if (o.solver == "gmres") {
     const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
@@ -501,7 +501,7 @@ class PoissonSolve final : public tenax::runtime::Workload {
     rows_of("x");
     const std::string method(solver_->name());
     if (method == "cg") {
-      for (const char* v : {"r", "p", "z"}) rows_of("cg/" + std::string(v));
+      for (const char* v : {"r", "p_next", "z"}) rows_of("cg/" + std::string(v));
     } else if (method == "bicgstab") {
       for (const char* v : {"r", "r_hat", "p", "v"}) rows_of("bicgstab/" + std::string(v));
     } else if (method == "gmres") {

@@ -83,8 +83,8 @@ GMRES_MEAN_BASIS = (RESTART + 1) / 2  # basis vectors orthogonalised against, on
 
 # Vector traffic per iteration in units of N * 1 byte, by (code, solver, precond).
 VECTOR_BYTES = {
-    ("tenax", "cg", "none"): 72,      # spmv_dot/stencil_dot + cg_update 48 + xpay 24
-    ("tenax", "cg", "jacobi"): 88,    # pcg_jacobi_update 64 + xpay 24
+    ("tenax", "cg", "none"): 64,      # spmv_dot/stencil_dot + cg_residual 24 + cg_advance 40
+    ("tenax", "cg", "jacobi"): 80,    # cg_residual with z 40 + cg_advance 40
     ("petsc", "cg", "none"): 128,     # AYPX 24, dot 16, 2 AXPY 48, PCApply copy 16, norm 8, dot 16
     ("petsc", "cg", "jacobi"): 136,   # PCApply = pointwise multiply 24 instead of a copy
     ("eigen", "cg", "none"): 128,     # dot 16, 2 axpy 48, squaredNorm 8, z = r 16, dot 16, p 24

@@ -181,44 +181,83 @@ void bicgstab_direction_typed(CpuContext& context, const BicgstabDirectionArgs& 
   });
 }
 
+// ---- residual_update (CG's r -= a q [, z = D r], BiCGSTAB's s = r - a v [, s^ = D s]) ----
+
 template <class T, bool kJacobi>
-KrylovTerms<1> bicgstab_residual_block(T alpha, const T* __restrict v, const T* __restrict inv_diag,
-                                       T* __restrict r, T* __restrict s_hat, std::int64_t begin,
-                                       std::int64_t end) {
-  double lanes[kLanes] = {};
+KrylovTerms<ResidualUpdateBody<T, kJacobi>::kTerms> residual_update_block(
+    T alpha, const T* __restrict v, const T* __restrict inv_diag, T* __restrict r, T* __restrict z,
+    std::int64_t begin, std::int64_t end) {
+  constexpr int K = ResidualUpdateBody<T, kJacobi>::kTerms;
+  double lanes[K][kLanes] = {};  // {r.z, r.r} with kJacobi, {r.r} without
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
     for (int j = 0; j < kLanes; ++j) {
-      const T sj = cg_r_point(r[i + j], alpha, v[i + j]);
-      r[i + j] = sj;
-      if constexpr (kJacobi) s_hat[i + j] = jacobi_point(inv_diag[i + j], sj);
-      lanes[j] += dot_term(sj, sj);
+      const T rj = cg_r_point(r[i + j], alpha, v[i + j]);
+      r[i + j] = rj;
+      if constexpr (kJacobi) {
+        const T zj = jacobi_point(inv_diag[i + j], rj);
+        z[i + j] = zj;
+        lanes[0][j] += dot_term(rj, zj);
+      }
+      lanes[K - 1][j] += dot_term(rj, rj);
     }
   }
-  const BicgstabResidualBody<T, kJacobi> body{v, inv_diag, r, s_hat, alpha};
-  for (int j = 0; i + j < end; ++j) lanes[j] += body(i + j).v[0];
-  return {{fold_lanes(lanes)}};
+  return finish_block(ResidualUpdateBody<T, kJacobi>{v, inv_diag, r, z, alpha}, i, end, lanes);
 }
 
 template <class T, bool kJacobi>
-double bicgstab_residual_run(CpuContext& context, const BicgstabResidualArgs& s) {
+ops::PcgDots residual_update_run(CpuContext& context, const ResidualUpdateArgs& s) {
+  constexpr int K = ResidualUpdateBody<T, kJacobi>::kTerms;
   const T alpha = static_cast<T>(s.alpha);
   const T* v = s.v.data_as<const T>();
   T* r = s.r.data_as<T>();
   const T* inv_diag = kJacobi ? s.inv_diag.data_as<const T>() : nullptr;
-  T* s_hat = kJacobi ? s.s_hat.data_as<T>() : nullptr;
-  return reduce_blocks<1>(context, s.r.numel(), kMinBlocksPerChunk,
-                          [=](std::int64_t begin, std::int64_t end) {
-                            return bicgstab_residual_block<T, kJacobi>(alpha, v, inv_diag, r, s_hat,
-                                                                       begin, end);
-                          })
-      .v[0];
+  T* z = kJacobi ? s.z.data_as<T>() : nullptr;
+  const KrylovTerms<K> dots = reduce_blocks<K>(
+      context, s.r.numel(), kMinBlocksPerChunk, [=](std::int64_t begin, std::int64_t end) {
+        return residual_update_block<T, kJacobi>(alpha, v, inv_diag, r, z, begin, end);
+      });
+  return {dots.v[0], dots.v[K - 1]};
 }
 
 template <class T>
-double bicgstab_residual_typed(CpuContext& context, const BicgstabResidualArgs& s) {
-  return s.inv_diag.defined() ? bicgstab_residual_run<T, true>(context, s)
-                              : bicgstab_residual_run<T, false>(context, s);
+ops::PcgDots residual_update_typed(CpuContext& context, const ResidualUpdateArgs& s) {
+  return s.inv_diag.defined() ? residual_update_run<T, true>(context, s)
+                              : residual_update_run<T, false>(context, s);
+}
+
+// ---- cg_advance ----
+
+template <class T, bool kCopy>
+void cg_advance_range(T alpha, T beta, const T* __restrict z, T* __restrict p, T* __restrict x,
+                      std::int64_t begin, std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) {
+    const T pi = p[i];
+    x[i] = cg_x_point(x[i], alpha, pi);
+    if constexpr (kCopy) {
+      p[i] = z[i];
+    } else {
+      p[i] = xpay_point(z[i], beta, pi);
+    }
+  }
+}
+
+template <class T>
+void cg_advance_typed(CpuContext& context, const CgAdvanceArgs& s) {
+  const T alpha = static_cast<T>(s.alpha);
+  const T beta = static_cast<T>(s.beta);
+  const T* z = s.z.data_as<const T>();
+  T* p = s.p.data_as<T>();
+  T* x = s.x.data_as<T>();
+  const bool copy = s.beta == 0.0;
+  context.parallel_for(0, s.p.numel(), detail::kMinChunk,
+                       [=](std::int64_t begin, std::int64_t end) {
+                         if (copy) {
+                           cg_advance_range<T, true>(alpha, beta, z, p, x, begin, end);
+                         } else {
+                           cg_advance_range<T, false>(alpha, beta, z, p, x, begin, end);
+                         }
+                       });
 }
 
 template <class T, bool kSeparateSHat>
@@ -621,9 +660,17 @@ void bicgstab_direction(CpuContext& context, const BicgstabDirectionArgs& args) 
   }
 }
 
-double bicgstab_residual(CpuContext& context, const BicgstabResidualArgs& args) {
-  if (args.r.dtype() == DType::f64) return bicgstab_residual_typed<double>(context, args);
-  return bicgstab_residual_typed<float>(context, args);
+ops::PcgDots residual_update(CpuContext& context, const ResidualUpdateArgs& args) {
+  if (args.r.dtype() == DType::f64) return residual_update_typed<double>(context, args);
+  return residual_update_typed<float>(context, args);
+}
+
+void cg_advance(CpuContext& context, const CgAdvanceArgs& args) {
+  if (args.p.dtype() == DType::f64) {
+    cg_advance_typed<double>(context, args);
+  } else {
+    cg_advance_typed<float>(context, args);
+  }
 }
 
 ops::BicgstabDots bicgstab_update(CpuContext& context, const BicgstabUpdateArgs& args) {

@@ -131,18 +131,36 @@ void bicgstab_direction_typed(const BicgstabDirectionArgs& s) {
                    "bicgstab_direction kernel");
 }
 
+template <class T, bool kJacobi>
+ops::PcgDots residual_update_run(const ResidualUpdateArgs& s) {
+  constexpr int K = ResidualUpdateBody<T, kJacobi>::kTerms;
+  const ResidualUpdateBody<T, kJacobi> body{
+      s.v.data_as<const T>(), kJacobi ? s.inv_diag.data_as<const T>() : nullptr, s.r.data_as<T>(),
+      kJacobi ? s.z.data_as<T>() : nullptr, static_cast<T>(s.alpha)};
+  const detail::ReduceTerms<K> dots =
+      fused_reduce<K>(s.r.device(), s.r.numel(), body, "residual_update kernel");
+  return {dots.v[0], dots.v[K - 1]};
+}
+
 template <class T>
-double bicgstab_residual_typed(const BicgstabResidualArgs& s) {
+ops::PcgDots residual_update_typed(const ResidualUpdateArgs& s) {
+  return s.inv_diag.defined() ? residual_update_run<T, true>(s) : residual_update_run<T, false>(s);
+}
+
+template <class T>
+void cg_advance_typed(const CgAdvanceArgs& s) {
+  const T* z = s.z.data_as<const T>();
+  T* p = s.p.data_as<T>();
+  T* x = s.x.data_as<T>();
   const T alpha = static_cast<T>(s.alpha);
-  const T* v = s.v.data_as<const T>();
-  T* r = s.r.data_as<T>();
-  if (s.inv_diag.defined()) {
-    const BicgstabResidualBody<T, true> body{v, s.inv_diag.data_as<const T>(), r,
-                                             s.s_hat.data_as<T>(), alpha};
-    return fused_reduce<1>(s.r.device(), s.r.numel(), body, "bicgstab_residual kernel").v[0];
+  const T beta = static_cast<T>(s.beta);
+  if (s.beta == 0.0) {
+    detail::for_each(s.p.device(), s.p.numel(), CgAdvanceBody<T, true>{z, p, x, alpha, beta},
+                     "cg_advance kernel");
+    return;
   }
-  const BicgstabResidualBody<T, false> body{v, nullptr, r, nullptr, alpha};
-  return fused_reduce<1>(s.r.device(), s.r.numel(), body, "bicgstab_residual kernel").v[0];
+  detail::for_each(s.p.device(), s.p.numel(), CgAdvanceBody<T, false>{z, p, x, alpha, beta},
+                   "cg_advance kernel");
 }
 
 template <class T, bool kSeparateSHat>
@@ -182,9 +200,17 @@ void bicgstab_direction(const BicgstabDirectionArgs& args) {
   }
 }
 
-double bicgstab_residual(const BicgstabResidualArgs& args) {
-  if (args.r.dtype() == DType::f64) return bicgstab_residual_typed<double>(args);
-  return bicgstab_residual_typed<float>(args);
+ops::PcgDots residual_update(const ResidualUpdateArgs& args) {
+  if (args.r.dtype() == DType::f64) return residual_update_typed<double>(args);
+  return residual_update_typed<float>(args);
+}
+
+void cg_advance(const CgAdvanceArgs& args) {
+  if (args.p.dtype() == DType::f64) {
+    cg_advance_typed<double>(args);
+  } else {
+    cg_advance_typed<float>(args);
+  }
 }
 
 ops::BicgstabDots bicgstab_update(const BicgstabUpdateArgs& args) {

@@ -184,23 +184,60 @@ void bicgstab_direction(double beta, double omega, const Tensor& r, const Tensor
   }
 }
 
-double bicgstab_residual(double alpha, const Tensor& v, const Tensor& r, const Tensor& inv_diag,
-                         const Tensor& s_hat) {
-  constexpr std::string_view op = "bicgstab_residual";
-  TENAX_EXPECTS(inv_diag.defined() == s_hat.defined(), UsageError,
-                "bicgstab_residual: inv_diag and s_hat must be given together",
-                "pass both (Jacobi preconditioning) or neither");
+namespace {
+// r -= alpha v [, z = inv_diag r], checked as `op` names its operands (z is `z_name`).
+PcgDots checked_residual_update(std::string_view op, std::string_view z_name, double alpha,
+                                const Tensor& v, const Tensor& r, const Tensor& inv_diag,
+                                const Tensor& z) {
+  TENAX_EXPECTS(
+      inv_diag.defined() == z.defined(), UsageError,
+      std::string(op) + ": inv_diag and " + std::string(z_name) + " must be given together",
+      "pass both (Jacobi preconditioning) or neither");
   check_vectors(op, {{"v", &v}, {"r", &r}});
   check_no_overlap(op, {"r", &r}, {{"v", &v}});
   if (inv_diag.defined()) {
-    check_vectors(op, {{"r", &r}, {"inv_diag", &inv_diag}, {"s_hat", &s_hat}});
-    check_no_overlap(op, {"s_hat", &s_hat}, {{"v", &v}, {"r", &r}, {"inv_diag", &inv_diag}});
+    check_vectors(op, {{"r", &r}, {"inv_diag", &inv_diag}, {z_name, &z}});
+    check_no_overlap(op, {z_name, &z}, {{"v", &v}, {"r", &r}, {"inv_diag", &inv_diag}});
     check_no_overlap(op, {"r", &r}, {{"inv_diag", &inv_diag}});
   }
-  if (r.numel() == 0) return kernels::empty_reduction<1>().v[0];
-  const kernels::BicgstabResidualArgs args{alpha, v, r, inv_diag, s_hat};
-  return r.device().is_cpu() ? kernels::cpu::bicgstab_residual(args)
-                             : kernels::cuda::bicgstab_residual(args);
+  if (r.numel() == 0) {
+    // As many terms as the kernel folds: on a rank with no elements the reduction is still
+    // collective, and its record must have every rank's size.
+    if (inv_diag.defined()) {
+      const kernels::ReduceTerms<2> none = kernels::empty_reduction<2>();
+      return {none.v[0], none.v[1]};
+    }
+    const double none = kernels::empty_reduction<1>().v[0];
+    return {none, none};
+  }
+  const kernels::ResidualUpdateArgs args{alpha, v, r, inv_diag, z};
+  return r.device().is_cpu() ? kernels::cpu::residual_update(args)
+                             : kernels::cuda::residual_update(args);
+}
+}  // namespace
+
+double bicgstab_residual(double alpha, const Tensor& v, const Tensor& r, const Tensor& inv_diag,
+                         const Tensor& s_hat) {
+  return checked_residual_update("bicgstab_residual", "s_hat", alpha, v, r, inv_diag, s_hat).rr;
+}
+
+PcgDots cg_residual(double alpha, const Tensor& q, const Tensor& r, const Tensor& inv_diag,
+                    const Tensor& z) {
+  return checked_residual_update("cg_residual", "z", alpha, q, r, inv_diag, z);
+}
+
+void cg_advance(double alpha, const Tensor& p, double beta, const Tensor& z, const Tensor& x) {
+  constexpr std::string_view op = "cg_advance";
+  check_vectors(op, {{"p", &p}, {"z", &z}, {"x", &x}});
+  check_no_overlap(op, {"x", &x}, {{"p", &p}, {"z", &z}});
+  check_no_overlap(op, {"p", &p}, {{"z", &z}});
+  if (p.numel() == 0) return;
+  const kernels::CgAdvanceArgs args{alpha, p, beta, z, x};
+  if (p.device().is_cpu()) {
+    kernels::cpu::cg_advance(args);
+  } else {
+    kernels::cuda::cg_advance(args);
+  }
 }
 
 BicgstabDots bicgstab_update(double alpha, const Tensor& p_hat, double omega, const Tensor& s_hat,

@@ -49,10 +49,6 @@ KrylovSolver::Step ConjugateGradient::step() {
                             " <= 0 with a nonzero residual: the preconditioner is not positive "
                             "definite (CG needs an SPD preconditioner)");
   }
-  // The direction update of the previous iteration is done here, after the check above, so
-  // that a breakdown leaves p as it was and a converged solve skips it.
-  if (iteration() > 0) ops::xpay(z(), rz_ / rz_prev_, p_);
-
   const double pq = op().apply_dot(p_, q_);
   if (!std::isfinite(pq)) {
     return Step::failed(SolveStatus::non_finite, "p.Ap = " + detail::format_number(pq));
@@ -64,29 +60,36 @@ KrylovSolver::Step ConjugateGradient::step() {
                             "SPD operator; use gmres or bicgstab for indefinite systems)");
   }
   const double alpha = rz_ / pq;
-  double rr = 0.0;
-  double rz = 0.0;
+  ops::PcgDots dots;
   if (m == nullptr) {
-    rr = ops::cg_update(alpha, p_, q_, solution(), r_);
-    rz = rr;
+    dots = ops::cg_residual(alpha, q_, r_);
   } else if (const Tensor* inverse_diagonal = m->inverse_diagonal()) {
-    const ops::PcgDots dots =
-        ops::pcg_jacobi_update(alpha, p_, q_, solution(), r_, *inverse_diagonal, z_);
-    rr = dots.rr;
-    rz = dots.rz;
+    dots = ops::cg_residual(alpha, q_, r_, *inverse_diagonal, z_);
   } else {
-    rr = ops::cg_update(alpha, p_, q_, solution(), r_);
+    dots.rr = ops::cg_residual(alpha, q_, r_).rr;
     m->apply(r_, z_);
-    rz = ops::dot(r_, z_);
+    dots.rz = ops::dot(r_, z_);
+  }
+  // x is advanced with the next direction, in one pass over p. When r.z rules out a next step
+  // (the check above stops it), x alone is advanced and p is kept as it was.
+  if (std::isfinite(dots.rz) && dots.rz > 0.0) {
+    ops::cg_advance(alpha, p_, dots.rz / rz_, z(), solution());
+  } else {
+    ops::axpby(alpha, p_, 1.0, solution());
   }
   rz_prev_ = rz_;
-  rz_ = rz;
-  return Step::done(std::sqrt(rr));
+  rz_ = dots.rz;
+  return Step::done(std::sqrt(dots.rr));
 }
 
+// p is saved as "p_next", the direction of the next iteration. States saved before this layout
+// hold "p", the direction of the last iteration, whose update to the next one was left to the
+// start of the next step: load_method makes that update (the same op, the same bits), so such a
+// state resumes exactly; a build that reads "p" finds no entry in a new state and says so,
+// instead of updating the direction twice.
 void ConjugateGradient::save_method(StateDict& state) const {
   save_tensor(state, "r", r_);
-  save_tensor(state, "p", p_);
+  save_tensor(state, "p_next", p_);
   if (active_preconditioner() != nullptr) save_tensor(state, "z", z_);
   state.set("rz", rz_);
   state.set("rz_prev", rz_prev_);
@@ -94,10 +97,16 @@ void ConjugateGradient::save_method(StateDict& state) const {
 
 void ConjugateGradient::load_method(const StateDict& state) {
   load_vector(state, "r", r_);
-  load_vector(state, "p", p_);
   if (active_preconditioner() != nullptr) load_vector(state, "z", z_);
   rz_ = state.real("rz");
   rz_prev_ = state.real("rz_prev");
+  if (state.contains("p_next")) {
+    load_vector(state, "p_next", p_);
+    return;
+  }
+  load_vector(state, "p", p_);
+  // rz_prev is 0 only before the first iteration, whose direction is z itself.
+  if (rz_prev_ != 0.0 && std::isfinite(rz_) && rz_ > 0.0) ops::xpay(z(), rz_ / rz_prev_, p_);
 }
 
 }  // namespace tenax::solvers

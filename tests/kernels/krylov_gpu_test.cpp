@@ -92,6 +92,40 @@ TEST_F(KrylovGpu, XpayMatchesTheCpuBackendBitForBit) {
   }
 }
 
+TEST_F(KrylovGpu, CgResidualAndCgAdvanceMatchTheCpuBackendBitForBit) {
+  std::uint32_t seed = 250;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      for (const bool jacobi : {false, true}) {
+        const std::string what =
+            std::string(to_string(dtype)) + " n=" + std::to_string(n) + (jacobi ? " jacobi" : "");
+        const Tensor q = random_tensor({n}, dtype, seed++);
+        const Tensor r = random_tensor({n}, dtype, seed++);
+        const Tensor d = random_tensor({n}, dtype, seed++);
+        const Tensor p = random_tensor({n}, dtype, seed++);
+        const Tensor x = random_tensor({n}, dtype, seed++);
+        const Tensor z = Tensor::empty({n}, dtype);
+        const Tensor rg = r.to(gpu()), zg = z.to(gpu()), pg = p.to(gpu()), xg = x.to(gpu());
+        const Tensor none;
+        const ops::PcgDots want =
+            ops::cg_residual(0.37, q, r, jacobi ? d : none, jacobi ? z : none);
+        const ops::PcgDots got = ops::cg_residual(0.37, q.to(gpu()), rg,
+                                                  jacobi ? d.to(gpu()) : none, jacobi ? zg : none);
+        EXPECT_EQ(bits(got.rz), bits(want.rz)) << what;
+        EXPECT_EQ(bits(got.rr), bits(want.rr)) << what;
+        EXPECT_TRUE(same_bytes(fetch(rg), r)) << what;
+        if (jacobi) EXPECT_TRUE(same_bytes(fetch(zg), z)) << what;
+        for (const double beta : {0.83, 0.0}) {
+          ops::cg_advance(0.37, p, beta, jacobi ? z : r, x);
+          ops::cg_advance(0.37, pg, beta, jacobi ? zg : rg, xg);
+          EXPECT_TRUE(same_bytes(fetch(pg), p)) << what << " beta=" << beta;
+          EXPECT_TRUE(same_bytes(fetch(xg), x)) << what << " beta=" << beta;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(KrylovGpu, SpmvDotMatchesTheCpuBackendBitForBit) {
   std::uint32_t seed = 300;
   const std::int64_t grids[][2] = {{1, 1}, {9, 1}, {64, 64}, {130, 129}, {700, 701}};

@@ -206,6 +206,96 @@ TEST(Xpay, PlainValuesAndBetaZeroDoesNotReadP) {
   EXPECT_TRUE(same_bytes(nan, z));
 }
 
+// ---- cg_residual and cg_advance (the CG iteration's two vector passes) ----
+
+TEST(CgResidual, MatchesTheSeparateOpsBitForBit) {
+  std::uint32_t seed = 250;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      const Tensor q = random_tensor({n}, dtype, seed++);
+      const Tensor d = random_tensor({n}, dtype, seed++);
+      const Tensor r = random_tensor({n}, dtype, seed++);
+      const Tensor r_jacobi = r.clone();
+      const Tensor r_want = r.clone();
+      const Tensor z = nan_tensor({n}, dtype);  // only written
+      const double alpha = -0.6173;
+      const ops::PcgDots plain = ops::cg_residual(alpha, q, r);
+      const ops::PcgDots jacobi = ops::cg_residual(alpha, q, r_jacobi, d, z);
+      ops::axpby(-alpha, q, 1.0, r_want);
+      const Tensor z_want = ops::mul(d, r_want);
+      const std::string where = std::string(to_string(dtype)) + " n=" + std::to_string(n);
+      EXPECT_TRUE(same_bytes(r, r_want)) << where;
+      EXPECT_TRUE(same_bytes(r_jacobi, r_want)) << where;
+      EXPECT_TRUE(same_bytes(z, z_want)) << where;
+      EXPECT_EQ(bits(plain.rr), bits(ops::dot(r_want, r_want))) << where;
+      EXPECT_EQ(bits(plain.rz), bits(plain.rr)) << where << ": without inv_diag z is r";
+      EXPECT_EQ(bits(jacobi.rr), bits(plain.rr)) << where;
+      EXPECT_EQ(bits(jacobi.rz), bits(ops::dot(r_want, z_want))) << where;
+      EXPECT_EQ(bits(jacobi.rz), bits(documented_dot(values_of(r_want), values_of(z_want))))
+          << where;
+    }
+  }
+}
+
+TEST(CgResidual, IsTheResidualHalfOfPcgJacobiUpdate) {
+  // cg_update + xpay and cg_residual + cg_advance split the same work at two places: x, r, z
+  // and both dots agree bit for bit.
+  const std::int64_t n = 70'001;
+  for (const DType dtype : kDtypes) {
+    const Tensor p = random_tensor({n}, dtype, 11), q = random_tensor({n}, dtype, 12);
+    const Tensor d = random_tensor({n}, dtype, 13), x = random_tensor({n}, dtype, 14);
+    const Tensor r = random_tensor({n}, dtype, 15), z = Tensor::empty({n}, dtype);
+    const Tensor x2 = x.clone(), r2 = r.clone(), z2 = Tensor::empty({n}, dtype);
+    const Tensor p2 = p.clone();
+    const ops::PcgDots fused = ops::pcg_jacobi_update(0.37, p, q, x, r, d, z);
+    ops::xpay(z, fused.rz / 3.5, p);
+    const ops::PcgDots split = ops::cg_residual(0.37, q, r2, d, z2);
+    ops::cg_advance(0.37, p2, split.rz / 3.5, z2, x2);
+    EXPECT_EQ(bits(split.rz), bits(fused.rz)) << to_string(dtype);
+    EXPECT_EQ(bits(split.rr), bits(fused.rr)) << to_string(dtype);
+    for (const auto& [got, want] : {std::pair{x2, x}, {r2, r}, {z2, z}, {p2, p}}) {
+      EXPECT_TRUE(same_bytes(got, want)) << to_string(dtype);
+    }
+  }
+}
+
+TEST(CgAdvance, MatchesAxpbyThenXpayBitForBit) {
+  std::uint32_t seed = 270;
+  for (const DType dtype : kDtypes) {
+    for (const std::int64_t n : kLengths) {
+      for (const double beta : {0.83, -2.0, 0.0}) {
+        const Tensor z = random_tensor({n}, dtype, seed++);
+        const Tensor p = random_tensor({n}, dtype, seed++);
+        const Tensor x = random_tensor({n}, dtype, seed++);
+        const Tensor p2 = p.clone(), x2 = x.clone();
+        ops::cg_advance(1.37, p, beta, z, x);
+        ops::axpby(1.37, p2, 1.0, x2);
+        ops::xpay(z, beta, p2);
+        const std::string where = std::string(to_string(dtype)) + " n=" + std::to_string(n) +
+                                  " beta=" + std::to_string(beta);
+        EXPECT_TRUE(same_bytes(x, x2)) << where;
+        EXPECT_TRUE(same_bytes(p, p2)) << where;
+      }
+    }
+  }
+}
+
+TEST(CgAdvance, PlainValuesAndBetaZeroCopiesZ) {
+  // x = x + 2 p = {3, 5, 7}; p = z + 0.5 p = {10.5, 21, 31.5}.
+  const Tensor p = make_tensor({1, 2, 3}, DType::f32);
+  const Tensor x = make_tensor({1, 1, 1}, DType::f32);
+  ops::cg_advance(2.0, p, 0.5, make_tensor({10, 20, 30}, DType::f32), x);
+  EXPECT_EQ(values_of(x), (std::vector<double>{3, 5, 7}));
+  EXPECT_EQ(values_of(p), (std::vector<double>{10.5, 21, 31.5}));
+  // beta == 0 stores z itself, -0.0 included (z + 0 * p would give +0.0).
+  const Tensor z0 = make_tensor({-0.0, 4.0}, DType::f64);
+  const Tensor p0 = make_tensor({1.0, 2.0}, DType::f64);
+  const Tensor x0 = make_tensor({0.0, 0.0}, DType::f64);
+  ops::cg_advance(1.0, p0, 0.0, z0, x0);
+  EXPECT_TRUE(same_bytes(p0, z0));
+  EXPECT_EQ(values_of(x0), (std::vector<double>{1.0, 2.0}));
+}
+
 // ---- spmv_dot ----
 
 TEST(SpmvDot, MatchesSpmvAndDotBitForBit) {
@@ -596,7 +686,13 @@ TEST(Bicgstab, SameBitsForAnyThreadCountAndEmptyOperands) {
       const Tensor p = r0.clone(), p_hat = Tensor::empty({n}, dtype);
       kernels::cpu::bicgstab_direction(context, {0.9, 0.4, r0, v, p, d, p_hat});
       const Tensor r = r0.clone(), s_hat = Tensor::empty({n}, dtype), x = x0.clone();
-      values.push_back(kernels::cpu::bicgstab_residual(context, {0.3, v, r, d, s_hat}));
+      values.push_back(kernels::cpu::residual_update(context, {0.3, v, r, d, s_hat}).rr);
+      const Tensor r_plain = r0.clone();
+      const ops::PcgDots plain = kernels::cpu::residual_update(context, {0.3, v, r_plain});
+      values.push_back(plain.rr);
+      values.push_back(plain.rz);
+      const Tensor p_next = r0.clone(), x_next = x0.clone();
+      kernels::cpu::cg_advance(context, {0.3, p_next, 0.7, h, x_next});
       const ops::BicgstabDots u =
           kernels::cpu::bicgstab_update(context, {0.3, 0.6, p_hat, s_hat, t, h, x, r});
       values.push_back(u.rr);
@@ -605,7 +701,7 @@ TEST(Bicgstab, SameBitsForAnyThreadCountAndEmptyOperands) {
       const ops::SpmvDots sd = kernels::cpu::spmv_dots(context, {a, pa, qa, pa.slice(0, a.rows())});
       values.push_back(sd.wq);
       values.push_back(sd.qq);
-      outs = {p, p_hat, r, s_hat, x, qa};
+      outs = {p, p_hat, r, s_hat, x, qa, r_plain, p_next, x_next};
       return std::pair{values, outs};
     };
     const auto want = run(one);
@@ -619,6 +715,11 @@ TEST(Bicgstab, SameBitsForAnyThreadCountAndEmptyOperands) {
     const Tensor e = Tensor::empty({0}, dtype);
     ops::bicgstab_direction(1, 1, e, Tensor::empty({0}, dtype), Tensor::empty({0}, dtype));
     EXPECT_EQ(ops::bicgstab_residual(1, e, Tensor::empty({0}, dtype)), 0.0);
+    const ops::PcgDots cg_none = ops::cg_residual(
+        1, e, Tensor::empty({0}, dtype), Tensor::empty({0}, dtype), Tensor::empty({0}, dtype));
+    EXPECT_EQ(cg_none.rr, 0.0);
+    EXPECT_EQ(cg_none.rz, 0.0);
+    ops::cg_advance(1, e, 1, Tensor::empty({0}, dtype), Tensor::empty({0}, dtype));
     const ops::BicgstabDots none = ops::bicgstab_update(
         1, e, 1, Tensor{}, Tensor::empty({0}, dtype), Tensor::empty({0}, dtype),
         Tensor::empty({0}, dtype), Tensor::empty({0}, dtype));
@@ -828,6 +929,14 @@ TEST(KrylovChecks, WrongDtypes) {
       usage_error([&] { (void)ops::pcg_jacobi_update(1.0, d, d2, d3, d.clone(), f, d.clone()); }),
       {"pcg_jacobi_update", "inv_diag is f32"});
   expect_contains(usage_error([&] { ops::xpay(i, 1.0, i.clone()); }), {"xpay", "z is i32[4]"});
+  expect_contains(usage_error([&] { (void)ops::cg_residual(1.0, d, f); }),
+                  {"cg_residual", "v is f64", "r is f32", "ops::cast"});
+  expect_contains(usage_error([&] { (void)ops::cg_residual(1.0, d, d2, f, d3); }),
+                  {"cg_residual", "inv_diag is f32"});
+  expect_contains(usage_error([&] { ops::cg_advance(1.0, h, 1.0, h.clone(), h.clone()); }),
+                  {"cg_advance", "p is f16[4] on cpu", "f64 and f32"});
+  expect_contains(usage_error([&] { ops::cg_advance(1.0, d, 1.0, d2, f); }),
+                  {"cg_advance", "p is f64", "x is f32"});
   expect_contains(usage_error([&] { ops::xpay(d, 1.0, f); }), {"xpay", "z is f64", "p is f32"});
   expect_contains(usage_error([&] {
                     (void)ops::laplacian_5pt_dot(Tensor::empty({2, 2}, DType::bf16),
@@ -938,6 +1047,18 @@ TEST(KrylovChecks, OverlappingOutputs) {
   expect_contains(usage_error([&] { (void)ops::pcg_jacobi_update(1.0, p, q, x, r, d, d); }),
                   {"pcg_jacobi_update", "z overlaps inv_diag"});
   expect_contains(usage_error([&] { ops::xpay(p, 0.5, p); }), {"xpay", "p overlaps z"});
+  expect_contains(usage_error([&] { (void)ops::cg_residual(1.0, r, r); }),
+                  {"cg_residual", "r overlaps v"});
+  expect_contains(usage_error([&] { (void)ops::cg_residual(1.0, q, r, d, d); }),
+                  {"cg_residual", "z overlaps inv_diag"});
+  expect_contains(usage_error([&] { (void)ops::cg_residual(1.0, q, r, d, r); }),
+                  {"cg_residual", "z overlaps"});
+  expect_contains(usage_error([&] { (void)ops::cg_residual(1.0, q, r, d, Tensor{}); }),
+                  {"cg_residual", "inv_diag and z must be given together"});
+  expect_contains(usage_error([&] { ops::cg_advance(1.0, p, 0.5, z, p); }),
+                  {"cg_advance", "x overlaps p"});
+  expect_contains(usage_error([&] { ops::cg_advance(1.0, p, 0.5, p, x); }),
+                  {"cg_advance", "overlaps"});
   const Tensor grid = Tensor::empty({3, 3}, DType::f32);
   expect_contains(usage_error([&] { (void)ops::laplacian_5pt_dot(grid, grid, 1, 1, -1); }),
                   {"laplacian_5pt_dot", "q overlaps p"});
@@ -986,6 +1107,10 @@ TEST(KrylovChecks, CheckedBeforeAnythingIsWritten) {
   const Tensor x = make_tensor({1, 1, 1, 1}, DType::f64);
   const Tensor r = make_tensor({2, 2, 2, 2}, DType::f64);
   EXPECT_THROW((void)ops::cg_update(1.0, p, Tensor::empty({4}, DType::f32), x, r), UsageError);
+  EXPECT_THROW((void)ops::cg_residual(1.0, p, r, p.clone(), Tensor::empty({4}, DType::f32)),
+               UsageError);
+  EXPECT_THROW(ops::cg_advance(1.0, p, 1.0, Tensor::empty({5}, DType::f64), x), UsageError);
+  EXPECT_EQ(values_of(p), (std::vector<double>{1, 2, 3, 4}));
   EXPECT_EQ(values_of(x), (std::vector<double>{1, 1, 1, 1}));
   EXPECT_EQ(values_of(r), (std::vector<double>{2, 2, 2, 2}));
 }
@@ -1002,6 +1127,8 @@ TEST(KrylovDispatch, CudaTensorsInABuildWithoutCudaThrowNotCompiled) {
   }
   EXPECT_THROW((void)ops::pcg_jacobi_update(1.0, p, q, x, r, d, z), NotCompiledError);
   EXPECT_THROW(ops::xpay(p, 1.0, q), NotCompiledError);
+  EXPECT_THROW((void)ops::cg_residual(1.0, q, r, d, z), NotCompiledError);
+  EXPECT_THROW(ops::cg_advance(1.0, p, 1.0, z, x), NotCompiledError);
   const Tensor g2 = testing::fake_cuda_tensor({2, 2}, DType::f64);
   const Tensor g2b = testing::fake_cuda_tensor({2, 2}, DType::f64);
   EXPECT_THROW((void)ops::laplacian_5pt_dot(g2, g2b, 1, 1, -1), NotCompiledError);

@@ -12,6 +12,7 @@
 
 #include "solvers/test_problems.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
 #include "tenax/solvers/factory.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 
@@ -66,6 +67,68 @@ void expect_solves(const std::string& method, const Problem& problem, const std:
 
 TEST(KrylovAccuracy, CgSolvesSpd) {
   for (const char* pc : {"none", "jacobi", "ilu0"}) expect_solves("cg", spd(), pc);
+}
+
+// CG as the textbook sequence of separate ops (Hestenes-Stiefel, preconditioned), x0 = 0. The
+// solver runs it in three fused passes, with x updated one pass later than here; every iterate
+// and residual must keep these bits.
+struct TextbookCg {
+  Tensor x;
+  std::vector<double> residuals;
+};
+TextbookCg textbook_cg(const LinearOperator& a, const Preconditioner* m, const Tensor& b,
+                       std::int64_t iterations) {
+  const std::int64_t n = a.rows();
+  const DType dtype = a.dtype();
+  const Tensor x = zeros(n, dtype), r = b.clone(), z = zeros(n, dtype);
+  const Tensor p = zeros(n, dtype), q = zeros(n, dtype);
+  if (m != nullptr) m->apply(r, z);
+  const Tensor& zr = m != nullptr ? z : r;
+  double rz = ops::dot(r, zr);
+  ops::copy(p, zr);
+  TextbookCg out;
+  for (std::int64_t k = 0; k < iterations; ++k) {
+    a.apply(p, q);
+    const double alpha = rz / ops::dot(p, q);
+    ops::axpby(alpha, p, 1.0, x);
+    ops::axpby(-alpha, q, 1.0, r);
+    if (m != nullptr) m->apply(r, z);
+    const double rz_new = ops::dot(r, zr);
+    ops::xpay(zr, rz_new / rz, p);
+    rz = rz_new;
+    out.residuals.push_back(ops::nrm2(r));
+  }
+  out.x = x;
+  return out;
+}
+
+TEST(KrylovAccuracy, CgKeepsTheBitsOfTheTextbookSequenceOfOps) {
+  const CsrMatrix matrix = testing::poisson(23);  // 529 rows
+  for (const DType dtype : {DType::f64, DType::f32}) {
+    const OperatorPtr a = make_csr_operator(matrix)->with_dtype(dtype);
+    const Tensor b = random_vector(a->rows(), 5, dtype);
+    for (const std::string pc : {"none", "jacobi", "ilu0"}) {
+      SCOPED_TRACE(std::string(to_string(dtype)) + " pc=" + pc);
+      const PreconditionerPtr m = pc == "none" ? nullptr : make_preconditioner(pc, a);
+      const std::int64_t iterations = 15;
+      const TextbookCg want = textbook_cg(*a, m.get(), b, iterations);
+      SolverOptions options;
+      options.tolerance = 0.0;
+      options.max_iterations = iterations;
+      options.preconditioner = pc;
+      const auto solver = make_solver("cg", options);
+      const Tensor x = zeros(a->rows(), dtype);
+      solver->start(a, b, x);
+      for (std::int64_t k = 0; k < iterations; ++k) {
+        solver->iterate(1);
+        EXPECT_EQ(solver->result().residual, want.residuals[static_cast<std::size_t>(k)])
+            << "iteration " << k + 1;
+      }
+      EXPECT_EQ(solver->result().status, SolveStatus::max_iterations) << solver->result().detail;
+      ASSERT_EQ(x.nbytes(), want.x.nbytes());
+      EXPECT_EQ(std::memcmp(x.data(), want.x.data(), x.nbytes()), 0);
+    }
+  }
 }
 
 TEST(KrylovAccuracy, BiCgStabSolvesSpdNonSymmetricAndIndefinite) {

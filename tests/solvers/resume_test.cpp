@@ -88,6 +88,51 @@ TEST(Resume, ConjugateGradientIsBitwiseIdentical) {
                         random_vector(1600, 2));
 }
 
+// Earlier builds saved the direction of the last iteration as "cg/p" and updated it at the start
+// of the next step; states of that layout (made here from the current one: the "p_next" of one
+// iteration earlier is that direction) load and end with the bits of the uninterrupted solve,
+// also at iteration 0 (where the direction is z itself) and 1.
+TEST(Resume, ConjugateGradientResumesAStateOfTheEarlierLayout) {
+  const OperatorPtr a = make_csr_operator(testing::poisson(24));
+  const Tensor b = random_vector(576, 1);
+  for (const std::string options : {"tol=1e-12", "tol=1e-12,pc=jacobi", "tol=1e-12,pc=ilu0"}) {
+    const Outcome whole = uninterrupted({"cg", options}, a, b, 1000);
+    ASSERT_EQ(whole.result.status, SolveStatus::converged) << whole.result.detail;
+    for (const std::int64_t save_point : {std::int64_t{0}, std::int64_t{1}, std::int64_t{12}}) {
+      SCOPED_TRACE(options + " saved after " + std::to_string(save_point) + " iterations");
+      StateDict before;
+      StateDict after;
+      {
+        const auto first = make_solver("cg", parse_solver_options(options));
+        const Tensor x = zeros(a->rows());
+        first->start(a, b, x);
+        if (save_point > 0) {
+          EXPECT_FALSE(first->iterate(save_point - 1));
+          first->save_state(before, "s");
+          EXPECT_FALSE(first->iterate(1));
+        }
+        first->save_state(after, "s");
+      }
+      StateDict legacy;
+      for (const auto& [name, value] : after.entries()) {
+        if (name != "s/cg/p_next") legacy.set(name, value);
+      }
+      legacy.set("s/cg/p", (save_point > 0 ? before : after).tensor("s/cg/p_next"));
+      ASSERT_FALSE(legacy.contains("s/cg/p_next"));
+
+      const auto second = make_solver("cg", parse_solver_options(options));
+      const Tensor x = random_vector(a->rows(), 99);
+      second->start(a, b, x);
+      second->load_state(legacy, "s");
+      while (!second->iterate(1000)) {
+      }
+      EXPECT_EQ(second->result().iterations, whole.result.iterations);
+      EXPECT_EQ(second->result().residual, whole.result.residual);
+      EXPECT_EQ(values_of(x), whole.x);
+    }
+  }
+}
+
 TEST(Resume, BiCgStabIsBitwiseIdentical) {
   const OperatorPtr a = make_csr_operator(testing::convection_diffusion(24, 10.0, 5.0));
   const Tensor b = random_vector(576, 3);

@@ -141,20 +141,47 @@ struct BicgstabDirectionBody {
   }
 };
 
-// BiCGSTAB's intermediate residual s = r - alpha v, kept in r; with kJacobi also
-// s_hat[i] = inv_diag[i] s[i]; term s[i] * s[i].
+// The residual update of CG and BiCGSTAB: r[i] -= alpha v[i] (BiCGSTAB's s, kept in r); with
+// kJacobi also z[i] = inv_diag[i] r[i] (CG's preconditioned residual, BiCGSTAB's s_hat). Terms
+// {r[i] z[i], r[i] r[i]} of the updated vectors with kJacobi, {r[i] r[i]} without.
 template <class T, bool kJacobi>
-struct BicgstabResidualBody {
+struct ResidualUpdateBody {
+  static constexpr int kTerms = kJacobi ? 2 : 1;
   const T* v;
   const T* inv_diag;  // kJacobi only
   T* r;
-  T* s_hat;  // kJacobi only
+  T* z;  // kJacobi only
   T alpha;
-  TENAX_HD KrylovTerms<1> operator()(std::int64_t i) const {
-    const T si = cg_r_point(r[i], alpha, v[i]);
-    r[i] = si;
-    if constexpr (kJacobi) s_hat[i] = jacobi_point(inv_diag[i], si);
-    return {{dot_term(si, si)}};
+  TENAX_HD KrylovTerms<kTerms> operator()(std::int64_t i) const {
+    const T ri = cg_r_point(r[i], alpha, v[i]);
+    r[i] = ri;
+    if constexpr (kJacobi) {
+      const T zi = jacobi_point(inv_diag[i], ri);
+      z[i] = zi;
+      return {{dot_term(ri, zi), dot_term(ri, ri)}};
+    } else {
+      return {{dot_term(ri, ri)}};
+    }
+  }
+};
+
+// CG's closing pass: x[i] += alpha p[i], then p[i] = z[i] + beta p[i] (the next direction, from
+// the old p); with kCopy (beta == 0) p[i] = z[i], as xpay copies.
+template <class T, bool kCopy>
+struct CgAdvanceBody {
+  const T* z;
+  T* p;
+  T* x;
+  T alpha;
+  T beta;
+  TENAX_HD void operator()(std::int64_t i) const {
+    const T pi = p[i];
+    x[i] = cg_x_point(x[i], alpha, pi);
+    if constexpr (kCopy) {
+      p[i] = z[i];
+    } else {
+      p[i] = xpay_point(z[i], beta, pi);
+    }
   }
 };
 

@@ -3,10 +3,12 @@
 //
 // A conjugate-gradient iteration is memory-bound. Written with separate calls it moves the
 // operator's bytes plus about 96 N bytes for f64 vectors of length N (dot(p, q), two axpy, one
-// dot(r, r), one xpay); with these kernels it moves the operator's bytes plus 72 N:
+// dot(r, r), one xpay); with these kernels it moves the operator's bytes plus 64 N:
 //   q = A p and p.q in one pass          (apply_dot: the operator's bytes, p.q for free)
-//   x += a p, r -= a q and r.r in one    (cg_update: reads x p r q, writes x r = 48 N)
-//   p = r + b p                          (xpay:      reads r p, writes p       = 24 N)
+//   r -= a q and r.r in one              (cg_residual: reads r q, writes r         = 24 N)
+//   x += a p, then p = r + b p           (cg_advance:  reads x p r, writes x p     = 40 N)
+// The x update waits for the next direction so that both read p in one pass (cg_update and xpay
+// do the same work in 72 N; with Jacobi cg_residual also writes z: 80 N against 88 N).
 //
 // A BiCGSTAB iteration with separate calls makes about 27 passes over its vectors besides the two
 // products (33 with a Jacobi preconditioner); with these kernels 16 (21):
@@ -96,6 +98,19 @@ struct PcgDots {
 // p = z + beta p: the bits of ops::axpby(1, z, beta, p). As there, beta == 0 copies z into p
 // without reading p (so p may hold NaN on entry: the first CG direction is xpay(r, 0, p)).
 void xpay(const Tensor& z, double beta, const Tensor& p);
+
+// r -= alpha q, then with inv_diag (and z) defined z = inv_diag * r; returns {r.z, r.r} of the
+// updated vectors (rz equals rr when inv_diag is undefined). Per element the bits of
+// ops::axpby(-alpha, q, 1, r) and ops::mul(inv_diag, r) (z only written); rr and rz equal
+// ops::dot(r, r) and ops::dot(r, z) afterwards. With cg_advance it is cg_update + xpay split at
+// the other place: the first half of a CG vector update, done before beta is known.
+[[nodiscard]] PcgDots cg_residual(double alpha, const Tensor& q, const Tensor& r,
+                                  const Tensor& inv_diag = {}, const Tensor& z = {});
+
+// x += alpha p, then p = z + beta p from the p on entry: the bits of ops::axpby(alpha, p, 1, x)
+// followed by ops::xpay(z, beta, p) (beta == 0 copies z into p, as xpay does), in one pass.
+// The second half of a CG vector update, once beta is known.
+void cg_advance(double alpha, const Tensor& p, double beta, const Tensor& z, const Tensor& x);
 
 // ---- BiCGSTAB (bicgstab.hpp) ----
 // inv_diag is the inverse diagonal of a Jacobi preconditioner; when it is undefined (Tensor{}),

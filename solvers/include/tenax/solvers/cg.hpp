@@ -2,12 +2,12 @@
 // preconditioner M).
 //
 // Per iteration, unpreconditioned or with Jacobi, exactly three fused kernels (ops_krylov.hpp):
-//   q = A p and p.q     apply_dot        (the operator's bytes)
-//   x += a p; r -= a q  cg_update        (returns r.r; with Jacobi pcg_jacobi_update, which also
-//                                          forms z = M^-1 r and r.z)
-//   p = z + b p         xpay
-// that is the operator plus 72 N bytes for f64 vectors of length N. Other preconditioners add
-// z = M^-1 r and one dot r.z.
+//   q = A p and p.q        apply_dot     (the operator's bytes)
+//   r -= a q               cg_residual   (returns r.r; with Jacobi also z = M^-1 r and r.z)
+//   x += a p; p = z + b p  cg_advance    (x waits for the next direction: one pass over p)
+// that is the operator plus 64 N bytes for f64 vectors of length N (80 N with Jacobi). Other
+// preconditioners add z = M^-1 r and one dot r.z. Every vector keeps the bits of the textbook
+// sequence of separate ops (axpby, dot, xpay).
 //
 // Reported residual: sqrt(r.r) of the recurrence r_k = r_{k-1} - a q, which equals b - A x_k in
 // exact arithmetic (and to rounding in practice for well-conditioned systems); it is the
@@ -20,7 +20,9 @@
 //   r.z <= 0    M is not positive definite (with r != 0).
 // A NaN or Inf in p.Ap, r.z or the residual stops with non_finite at that iteration.
 //
-// Saved state: x, r, p, z (when preconditioned), r.z of the last two iterations.
+// Saved state: x, r, the next direction p ("p_next"), z (when preconditioned), r.z of the last
+// two iterations. A state of the earlier layout ("p", the last direction) loads and resumes
+// exactly.
 #pragma once
 
 #include <string_view>
@@ -49,7 +51,7 @@ class ConjugateGradient final : public KrylovSolver {
   Tensor q_;
   Tensor z_;
   double rz_ = 0.0;       // r.z of the current residual
-  double rz_prev_ = 0.0;  // r.z of the previous one (the denominator of beta)
+  double rz_prev_ = 0.0;  // r.z of the previous one (0 before the first iteration)
 };
 
 }  // namespace tenax::solvers

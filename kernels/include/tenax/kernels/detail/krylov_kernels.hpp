@@ -78,13 +78,23 @@ struct BicgstabDirectionArgs {
   Tensor p_hat;
 };
 
-// r -= alpha v; s_hat = inv_diag r when inv_diag is defined; returns r.r.
-struct BicgstabResidualArgs {
+// r -= alpha v; z = inv_diag r when inv_diag is defined (then z is too); returns {r.z, r.r}, with
+// rz = rr when there is no inv_diag. (CG's residual update and BiCGSTAB's s, z being s_hat.)
+struct ResidualUpdateArgs {
   double alpha = 0.0;
   Tensor v;
   Tensor r;
   Tensor inv_diag;
-  Tensor s_hat;
+  Tensor z;
+};
+
+// x += alpha p; then p = z + beta p (p = z when beta == 0).
+struct CgAdvanceArgs {
+  double alpha = 0.0;
+  Tensor p;
+  double beta = 0.0;
+  Tensor z;
+  Tensor x;
 };
 
 // x += alpha p_hat, then x += omega s_hat (s_hat = r on entry when undefined); r -= omega t;
@@ -103,16 +113,17 @@ struct BicgstabUpdateArgs {
 }  // namespace tenax::kernels
 
 // X(return type, name, Args) for every kernel; declares each backend and generates the stubs.
-#define TENAX_KRYLOV_KERNELS(X)                              \
-  X(double, spmv_dot, SpmvDotArgs)                           \
-  X(::tenax::ops::SpmvDots, spmv_dots, SpmvDotsArgs)         \
-  X(double, laplacian_5pt_dot, StencilDotArgs)               \
-  X(double, laplacian_7pt_dot, StencilDotArgs)               \
-  X(double, cg_update, CgUpdateArgs)                         \
-  X(::tenax::ops::PcgDots, pcg_jacobi_update, PcgJacobiArgs) \
-  X(void, xpay, XpayArgs)                                    \
-  X(void, bicgstab_direction, BicgstabDirectionArgs)         \
-  X(double, bicgstab_residual, BicgstabResidualArgs)         \
+#define TENAX_KRYLOV_KERNELS(X)                                 \
+  X(double, spmv_dot, SpmvDotArgs)                              \
+  X(::tenax::ops::SpmvDots, spmv_dots, SpmvDotsArgs)            \
+  X(double, laplacian_5pt_dot, StencilDotArgs)                  \
+  X(double, laplacian_7pt_dot, StencilDotArgs)                  \
+  X(double, cg_update, CgUpdateArgs)                            \
+  X(::tenax::ops::PcgDots, pcg_jacobi_update, PcgJacobiArgs)    \
+  X(void, xpay, XpayArgs)                                       \
+  X(::tenax::ops::PcgDots, residual_update, ResidualUpdateArgs) \
+  X(void, cg_advance, CgAdvanceArgs)                            \
+  X(void, bicgstab_direction, BicgstabDirectionArgs)            \
   X(::tenax::ops::BicgstabDots, bicgstab_update, BicgstabUpdateArgs)
 
 #define TENAX_KRYLOV_DECLARE_KERNEL(ret, name, Args) ret name(const ::tenax::kernels::Args& args);
@@ -127,7 +138,8 @@ TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_CPU_KERNEL_WITH_CONTEXT)
 }  // namespace tenax::kernels::cpu
 
 // The CUDA backend: runs on the tensors' device, ordered on its context's stream. The kernels
-// that return dot products wait for them (they synchronise the stream); xpay does not.
+// that return dot products wait for them (they synchronise the stream); xpay, cg_advance and
+// bicgstab_direction do not.
 namespace tenax::kernels::cuda {
 TENAX_KRYLOV_KERNELS(TENAX_KRYLOV_DECLARE_KERNEL)
 }  // namespace tenax::kernels::cuda
