@@ -281,6 +281,7 @@ class Heat2d final : public tenax::runtime::Workload {
     tenax::ops::copy(u_next_, u_);
     const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
     std::swap(u_, u_next_);
+    last_solve_ = result;
     problem_.reset();
     if (!result.converged()) {
       problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) + " ended with " +
@@ -316,6 +317,17 @@ class Heat2d final : public tenax::runtime::Workload {
   }
 
   void discard_step() override { staged_.reset(); }
+
+  // The simulated time; for the implicit schemes also the linear solve of the step (its
+  // iterations and relative residual).
+  [[nodiscard]] std::vector<tenax::runtime::StepMetric> step_metrics() const override {
+    std::vector<tenax::runtime::StepMetric> metrics{{"simulated_time", time_}};
+    if (integrator_) {
+      metrics.push_back({"solver_iterations", static_cast<double>(last_solve_.iterations)});
+      metrics.push_back({"solver_relative_residual", last_solve_.relative_residual});
+    }
+    return metrics;
+  }
 
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
@@ -399,7 +411,8 @@ class Heat2d final : public tenax::runtime::Workload {
   Tensor u_next_;                     // the integrators' working copy (FTCS updates u in place)
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
-  std::optional<std::string> problem_;  // why the last step is not acceptable
+  std::optional<std::string> problem_;      // why the last step is not acceptable
+  tenax::solvers::SolveResult last_solve_;  // the linear solve of the last implicit step
   // The step computed but not yet applied: a new field (FTCS into a second field, or the
   // integrator's u_next_), or the buffers of the in-place sweep.
   struct Staged {

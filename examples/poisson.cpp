@@ -466,6 +466,13 @@ class PoissonSolve final : public tenax::runtime::Workload {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
+  // The residual after the step's iterations, relative to ||b||, and the iterations so far.
+  [[nodiscard]] std::vector<tenax::runtime::StepMetric> step_metrics() const override {
+    const solvers::SolveResult& r = solver_->result();
+    return {{"relative_residual", r.relative_residual},
+            {"iterations", static_cast<double>(r.iterations)}};
+  }
+
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
     solver_->save_state(state, "solver");

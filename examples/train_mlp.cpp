@@ -418,6 +418,17 @@ class TrainMlp : public runtime::Workload {
     staged_.reset();
   }
 
+  // The loss, gradient norm and learning rate of the committed step, and the loss scale after it
+  // (with loss scaling); skipped is 1 for a step the loss scaler skipped (an overflow).
+  std::vector<runtime::StepMetric> step_metrics() const override {
+    std::vector<runtime::StepMetric> metrics{{"loss", last_.loss},
+                                             {"grad_norm", last_.grad_norm},
+                                             {"lr", last_.lr},
+                                             {"skipped", last_.scaler.skip_step ? 1.0 : 0.0}};
+    if (policy_.uses_loss_scaling()) metrics.push_back({"loss_scale", last_.scaler.scale_after});
+    return metrics;
+  }
+
   StateDict save_state() const override {
     StateDict state;
     state.merge("params", mlp_->state_dict());

@@ -6,7 +6,7 @@
 # Usage: scripts/test.sh [preset...]   (default: release cpu asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --for-tests
 
 jobs=$(nproc)
 # Compiler cache keyed on paths relative to the checkout, so fresh clones reuse earlier builds.

@@ -7,6 +7,7 @@
 
 #include "ckpt_command.hpp"
 #include "doctor.hpp"
+#include "report_command.hpp"
 #include "supervisor.hpp"
 #include "tenax/core/error.hpp"
 
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   tenax::tools::add_doctor_command(app, exit_code);
   tenax::tools::add_run_command(app, exit_code);
   tenax::tools::add_ckpt_command(app, exit_code);
+  tenax::tools::add_report_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

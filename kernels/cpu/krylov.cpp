@@ -231,15 +231,8 @@ ops::PcgDots residual_update_typed(CpuContext& context, const ResidualUpdateArgs
 template <class T, bool kCopy>
 void cg_advance_range(T alpha, T beta, const T* __restrict z, T* __restrict p, T* __restrict x,
                       std::int64_t begin, std::int64_t end) {
-  for (std::int64_t i = begin; i < end; ++i) {
-    const T pi = p[i];
-    x[i] = cg_x_point(x[i], alpha, pi);
-    if constexpr (kCopy) {
-      p[i] = z[i];
-    } else {
-      p[i] = xpay_point(z[i], beta, pi);
-    }
-  }
+  for (std::int64_t i = begin; i < end; ++i)
+    cg_advance_point<T, kCopy>(alpha, beta, z[i], p[i], x[i]);
 }
 
 template <class T>

@@ -139,6 +139,20 @@ std::string describe_signal(int signal_number) {
   return signal_name(signal_number) + " (signal " + std::to_string(signal_number) + ")";
 }
 
+// The event-log field of a step metric: "metric_<name>", the name checked against the rule of
+// Workload::step_metrics.
+std::string metric_field(const std::string& name) {
+  const bool valid =
+      !name.empty() && name.size() <= 32 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+      });
+  TENAX_EXPECTS(valid, UsageError,
+                "the workload's step_metrics() named a metric '" + name +
+                    "'; names are 1 to 32 characters of a-z, 0-9 and _",
+                "rename the metric in step_metrics()");
+  return "metric_" + name;
+}
+
 // events.jsonl for rank 0 (and a single rank); events-rank-<r>.jsonl for the others, so that no
 // rank ever writes into another's log.
 std::filesystem::path event_log_path(const std::filesystem::path& run_dir, int rank) {
@@ -905,14 +919,22 @@ struct Runner::Impl {
       anomalies.on_healthy(step);
 
       const MemoryStats memory = memory_stats(workload.device());
-      events->append("step",
-                     {{"step", step},
-                      {"micro_batch", micro.micro_batch()},
-                      {"seconds", mine.proposal.seconds},
-                      {"slowest_seconds", state.slowest_seconds},
-                      {"slowest_rank", std::int64_t{state.slowest_rank}},
-                      {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
-                      {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}});
+      const std::vector<StepMetric> metrics = workload.step_metrics();
+      std::vector<std::string> metric_names;
+      metric_names.reserve(metrics.size());
+      for (const StepMetric& metric : metrics) metric_names.push_back(metric_field(metric.name));
+      std::vector<EventLog::Field> fields{
+          {"step", step},
+          {"micro_batch", micro.micro_batch()},
+          {"seconds", mine.proposal.seconds},
+          {"slowest_seconds", state.slowest_seconds},
+          {"slowest_rank", std::int64_t{state.slowest_rank}},
+          {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
+          {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}};
+      for (std::size_t k = 0; k < metrics.size(); ++k) {
+        fields.emplace_back(metric_names[k], metrics[k].value);
+      }
+      events->append("step", fields, /*durable=*/false);
       progress->update(step, memory.reserved_bytes.current);
       after_step_telemetry(mine.proposal.seconds, state.slowest_seconds, state.slowest_rank);
       std::int64_t previous = 0;

@@ -225,6 +225,41 @@ TEST_F(RunnerTest, CompletesWithTheDirectResultAndAFinalCheckpoint) {
   EXPECT_EQ(written[1].at("step"), 10);
 }
 
+TEST_F(RunnerTest, StepMetricsAreWrittenIntoEveryStepLine) {
+  ToyWorkload toy(kSize);
+  toy.metrics = [](std::int64_t step) {
+    return std::vector<StepMetric>{{"loss", 1.0 / static_cast<double>(step)},
+                                   {"solver_iterations_2", 7.0}};
+  };
+  Runner runner(toy, options(5));
+  ASSERT_EQ(runner.run().status, RunStatus::completed);
+  const std::vector<json> steps = only(events(), "step");
+  ASSERT_EQ(steps.size(), 5u);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(steps[i].at("metric_loss").get<double>(), 1.0 / static_cast<double>(i + 1));
+    EXPECT_EQ(steps[i].at("metric_solver_iterations_2").get<double>(), 7.0);
+  }
+}
+
+TEST_F(RunnerTest, BadStepMetricNamesAreRefusedNamingTheMetric) {
+  for (const std::string& name :
+       std::vector<std::string>{"", "Loss", "a-b", "with space", std::string(33, 'a')}) {
+    SCOPED_TRACE("'" + name + "'");
+    fs::remove_all(dir_);
+    ToyWorkload toy(kSize);
+    toy.metrics = [name](std::int64_t) { return std::vector<StepMetric>{{name, 1.0}}; };
+    Runner runner(toy, options(3));
+    try {
+      (void)runner.run();
+      ADD_FAILURE() << "a metric named '" << name << "' must be refused";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("metric '" + name + "'"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("a-z, 0-9 and _"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(RunnerTest, ZeroStepsCheckpointsTheInitialState) {
   ToyWorkload toy(kSize);
   Runner runner(toy, options(0));

@@ -177,6 +177,13 @@ class ToyWorkload : public Workload {
     return std::nullopt;
   }
 
+  // step_metrics() after each committed step (none when unset).
+  std::function<std::vector<StepMetric>(std::int64_t step)> metrics;
+  [[nodiscard]] std::vector<StepMetric> step_metrics() const override {
+    if (metrics) return metrics(step_);
+    return {};
+  }
+
   [[nodiscard]] std::vector<double> values() const {
     const double* x = x_.data_as<double>();
     return {x, x + size_};

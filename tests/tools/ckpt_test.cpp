@@ -15,31 +15,20 @@
 #include "tenax/core/state_dict.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/io/state_file.hpp"
+#include "tools/command_output.hpp"
 
 namespace tenax {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;
-};
+using CliRun = testing::CommandOutput;
 
 // Runs `program arguments`; stderr joins stdout unless `stdout_only`.
 CliRun run_program(const std::string& program, const std::string& arguments,
                    bool stdout_only = false) {
-  CliRun run;
-  const std::string command =
-      "'" + program + "' " + arguments + (stdout_only ? " 2>/dev/null" : " 2>&1");
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    std::size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
-    const int status = pclose(pipe);
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return run;
+  return testing::run_command("'" + program + "' " + arguments +
+                              (stdout_only ? " 2>/dev/null" : " 2>&1"));
 }
 
 CliRun tenax_cli(const std::string& arguments, bool stdout_only = false) {
@@ -73,10 +62,10 @@ void corrupt_entry_data(const fs::path& file, const std::string& entry) {
   std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-class CkptTest : public testing::Test {
+class CkptTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::path(testing::TempDir()) / ("tenax_ckpt_test_" + std::to_string(::getpid()));
+    root_ = fs::path(::testing::TempDir()) / ("tenax_ckpt_test_" + std::to_string(::getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_);
     const CliRun run = run_program(HEAT2D_PATH,
@@ -90,7 +79,7 @@ class CkptTest : public testing::Test {
   // A copy of the run directory (steps 10, 20 and 30) that this test may damage.
   void SetUp() override {
     ASSERT_TRUE(fs::exists(root_ / "base" / "checkpoints" / "step-30" / "COMMIT"));
-    run_dir_ = root_ / testing::UnitTest::GetInstance()->current_test_info()->name();
+    run_dir_ = root_ / ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::copy(root_ / "base", run_dir_, fs::copy_options::recursive);
   }
 

@@ -10,14 +10,12 @@
 #include <string>
 
 #include "tenax/core/cuda_runtime.hpp"
+#include "tools/command_output.hpp"
 
 namespace tenax {
 namespace {
 
-struct CliRun {
-  int exit_code = -1;
-  std::string output;
-};
+using CliRun = testing::CommandOutput;
 
 // Runs the tenax binary with `arguments`; `visible_devices` sets CUDA_VISIBLE_DEVICES in the
 // child's environment (nullopt leaves it unset); `assignments` ("NAME=value ...") sets more.
@@ -32,16 +30,8 @@ CliRun run_tenax(const std::string& arguments,
   } else {
     unsetenv("CUDA_VISIBLE_DEVICES");
   }
-  CliRun run;
-  const std::string command =
-      "env " + assignments + " '" + std::string(TENAX_CLI_PATH) + "' " + arguments;
-  if (FILE* pipe = popen(command.c_str(), "r")) {
-    char buffer[4096];
-    std::size_t n = 0;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) run.output.append(buffer, n);
-    const int status = pclose(pipe);
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  const CliRun run = testing::run_command("env " + assignments + " '" +
+                                          std::string(TENAX_CLI_PATH) + "' " + arguments);
   if (previous) {
     setenv("CUDA_VISIBLE_DEVICES", previous->c_str(), 1);
   } else {

@@ -61,6 +61,15 @@ TENAX_HD inline T xpay_point(T z, T beta, T p) {
   return z + beta * p;
 }
 
+// CG's closing update of one element: x + alpha p, then z + beta p from the old p (z itself with
+// kCopy, as xpay copies when beta == 0).
+template <class T, bool kCopy>
+TENAX_HD inline void cg_advance_point(T alpha, T beta, T z, T& p, T& x) {
+  const T old_p = p;
+  x = cg_x_point(x, alpha, old_p);
+  p = kCopy ? z : xpay_point(z, beta, old_p);
+}
+
 // r + beta (p - omega v): the BiCGSTAB direction, the bits of ops::axpby(-omega, v, 1, p)
 // followed by ops::axpby(1, r, beta, p), because (-omega) v + p == p - omega v and 1 r == r
 // exactly.
@@ -175,13 +184,7 @@ struct CgAdvanceBody {
   T alpha;
   T beta;
   TENAX_HD void operator()(std::int64_t i) const {
-    const T pi = p[i];
-    x[i] = cg_x_point(x[i], alpha, pi);
-    if constexpr (kCopy) {
-      p[i] = z[i];
-    } else {
-      p[i] = xpay_point(z[i], beta, pi);
-    }
+    cg_advance_point<T, kCopy>(alpha, beta, z[i], p[i], x[i]);
   }
 };
 

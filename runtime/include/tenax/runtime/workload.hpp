@@ -25,6 +25,12 @@ struct StateLayout {
   std::vector<std::string> rank_local;
 };
 
+// One figure of a committed step (Workload::step_metrics).
+struct StepMetric {
+  std::string name;
+  double value = 0.0;
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
@@ -101,6 +107,14 @@ class Workload {
   // must be the same on every rank. Without shards (the default) a state that is not
   // replicated_state() resumes only on the number of ranks that wrote it.
   [[nodiscard]] virtual StateLayout state_layout() const { return {}; }
+
+  // Figures of the step just committed that a run report plots beside the step time and memory
+  // (a loss, a residual, a loss scale, the simulated time): each a name ([a-z0-9_], at most 32
+  // characters) and a value. The Runner writes them into the step's line of the event log as
+  // "metric_<name>" (tenax report reads them back). Called after every committed step on every
+  // rank; return values the step already computed: no collectives, nothing slow. Names that
+  // break the rule are refused with a UsageError. The default reports none.
+  [[nodiscard]] virtual std::vector<StepMetric> step_metrics() const { return {}; }
 
   // The device the state lives on (for memory statistics and empty_cache on out-of-memory).
   [[nodiscard]] virtual Device device() const { return Device::cpu(); }
