@@ -327,6 +327,22 @@ if [[ -f $res/telemetry/events.jsonl ]]; then
 else
   record telemetry-nvml FAIL "no events.jsonl in $res/telemetry"
 fi
+# The run report of that run must draw the GPU's charts from those fields.
+if timeout -k 10 60 "$bin/tenax" report "$res/telemetry" -o "$res/telemetry-report.html" \
+  >"$res/telemetry-report.txt" 2>&1; then
+  missing=""
+  for chart in telemetry-gpu_utilization telemetry-gpu_temperature telemetry-gpu_power_watts \
+    telemetry-gpu_sm_clock_mhz telemetry-memory step-time; do
+    grep -q "id=\"chart-$chart\"" "$res/telemetry-report.html" || missing+=" $chart"
+  done
+  if [[ -n $missing ]]; then
+    record report-gpu FAIL "the report lacks the charts:$missing"
+  else
+    record report-gpu PASS "$(tr '\n' ' ' <"$res/telemetry-report.txt" | head -c 300)"
+  fi
+else
+  record report-gpu FAIL "tenax report failed: $(tail -c 300 "$res/telemetry-report.txt")"
+fi
 
 # --- Training on the device: each precision, and f16 with an injected overflow (skipped step,
 # scale halved).

@@ -3,7 +3,8 @@
 # root (or sudo) only when something has to be installed.
 #   scripts/install-deps.sh              what the build and the demo need
 #   scripts/install-deps.sh --for-tests  also what the tests use beyond the build: Chromium
-#                                        (tenax report's pages rendered in a real browser)
+#                                        (tenax report's pages rendered in a real browser) and
+#                                        tmux (tenax watch in a real terminal)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy python3-h5py
@@ -11,7 +12,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy python3-
           libgtest-dev libgmock-dev libbenchmark-dev
           libcli11-dev libfmt-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev)
 case "${1:-}" in
-  --for-tests) packages+=(chromium) ;;
+  --for-tests) packages+=(chromium tmux) ;;
   "") ;;
   *) echo "install-deps: unknown option '$1'; use --for-tests or nothing" >&2; exit 2 ;;
 esac

@@ -10,6 +10,7 @@
 #include "report_command.hpp"
 #include "supervisor.hpp"
 #include "tenax/core/error.hpp"
+#include "watch_command.hpp"
 
 #ifndef TENAX_VERSION_STRING
 #define TENAX_VERSION_STRING "unknown"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   tenax::tools::add_run_command(app, exit_code);
   tenax::tools::add_ckpt_command(app, exit_code);
   tenax::tools::add_report_command(app, exit_code);
+  tenax::tools::add_watch_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

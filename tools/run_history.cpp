@@ -66,53 +66,19 @@ RankHistory read_rank(int rank, const std::filesystem::path& log) {
   history.skipped_lines = lines.skipped;
   int process = -1;
   for (const std::string& text : lines.lines) {
-    const json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!line.is_object() || !line.contains("event") || !line["event"].is_string()) {
+    std::optional<HistoryLine> line = parse_history_line(text, rank);
+    if (!line) {
       ++history.skipped_lines;
       continue;
     }
-    const std::string kind = line["event"].get<std::string>();
-    const double time = number_or(line, "time", 0.0);
-    if (kind == "started" || kind == "resumed") ++process;
-    if (kind == "step") {
-      StepRecord step;
-      step.step = integer_field(line, "step").value_or(0);
-      step.time = time;
-      step.seconds = number_or(line, "seconds", 0.0);
-      step.slowest_seconds = number_or(line, "slowest_seconds", step.seconds);
-      step.slowest_rank = static_cast<int>(integer_field(line, "slowest_rank").value_or(rank));
-      step.micro_batch = integer_field(line, "micro_batch").value_or(0);
-      step.allocated = number_or(line, "allocated", 0.0);
-      step.reserved = number_or(line, "reserved", 0.0);
-      step.process = std::max(process, 0);
-      for (const auto& [name, value] : line.items()) {
-        if (name.size() > kMetricPrefix.size() && name.starts_with(kMetricPrefix) &&
-            value.is_number()) {
-          step.metrics[name.substr(kMetricPrefix.size())] = value.get<double>();
-        }
-      }
-      history.steps.push_back(std::move(step));
-    } else if (kind == "telemetry") {
-      TelemetryRecord sample;
-      sample.time = time;
-      sample.step = integer_field(line, "step").value_or(0);
-      if (line.contains("trigger")) sample.trigger = text_of(line["trigger"]);
-      for (const auto& [name, value] : line.items()) {
-        if (value.is_number() && name != "time" && name != "step") {
-          sample.values[name] = value.get<double>();
-        }
-      }
-      history.telemetry.push_back(std::move(sample));
+    if (auto* step = std::get_if<StepRecord>(&*line)) {
+      step->process = std::max(process, 0);
+      history.steps.push_back(std::move(*step));
+    } else if (auto* sample = std::get_if<TelemetryRecord>(&*line)) {
+      history.telemetry.push_back(std::move(*sample));
     } else {
-      RunEvent event;
-      event.kind = kind;
-      event.time = time;
-      event.step = integer_field(line, "step");
-      for (const auto& [name, value] : line.items()) {
-        if (name != "event" && name != "time" && name != "step") {
-          event.fields.emplace_back(name, text_of(value));
-        }
-      }
+      RunEvent& event = std::get<RunEvent>(*line);
+      if (event.kind == "started" || event.kind == "resumed") ++process;
       history.events.push_back(std::move(event));
     }
   }
@@ -404,6 +370,55 @@ double RunHistory::downtime_seconds() const {
   double total = 0.0;
   for (const SurvivedFault& f : faults) total += f.downtime_seconds;
   return total;
+}
+
+std::optional<HistoryLine> parse_history_line(std::string_view text, int rank) {
+  const json line = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!line.is_object() || !line.contains("event") || !line["event"].is_string()) {
+    return std::nullopt;
+  }
+  const std::string kind = line["event"].get<std::string>();
+  const double time = number_or(line, "time", 0.0);
+  if (kind == "step") {
+    StepRecord step;
+    step.step = integer_field(line, "step").value_or(0);
+    step.time = time;
+    step.seconds = number_or(line, "seconds", 0.0);
+    step.slowest_seconds = number_or(line, "slowest_seconds", step.seconds);
+    step.slowest_rank = static_cast<int>(integer_field(line, "slowest_rank").value_or(rank));
+    step.micro_batch = integer_field(line, "micro_batch").value_or(0);
+    step.allocated = number_or(line, "allocated", 0.0);
+    step.reserved = number_or(line, "reserved", 0.0);
+    for (const auto& [name, value] : line.items()) {
+      if (name.size() > kMetricPrefix.size() && name.starts_with(kMetricPrefix) &&
+          value.is_number()) {
+        step.metrics[name.substr(kMetricPrefix.size())] = value.get<double>();
+      }
+    }
+    return step;
+  }
+  if (kind == "telemetry") {
+    TelemetryRecord sample;
+    sample.time = time;
+    sample.step = integer_field(line, "step").value_or(0);
+    if (line.contains("trigger")) sample.trigger = text_of(line["trigger"]);
+    for (const auto& [name, value] : line.items()) {
+      if (value.is_number() && name != "time" && name != "step") {
+        sample.values[name] = value.get<double>();
+      }
+    }
+    return sample;
+  }
+  RunEvent event;
+  event.kind = kind;
+  event.time = time;
+  event.step = integer_field(line, "step");
+  for (const auto& [name, value] : line.items()) {
+    if (name != "event" && name != "time" && name != "step") {
+      event.fields.emplace_back(name, text_of(value));
+    }
+  }
+  return event;
 }
 
 RunHistory read_run_history(const std::filesystem::path& run_dir) {

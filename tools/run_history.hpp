@@ -20,7 +20,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 namespace tenax::tools {
@@ -99,6 +101,12 @@ struct RunHistory {
   [[nodiscard]] double compute_lost_seconds() const;
   [[nodiscard]] double downtime_seconds() const;
 };
+
+// One line of an event log, parsed: a step, a telemetry sample or another event; nullopt for a
+// line that is not a whole JSON object with an "event" member (torn, or not tenax's). A step's
+// `process` is left 0: it is the reader's to count.
+using HistoryLine = std::variant<StepRecord, TelemetryRecord, RunEvent>;
+[[nodiscard]] std::optional<HistoryLine> parse_history_line(std::string_view text, int rank);
 
 // Reads every event log of the run directory. Throws UsageError when `run_dir` is not a
 // directory or has no events.jsonl, IoError when a log cannot be read.

@@ -1,0 +1,342 @@
+#include "watch_command.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <system_error>
+#include <thread>
+
+#include "tenax/core/error.hpp"
+
+namespace tenax::tools {
+namespace {
+
+constexpr std::size_t kRateWindow = 50;  // steps the rate and the median step time cover
+constexpr std::size_t kMaxEvents = 100;
+constexpr double kSilentSeconds = 300.0;  // a running job this long without a line is suspect
+
+std::string clock_time(double seconds) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[16];
+  std::strftime(text, sizeof text, "%H:%M:%S", &tm);
+  return text;
+}
+
+std::string seconds_text(double s) {
+  if (!std::isfinite(s) || s < 0) return "-";
+  if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
+  if (s < 1.0) return fmt::format("{:.3g} ms", s * 1e3);
+  if (s < 120.0) return fmt::format("{:.3g} s", s);
+  if (s < 7200.0) return fmt::format("{:.1f} min", s / 60.0);
+  return fmt::format("{:.1f} h", s / 3600.0);
+}
+
+std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / 1048576.0); }
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+// Statuses after which nothing resumes the job by itself.
+bool final_status(const std::string& status) {
+  return status == "completed" || status == "out_of_memory" || status == "anomaly" ||
+         status == "overflow";
+}
+
+}  // namespace
+
+bool LogFollower::exists() const {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path_, ec);
+}
+
+std::vector<std::string> LogFollower::new_lines() {
+  std::vector<std::string> lines;
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(path_, ec);
+  if (ec) return lines;
+  if (size < offset_) {  // replaced or truncated: start again
+    offset_ = 0;
+    partial_.clear();
+  }
+  if (size == offset_) return lines;
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) return lines;
+  in.seekg(static_cast<std::streamoff>(offset_));
+  // At most 64 MiB per call, so a huge log is caught up with in steps, never in one allocation.
+  const std::uintmax_t want = std::min<std::uintmax_t>(size - offset_, std::uintmax_t{64} << 20);
+  std::string chunk(static_cast<std::size_t>(want), '\0');
+  in.read(chunk.data(), static_cast<std::streamsize>(want));
+  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  offset_ += chunk.size();
+  partial_ += chunk;
+  std::size_t start = 0;
+  for (std::size_t nl = partial_.find('\n'); nl != std::string::npos;
+       nl = partial_.find('\n', start)) {
+    if (nl > start) lines.emplace_back(partial_, start, nl - start);
+    start = nl + 1;
+  }
+  partial_.erase(0, start);
+  if (partial_.size() > (std::size_t{16} << 20)) partial_.clear();  // no line is that long
+  return lines;
+}
+
+void WatchState::consume(const std::string& text) {
+  ++lines_;
+  std::optional<HistoryLine> line = parse_history_line(text, 0);
+  if (!line) {
+    ++skipped_;
+    return;
+  }
+  if (auto* step = std::get_if<StepRecord>(&*line)) {
+    recent_.emplace_back(step->time, step->step);
+    recent_seconds_.push_back(step->seconds);
+    if (recent_.size() > kRateWindow) recent_.erase(recent_.begin());
+    if (recent_seconds_.size() > kRateWindow) recent_seconds_.erase(recent_seconds_.begin());
+    const auto skipped = step->metrics.find("skipped");
+    if (skipped != step->metrics.end() && skipped->second != 0.0) ++skipped_steps_;
+    last_step_ = std::move(*step);
+    return;
+  }
+  if (auto* sample = std::get_if<TelemetryRecord>(&*line)) {
+    telemetry_ = std::move(*sample);
+    return;
+  }
+  RunEvent& event = std::get<RunEvent>(*line);
+  const std::string& kind = event.kind;
+  if (kind == "started" || kind == "resumed") {
+    ++processes_;
+    open_ = true;
+    ended_ = false;
+    status_ = "running";
+    detail_.clear();
+    recent_.clear();
+    recent_seconds_.clear();
+    if (kind == "resumed") ++resumes_;
+    const std::string total = event.field("total_steps");
+    if (!total.empty()) total_steps_ = std::stoll(total);
+    const std::string ranks = event.field("ranks");
+    if (!ranks.empty()) world_ = std::max(1, std::stoi(ranks));
+  } else if (kind == "oom_retry" || kind == "backoff") {
+    ++ooms_;
+  } else if (kind == "rollback") {
+    ++rollbacks_;
+    recent_.clear();
+  } else if (kind == "fault") {
+    ++faults_;
+  } else if (kind == "warning") {
+    ++warnings_;
+  } else if (kind == "exit") {
+    open_ = false;
+    status_ = event.field("status");
+    detail_ = event.field("message");
+    ended_ = final_status(status_);
+  } else if (kind == "supervisor_exit") {
+    ended_ = true;
+    if (open_ || status_ == "restart" || status_ == "interrupted") {
+      status_ = "the supervisor stopped restarting";
+      detail_ = event.field("reason");
+    }
+    open_ = false;
+  }
+  if (kind != "step" && kind != "telemetry") {
+    events_.push_back(std::move(event));
+    if (events_.size() > kMaxEvents) events_.erase(events_.begin());
+  }
+}
+
+std::vector<std::string> WatchState::render(double now, int events) const {
+  std::vector<std::string> out;
+  const auto row = [&](const char* label, const std::string& text) {
+    out.push_back(fmt::format("{:<9} {}", label, text));
+  };
+  std::string status = status_;
+  if (open_) {
+    status = fmt::format("running (process {} of this run, {} rank{})", processes_, world_,
+                         world_ == 1 ? "" : "s");
+    const double last = last_step_ ? last_step_->time : 0.0;
+    if (last > 0.0 && now - last > kSilentSeconds) {
+      status += fmt::format("; no step for {}: stalled, or killed without an exit line",
+                            seconds_text(now - last));
+    }
+  } else if (!ended_ && (status_ == "restart" || status_ == "interrupted")) {
+    status = "exited (" + status_ + "): waiting for a resume";
+  } else if (ended_) {
+    status = "ended: " + status_;
+  }
+  row("status", status + (detail_.empty() ? "" : " -- " + detail_));
+
+  if (last_step_) {
+    std::string step = std::to_string(last_step_->step);
+    double rate = 0.0;
+    if (recent_.size() >= 2 && recent_.back().first > recent_.front().first) {
+      rate = static_cast<double>(recent_.back().second - recent_.front().second) /
+             (recent_.back().first - recent_.front().first);
+    }
+    if (total_steps_ && *total_steps_ > 0) {
+      step += fmt::format(
+          " / {}  ({:.1f} %)", *total_steps_,
+          100.0 * static_cast<double>(last_step_->step) / static_cast<double>(*total_steps_));
+    }
+    if (rate > 0.0) step += fmt::format("   {:.4g} steps/s", rate);
+    if (rate > 0.0 && total_steps_ && open_) {
+      step +=
+          "   ETA " + seconds_text(static_cast<double>(*total_steps_ - last_step_->step) / rate);
+    }
+    row("step", step);
+    row("timing", fmt::format("step {} (median of the last {}: {}), micro-batch {}",
+                              seconds_text(last_step_->seconds), recent_seconds_.size(),
+                              seconds_text(median_of(recent_seconds_)), last_step_->micro_batch));
+    if (!last_step_->metrics.empty()) {
+      std::string metrics;
+      for (const auto& [name, value] : last_step_->metrics) {
+        if (name == "skipped") continue;
+        metrics += fmt::format("{}{} {:.6g}", metrics.empty() ? "" : "  ", name, value);
+      }
+      row("metrics", metrics);
+    }
+    std::string memory = "pool " + mib(last_step_->allocated) + " allocated, " +
+                         mib(last_step_->reserved) + " reserved";
+    if (telemetry_) {
+      const auto rss = telemetry_->values.find("host_rss");
+      if (rss != telemetry_->values.end()) memory += "; host RSS " + mib(rss->second);
+    }
+    row("memory", memory);
+  } else {
+    row("step", "no step yet");
+  }
+  std::string device = "no device readings (CPU run, or NVML not loaded)";
+  if (telemetry_) {
+    std::vector<std::string> parts;
+    const auto add = [&](const char* field, const char* format) {
+      const auto it = telemetry_->values.find(field);
+      if (it != telemetry_->values.end())
+        parts.push_back(fmt::format(fmt::runtime(format), it->second));
+    };
+    add("gpu_temperature", "{:.0f} °C");
+    add("gpu_utilization", "{:.0f} % busy");
+    add("gpu_power_watts", "{:.0f} W");
+    add("gpu_sm_clock_mhz", "{:.0f} MHz");
+    const auto used = telemetry_->values.find("gpu_memory_used");
+    if (used != telemetry_->values.end()) parts.push_back(mib(used->second) + " used");
+    if (!parts.empty()) {
+      device.clear();
+      for (const std::string& p : parts) device += (device.empty() ? "" : ", ") + p;
+    }
+  }
+  row("device", device);
+  row("faults",
+      fmt::format("{} out of memory, {} rollback{}, {} resume{}, {} fault{}, {} skipped "
+                  "step{}, {} warning{}",
+                  ooms_, rollbacks_, rollbacks_ == 1 ? "" : "s", resumes_, resumes_ == 1 ? "" : "s",
+                  faults_, faults_ == 1 ? "" : "s", skipped_steps_, skipped_steps_ == 1 ? "" : "s",
+                  warnings_, warnings_ == 1 ? "" : "s"));
+  if (skipped_ > 0) row("log", fmt::format("{} torn or unreadable line(s) skipped", skipped_));
+  if (events > 0) {
+    out.push_back("last events");
+    const std::size_t shown =
+        std::min<std::size_t>(events_.size(), static_cast<std::size_t>(events));
+    if (shown == 0) out.push_back("  none");
+    for (std::size_t k = events_.size() - shown; k < events_.size(); ++k) {
+      const RunEvent& e = events_[k];
+      std::string details;
+      for (const auto& [key, value] : e.fields) {
+        if (key == "command" || key == "pid") continue;
+        details += (details.empty() ? "" : " ") + key + "=" + value;
+      }
+      if (details.size() > 90) details = details.substr(0, 87) + "...";
+      out.push_back(fmt::format("  {}  {:<18} {:<10} {}", e.time > 0 ? clock_time(e.time) : "--",
+                                e.kind, e.step ? "step " + std::to_string(*e.step) : "", details));
+    }
+  }
+  return out;
+}
+
+int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
+              std::ostream& out) {
+  std::error_code ec;
+  TENAX_EXPECTS(std::filesystem::is_directory(run_dir, ec), UsageError,
+                "'" + run_dir.string() + "' is not a directory",
+                "pass the run directory of a job (its --run-dir); it must exist, its events.jsonl "
+                "may come later");
+  TENAX_EXPECTS(std::isfinite(options.interval_seconds) && options.interval_seconds >= 0.05 &&
+                    options.interval_seconds <= 3600.0,
+                UsageError,
+                "--interval " + fmt::format("{}", options.interval_seconds) +
+                    " is outside [0.05, 3600] seconds",
+                "use --interval 1 (the default) or another number of seconds in that range");
+  TENAX_EXPECTS(options.events >= 0 && options.events <= static_cast<int>(kMaxEvents), UsageError,
+                "--events " + std::to_string(options.events) + " is outside [0, 100]",
+                "use --events 8 (the default) or another count in that range");
+
+  LogFollower log(run_dir / "events.jsonl");
+  WatchState state;
+  std::string previous;
+  const auto header = [&](double now) {
+    return fmt::format("tenax watch  {}   {} UTC, every {} s; Ctrl-C stops the watch, not the job",
+                       run_dir.string(), clock_time(now), options.interval_seconds);
+  };
+  for (;;) {
+    for (const std::string& line : log.new_lines()) state.consume(line);
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::string body;
+    if (!log.exists()) {
+      body = "waiting for " + log.path().string() + " (the job has not started)\n";
+    } else {
+      for (const std::string& line : state.render(now, options.events)) body += line + "\n";
+    }
+    if (options.terminal) {
+      out << "\x1b[H\x1b[J" << header(now) << "\n\n" << body << std::flush;
+    } else if (body != previous || options.once) {
+      out << header(now) << "\n" << body << "\n" << std::flush;
+    }
+    previous = body;
+    if (options.once) return state.completed() ? 0 : state.ended() ? 1 : 0;
+    if (state.ended()) return state.completed() ? 0 : 1;
+    std::this_thread::sleep_for(std::chrono::duration<double>(options.interval_seconds));
+  }
+}
+
+void add_watch_command(CLI::App& app, int& exit_code) {
+  struct Arguments {
+    std::string run_dir;
+    WatchOptions options;
+  };
+  auto args = std::make_shared<Arguments>();
+  CLI::App* watch = app.add_subcommand(
+      "watch",
+      "A live view of a run from its event log: step, rate, ETA, metrics, memory, device "
+      "temperature and utilisation, faults and the last events; ends when the run ends");
+  watch->add_option("RUN_DIR", args->run_dir, "The job's --run-dir")->required();
+  watch
+      ->add_option("--interval", args->options.interval_seconds,
+                   "Seconds between refreshes, 0.05 to 3600")
+      ->capture_default_str();
+  watch->add_option("--events", args->options.events, "Last events listed, 0 to 100")
+      ->capture_default_str();
+  watch->add_flag("--once", args->options.once, "Draw the view once and exit");
+  watch->callback([args, &exit_code] {
+    args->options.terminal = !args->options.once && ::isatty(STDOUT_FILENO) == 1;
+    try {
+      exit_code = run_watch(args->run_dir, args->options, std::cout);
+    } catch (const Error& e) {
+      std::cerr << "tenax watch: " << e.cause() << "\n  fix: " << e.fix() << '\n';
+      exit_code = e.fault_class() == FaultClass::usage ? 2 : 1;
+    }
+  });
+}
+
+}  // namespace tenax::tools

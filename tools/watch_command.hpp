@@ -1,0 +1,96 @@
+// `tenax watch RUN_DIR`: the job's `nvidia-smi -l 1`. A live terminal view that follows the run's
+// event log (events.jsonl, read as it grows; the format of runtime/event_log.hpp) and shows the
+// step, rate and ETA, the workload's metrics (loss, residual, ...), step time and micro-batch,
+// memory (the pool and the host's RSS), the device's temperature, utilisation and power where
+// NVML gave them, the faults so far and the last events. It redraws in place on a terminal and
+// prints a block only when something changed otherwise; it ends when the run ends.
+//
+// When the run ends: an exit line whose status stops the job for good (completed, out_of_memory,
+// anomaly, overflow), or the supervisor's exit line. A job that exits for a restart (status
+// restart) or after a stop signal (interrupted) may be resumed, so the watch goes on waiting and
+// says so. A run directory without events.jsonl yet is waited for.
+//
+// Exit statuses: 0 when the run completed, 1 when it ended otherwise, 2 for a usage error (no
+// such directory, a bad flag value). Ctrl-C stops the watch, never the job.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "run_history.hpp"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace tenax::tools {
+
+// The lines appended to a log since the last call: whole lines only (a line still being
+// written waits for its newline). A log that shrank (replaced) is read again from the start.
+class LogFollower {
+ public:
+  explicit LogFollower(std::filesystem::path path) : path_(std::move(path)) {}
+  [[nodiscard]] std::vector<std::string> new_lines();
+  [[nodiscard]] bool exists() const;
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::uint64_t offset_ = 0;
+  std::string partial_;
+};
+
+// What the view shows, updated line by line.
+class WatchState {
+ public:
+  void consume(const std::string& line);
+  // The view's lines at wall time `now` (seconds since the epoch), `events` last events listed.
+  [[nodiscard]] std::vector<std::string> render(double now, int events) const;
+  // The run ended for good (see the header comment); its final status.
+  [[nodiscard]] bool ended() const noexcept { return ended_; }
+  [[nodiscard]] bool completed() const noexcept { return status_ == "completed"; }
+  [[nodiscard]] std::int64_t lines() const noexcept { return lines_; }
+
+ private:
+  std::int64_t lines_ = 0;
+  std::int64_t skipped_ = 0;
+  std::optional<StepRecord> last_step_;
+  std::vector<std::pair<double, std::int64_t>> recent_;  // (time, step) of the last steps
+  std::vector<double> recent_seconds_;                   // step times of the last steps
+  std::optional<TelemetryRecord> telemetry_;
+  std::vector<RunEvent> events_;  // the last ones
+  std::optional<std::int64_t> total_steps_;
+  int processes_ = 0;
+  int world_ = 1;
+  std::string status_ = "waiting for the first line";
+  std::string detail_;
+  bool open_ = false;
+  bool ended_ = false;
+  std::int64_t ooms_ = 0;
+  std::int64_t rollbacks_ = 0;
+  std::int64_t resumes_ = 0;
+  std::int64_t faults_ = 0;
+  std::int64_t skipped_steps_ = 0;
+  std::int64_t warnings_ = 0;
+};
+
+struct WatchOptions {
+  double interval_seconds = 1.0;  // between refreshes, in [0.05, 3600]
+  int events = 8;                 // last events listed, in [0, 100]
+  bool once = false;              // draw once and return
+  bool terminal = false;          // redraw in place (else: a block when something changed)
+};
+
+// Follows RUN_DIR/events.jsonl until the run ends (or once); returns the exit status. Throws
+// UsageError for a directory that does not exist or bad options.
+[[nodiscard]] int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
+                            std::ostream& out);
+
+// Adds the `watch` subcommand to the CLI; running it stores its exit status in `exit_code`.
+void add_watch_command(CLI::App& app, int& exit_code);
+
+}  // namespace tenax::tools
