@@ -1,0 +1,94 @@
+// docs/tutorial.md cannot go stale: the page shows docs/tutorial/cooling.cpp as it is, and the
+// program it builds runs, matches the closed form, is killed and resumed to the same bits, and
+// gets a report, as the page says.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "tenax/io/checkpoint_store.hpp"
+#include "tools/command_output.hpp"
+
+namespace tenax {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("tenax-tutorial-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+testing::CommandOutput cooling(const fs::path& run_dir, const std::string& faults = "") {
+  return testing::run_command((faults.empty() ? "" : "TENAX_FAULTS=" + faults + " ") + "'" +
+                              std::string(TUTORIAL_PATH) + "' '" + run_dir.string() + "' 2>&1");
+}
+
+// The final temperatures of a run directory's newest checkpoint.
+Tensor final_temperatures(const fs::path& run_dir) {
+  const io::LoadedCheckpoint loaded = io::CheckpointStore(run_dir).load_latest();
+  EXPECT_TRUE(loaded.found);
+  EXPECT_EQ(loaded.step, 2000);
+  return loaded.state.tensor("workload/temperature");
+}
+
+TEST(Tutorial, ThePageShowsTheProgramAsItIs) {
+  const std::string page = read_text(fs::path(TENAX_SOURCE_DIR) / "docs/tutorial.md");
+  const std::string code = read_text(fs::path(TENAX_SOURCE_DIR) / "docs/tutorial/cooling.cpp");
+  ASSERT_FALSE(code.empty());
+  EXPECT_NE(page.find("```cpp\n" + code + "```"), std::string::npos)
+      << "docs/tutorial.md must quote docs/tutorial/cooling.cpp whole, in a cpp block";
+}
+
+TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
+  const fs::path whole = fresh_dir("whole");
+  const testing::CommandOutput first = cooling(whole);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_NE(first.output.find("cooling: completed at step 2000"), std::string::npos)
+      << first.output;
+  const Tensor expected = final_temperatures(whole);
+  // The closed form of 2000 Euler steps: T = T_room + (1 - dt k)^2000 (T0 - T_room).
+  const double* t = expected.data_as<double>();
+  for (const std::int64_t i : {0, 500, 999}) {
+    const double exact =
+        18.0 + std::pow(1.0 - 0.01 * 0.5, 2000) * (20.0 + static_cast<double>(i) - 18.0);
+    EXPECT_NEAR(t[i], exact, 1e-12 * exact) << "body " << i;
+  }
+
+  const fs::path killed = fresh_dir("killed");
+  const testing::CommandOutput dies = cooling(killed, "kill@step=1234");
+  EXPECT_NE(dies.exit_code, 0) << "the injected kill must end the process: " << dies.output;
+  const testing::CommandOutput resumes = cooling(killed);
+  ASSERT_EQ(resumes.exit_code, 0) << resumes.output;
+  EXPECT_NE(resumes.output.find("resumed from the checkpoint of step 1200"), std::string::npos)
+      << resumes.output;
+  const Tensor resumed = final_temperatures(killed);
+  ASSERT_EQ(resumed.nbytes(), expected.nbytes());
+  EXPECT_EQ(std::memcmp(resumed.data(), expected.data(), expected.nbytes()), 0)
+      << "killed and resumed, the run must end with the uninterrupted bits";
+
+  const testing::CommandOutput report = testing::run_command(
+      "'" + std::string(TENAX_CLI_PATH) + "' report '" + killed.string() + "' 2>&1");
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("1 x fault or crash; 33 steps recomputed"), std::string::npos)
+      << report.output;
+  EXPECT_NE(read_text(killed / "report.html").find("id=\"chart-metric-hottest\""),
+            std::string::npos);
+  fs::remove_all(whole);
+  fs::remove_all(killed);
+}
+
+}  // namespace
+}  // namespace tenax
