@@ -50,6 +50,7 @@ struct RunFlags {
   std::string comm = "auto";
   double comm_timeout = 300;
   double telemetry_seconds = 10;
+  std::string profile;
 };
 
 inline void add_run_flags(CLI::App& app, RunFlags& flags) {
@@ -82,6 +83,11 @@ inline void add_run_flags(CLI::App& app, RunFlags& flags) {
                  "how ranks talk: auto (MPI when started by mpirun or srun, else one rank), "
                  "single, mpi or nccl")
       ->capture_default_str();
+  app.add_option("--profile", flags.profile,
+                 "write a profile of the run to FILE.json (spans of every step and its phases, "
+                 "checkpoints, NaN scans and waits, Chrome trace format: open it in Perfetto); "
+                 "rank r > 0 writes FILE.rank-<r>.json")
+      ->type_name("FILE");
   app.add_option("--telemetry-seconds", flags.telemetry_seconds,
                  "seconds between telemetry lines in events.jsonl (memory pool, host memory, "
                  "step rate, and GPU utilisation, temperature, power, clocks and ECC where NVML "
@@ -146,6 +152,7 @@ inline runtime::RunnerOptions runner_options(const RunFlags& flags, std::int64_t
   options.progress = runtime::parse_progress_mode(flags.progress);
   options.anomaly_check_every = flags.anomaly_check_every;
   options.telemetry_seconds = flags.telemetry_seconds;
+  options.profile_path = flags.profile;
   return options;
 }
 

@@ -2,6 +2,7 @@
 
 #include "tenax/core/copy.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/profiler.hpp"
 
 namespace tenax::io {
 
@@ -42,7 +43,11 @@ void AsyncCheckpointer::join_and_rethrow() {
 
 void AsyncCheckpointer::start(std::int64_t step, const StateDict& state,
                               const FileMetadata& metadata) {
-  StateDict copy = snapshot(state);
+  StateDict copy;
+  {
+    const profiling::Span span("checkpoint.snapshot", step);
+    copy = snapshot(state);
+  }
   {
     std::lock_guard lock(mutex_);
     running_ = true;
@@ -52,6 +57,7 @@ void AsyncCheckpointer::start(std::int64_t step, const StateDict& state,
     try {
       // The store's phases (and kill@checkpoint faults) fire here, on the writer thread, while
       // the step loop goes on: the async write's phases are the commit protocol's.
+      const profiling::Span span("checkpoint.write_async", step);
       store_.write(step, copy, metadata);
     } catch (...) {
       error = std::current_exception();

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/profiler.hpp"
 
 namespace tenax::runtime::detail {
 namespace {
@@ -211,6 +212,7 @@ CheckpointOutcome write_collective_checkpoint(io::CheckpointStore& store,
   metadata.world_size = size;
   RankPart mine;
   try {
+    const profiling::Span span("checkpoint.write", step);
     const io::CheckpointFile file = store.write_rank_file(step, state, metadata);
     mine.ok = 1;
     mine.size = file.size;
@@ -230,6 +232,7 @@ CheckpointOutcome write_collective_checkpoint(io::CheckpointStore& store,
                        parts[static_cast<std::size_t>(r)].digest});
     }
     try {
+      const profiling::Span span("checkpoint.commit", step);
       store.commit(step, size, files);
       committed.ok = 1;
     } catch (const IoError& e) {

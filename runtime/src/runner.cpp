@@ -20,10 +20,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -35,6 +37,7 @@
 #include "stop_signals.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/profiler.hpp"
 #include "tenax/io/async_checkpointer.hpp"
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/run_config.hpp"
@@ -152,6 +155,42 @@ std::string metric_field(const std::string& name) {
                 "rename the metric in step_metrics()");
   return "metric_" + name;
 }
+
+// The profile file of `rank`: the path itself for rank 0, "<stem>.rank-<r><extension>" beside it
+// for the others.
+std::filesystem::path profile_file(const std::filesystem::path& path, int rank) {
+  if (rank == 0) return path;
+  return path.parent_path() /
+         (path.stem().string() + ".rank-" + std::to_string(rank) + path.extension().string());
+}
+
+// Records a profile for the length of a run when RunnerOptions::profile_path is set, and writes it
+// when the run ends, however it ends (a crash's profile is the one most wanted). A profile
+// already recording in this process (another rank's thread) is left to its owner.
+class ProfileSession {
+ public:
+  ProfileSession(const std::filesystem::path& path, int rank)
+      : path_(path.empty() ? path : profile_file(path, rank)), rank_(rank) {
+    owner_ = !path_.empty() && profiling::start();
+  }
+  ProfileSession(const ProfileSession&) = delete;
+  ProfileSession& operator=(const ProfileSession&) = delete;
+  ~ProfileSession() {
+    if (!owner_) return;
+    try {
+      const std::size_t spans = profiling::stop_and_write(path_, rank_);
+      std::fprintf(stderr, "tenax: profile of %zu spans written to %s (open it in Perfetto)\n",
+                   spans, path_.c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "tenax: warning: %s -- fix: %s\n", e.cause().c_str(), e.fix().c_str());
+    }
+  }
+
+ private:
+  std::filesystem::path path_;
+  int rank_;
+  bool owner_ = false;
+};
 
 // events.jsonl for rank 0 (and a single rank); events-rank-<r>.jsonl for the others, so that no
 // rank ever writes into another's log.
@@ -273,6 +312,7 @@ struct Runner::Impl {
   // A telemetry line for `trigger` and the warnings it starts (each an event and a console line).
   void record_telemetry(const std::string& trigger) {
     if (options.telemetry_seconds == 0 || !events) return;
+    const profiling::Span span("telemetry");
     if (!readings) readings.emplace(workload.device());
     const auto now = std::chrono::steady_clock::now();
     TelemetrySample sample;
@@ -358,6 +398,7 @@ struct Runner::Impl {
   // any rank is reported on every rank and the run goes on (the previous checkpoint is intact);
   // three failures in a row end the run.
   void checkpoint(bool wait_for_it) {
+    const profiling::Span span("checkpoint", step);
     io::FileMetadata metadata;
     metadata.config = options.config;
     const auto start = std::chrono::steady_clock::now();
@@ -367,15 +408,25 @@ struct Runner::Impl {
       try {
         metadata.rank = rank;
         metadata.world_size = world;
-        async->save(step, checkpoint_state(), metadata);
+        StateDict state;
+        {
+          const profiling::Span snapshot("checkpoint.state");
+          state = checkpoint_state();
+        }
+        async->save(step, state, metadata);
         if (wait_for_it) async->wait();
       } catch (const IoError& e) {
         written = false;
         reason = e.what();
       }
     } else {
-      const detail::CheckpointOutcome outcome = detail::write_collective_checkpoint(
-          *store, *communicator, step, checkpoint_state(), metadata);
+      StateDict state;
+      {
+        const profiling::Span snapshot("checkpoint.state");
+        state = checkpoint_state();
+      }
+      const detail::CheckpointOutcome outcome =
+          detail::write_collective_checkpoint(*store, *communicator, step, state, metadata);
       written = outcome.committed;
       if (!written) reason = outcome.reason + on_rank(outcome.failed_rank);
     }
@@ -410,6 +461,7 @@ struct Runner::Impl {
   // the micro-batch learned since that checkpoint is kept when it is not larger, with its count
   // of clean steps (the two go together: a regrowth since the checkpoint is undone).
   bool restore(const char* event) {
+    const profiling::Span span("checkpoint.load");
     if (async) {
       try {
         async->wait();
@@ -554,6 +606,7 @@ struct Runner::Impl {
     const bool nan = inject(FaultKind::nan, step);
     const bool inf = inject(FaultKind::inf, step);
     if (scan || nan || inf) {
+      const profiling::Span span("nan_scan", step);
       const StateDict state = workload.save_state();
       if (nan) poison_state(state, std::numeric_limits<double>::quiet_NaN());
       if (inf) poison_state(state, std::numeric_limits<double>::infinity());
@@ -627,7 +680,10 @@ struct Runner::Impl {
         throw OutOfMemoryError("injected out-of-memory at step " + std::to_string(step + 1),
                                "none needed: the fault was requested by TENAX_FAULTS");
       }
-      workload.step(step, micro.micro_batch());
+      {
+        const profiling::Span span("step.compute", step + 1);
+        workload.step(step, micro.micro_batch());
+      }
       outcome.computed = true;
     } catch (const Error& e) {
       switch (e.fault_class()) {
@@ -713,6 +769,7 @@ struct Runner::Impl {
     proposal.checkpoint_due = schedule.due(step);
     proposal.finished = workload.finished();
     proposal.seconds = seconds;
+    const profiling::Span span("wait.agree_state", step);
     return communicator->agree(proposal);
   }
 
@@ -737,6 +794,7 @@ struct Runner::Impl {
       async.emplace(*store);
     }
     StopSignals signals;
+    const ProfileSession profile(options.profile_path, rank);
     try {
       return run_steps();
     } catch (const CommFaultError& e) {
@@ -804,13 +862,17 @@ struct Runner::Impl {
       }
       if (step >= options.total_steps || state.finished) break;
 
+      const profiling::Span step_span("step", step + 1);
       communicator->set_step(step + 1);
       micro.begin_step();
       StepAgreement outcome;
       Outcome mine;
       while (true) {
         mine = compute_step();
-        outcome = communicator->agree(mine.proposal);
+        {
+          const profiling::Span span("wait.agree_step", step + 1);
+          outcome = communicator->agree(mine.proposal);
+        }
         if (outcome.decision == StepDecision::proceed) break;
         if (mine.computed) workload.discard_step();
         if (outcome.decision != StepDecision::retry && outcome.decision != StepDecision::backoff) {
@@ -844,7 +906,12 @@ struct Runner::Impl {
       if (outcome.decision == StepDecision::proceed) {
         // The ranks' staged results combined (collective); an anomaly in the combined data is
         // found alike on every rank.
-        if (std::optional<std::string> combined = workload.combine_step()) {
+        std::optional<std::string> combined;
+        {
+          const profiling::Span span("step.combine", step + 1);
+          combined = workload.combine_step();
+        }
+        if (combined) {
           workload.discard_step();
           anomaly = combined;
           if (auto stopped = roll_back(step + 1, *anomaly)) return *stopped;
@@ -911,7 +978,10 @@ struct Runner::Impl {
       }
 
       // Every rank computed the step: apply it everywhere.
-      workload.commit_step();
+      {
+        const profiling::Span span("step.commit", step + 1);
+        workload.commit_step();
+      }
       ++step;
       const bool checkpoint_ahead = schedule.due(step);
       state = agree_on_state(scan_due(checkpoint_ahead), mine.proposal.seconds, anomaly);
@@ -1000,6 +1070,19 @@ Runner::Runner(Workload& workload, RunnerOptions options,
                       options.telemetry_seconds <= 7 * 86400.0,
                   UsageError, "--telemetry-seconds " + std::string(given),
                   "use 0 (no telemetry) or a number of seconds up to a week (the default is 10)");
+  }
+  if (!options.profile_path.empty()) {
+    const std::filesystem::path& path = options.profile_path;
+    const std::filesystem::path folder =
+        path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
+    std::error_code ec;
+    TENAX_EXPECTS(!path.filename().empty() && path.filename() != "." && path.filename() != "..",
+                  UsageError, "--profile " + path.string() + " names no file",
+                  "give a file name, e.g. --profile profile.json");
+    TENAX_EXPECTS(
+        std::filesystem::is_directory(folder, ec), UsageError,
+        "--profile " + path.string() + ": the directory " + folder.string() + " does not exist",
+        "create it first, or write the profile elsewhere (e.g. --profile profile.json)");
   }
   TENAX_EXPECTS(communicator != nullptr, UsageError, "the runner was given a null communicator",
                 "pass a communicator or use the default single-rank one");

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/profiler.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/gradient_exchange.hpp"
@@ -116,6 +117,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       const std::int64_t end = std::min(end_row, begin + rows);
       autodiff::set_anomaly_context({step + 1, result.micro_batches, options_.rank});
       autodiff::GrainScope::set_row_offset(begin);
+      std::optional<profiling::Span> forward(std::in_place, "forward", step + 1);
       const autodiff::Variable micro_loss = loss(begin, end);
       TENAX_EXPECTS(micro_loss.defined() && micro_loss.requires_grad(), UsageError,
                     "Trainer::step: the loss function returned a Variable without a gradient",
@@ -130,7 +132,11 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                            "rerun with --detect-anomaly to name the op that made it; lower the "
                            "learning rate or check the input data");
       }
-      autodiff::backward(micro_loss, scale);
+      forward.reset();
+      {
+        const profiling::Span backward("backward", step + 1);
+        autodiff::backward(micro_loss, scale);
+      }
       ++result.micro_batches;
     }
     guard.armed = false;
@@ -183,10 +189,13 @@ std::optional<std::string> Trainer::combine() {
   if (!pending_) return std::nullopt;
   Pending pending = std::move(*pending_);
   pending_.reset();
-  if (pending.exact) {
-    pending.exact->run(*options_.comm);
-  } else {
-    pending.fast->run(*options_.comm);
+  {
+    const profiling::Span span("all_reduce", pending.step + 1);
+    if (pending.exact) {
+      pending.exact->run(*options_.comm);
+    } else {
+      pending.fast->run(*options_.comm);
+    }
   }
   TrainStepResult result = pending.result;
   result.loss = detail::global_loss_sum(*options_.comm, pending.grain_losses, pending.most_grains) /

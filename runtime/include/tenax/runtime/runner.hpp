@@ -108,6 +108,12 @@ struct RunnerOptions {
   // are "warning" events and console lines. 0: no telemetry at all.
   double telemetry_seconds = 10;
   const FaultPlan* faults = nullptr;  // nullptr: the process plan (TENAX_FAULTS)
+  // Where to write a profile of the run (tenax/core/profiler.hpp: spans of each step and its
+  // phases, checkpoints, NaN scans and waits, in Chrome's trace event format for Perfetto), or ""
+  // for none (the default: then a span costs one atomic load). Rank r > 0 writes
+  // "<stem>.rank-<r><extension>" beside it. Written when the run ends, however it ends; its
+  // directory must exist (checked before the run starts).
+  std::filesystem::path profile_path;
 };
 
 enum class RunStatus {
