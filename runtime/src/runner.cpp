@@ -1079,6 +1079,9 @@ Runner::Runner(Workload& workload, RunnerOptions options,
     TENAX_EXPECTS(!path.filename().empty() && path.filename() != "." && path.filename() != "..",
                   UsageError, "--profile " + path.string() + " names no file",
                   "give a file name, e.g. --profile profile.json");
+    TENAX_EXPECTS(!std::filesystem::is_directory(path, ec), UsageError,
+                  "--profile " + path.string() + " is a directory",
+                  "give a file name in it, e.g. --profile " + (path / "profile.json").string());
     TENAX_EXPECTS(
         std::filesystem::is_directory(folder, ec), UsageError,
         "--profile " + path.string() + ": the directory " + folder.string() + " does not exist",
