@@ -560,8 +560,10 @@ struct Runner::Impl {
       if (status == RunStatus::completed) {
         say("completed at step %lld: %s", static_cast<long long>(step), describe(counted).c_str());
       } else {
-        say("stopped at step %lld (%s): %s", static_cast<long long>(step),
-            std::string(to_string(status)).c_str(), describe(counted).c_str());
+        // The stop's own cause was said when it happened; the count is of what came before.
+        say("stopped at step %lld (%s); before it in this process: %s",
+            static_cast<long long>(step), std::string(to_string(status)).c_str(),
+            describe(counted).c_str());
       }
     }
     return {status, exit_code, step, micro.micro_batch(), std::move(message), counted};
