@@ -331,6 +331,7 @@ class TrainMlp : public runtime::Workload {
                                               : runtime::GradientReduction::exact;
     trainer_ =
         std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
+    speaks_ = comm.rank() == 0;
     // This rank's items (overflow@step=S:rank=R fires on rank R only).
     faults_ = tenax::FaultPlan::from_environment().for_rank(comm.rank());
     loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps, 1)}, DType::f32);
@@ -403,7 +404,17 @@ class TrainMlp : public runtime::Workload {
     trainer_->commit();
     const runtime::TrainStepResult& result = *staged_;
     loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
-    if (result.scaler.skip_step) ++skipped_;
+    if (result.scaler.skip_step) {
+      ++skipped_;
+      // A step that changes the run is said where the user looks, not only in events.jsonl.
+      if (speaks_) {
+        std::fprintf(stderr,
+                     "train_mlp: step %lld skipped: the gradients overflowed in %s; loss scale "
+                     "lowered to %g\n",
+                     static_cast<long long>(staged_step_), o_.precision.c_str(),
+                     result.scaler.scale_after);
+      }
+    }
     last_ = result;
     if (o_.log_every > 0 && staged_step_ % o_.log_every == 0) {
       std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
@@ -545,6 +556,7 @@ class TrainMlp : public runtime::Workload {
   Tensor loss_history_;
   std::int64_t loss_count_ = 0;
   std::int64_t skipped_ = 0;
+  bool speaks_ = true;  // rank 0 says what changes the run
   runtime::TrainStepResult last_;
   std::optional<runtime::TrainStepResult> staged_;  // computed, not yet committed
   std::int64_t staged_step_ = 0;
