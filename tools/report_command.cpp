@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 #include <algorithm>
@@ -297,6 +298,8 @@ svg .series { stroke-width: 1.6; } svg .marker { stroke-width: 1.5; }
             vertical-align: middle; }
 .legend.markers i { width: 3px; height: 12px; }
 .empty { color: #888; font-style: italic; }
+pre.message { font-size: 12px; background: #f6f6f6; padding: 8px; overflow-x: auto;
+              white-space: pre-wrap; }
 @media print { body { max-width: none; padding: 0; font-size: 11px; } h2 { break-after: avoid; } }
 )css";
 
@@ -421,6 +424,93 @@ std::string marker_legend(const RunHistory& run) {
 
 bool status_ok(const RunHistory& run) { return run.status == "completed"; }
 
+// RUN_DIR/memory-history.json, written by an out-of-memory stop: the allocations that led to it
+// as a timeline with the failed requests marked, the last records, and the pool's block map.
+std::string memory_history_section(const std::filesystem::path& run_dir) {
+  const std::filesystem::path path = run_dir / "memory-history.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return {};
+  std::ifstream in(path);
+  const nlohmann::json history = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string out =
+      "<section id=\"memory-history\">\n<h2>Memory before the out-of-memory stop</h2>\n";
+  if (!history.is_object() || !history.contains("records") || !history["records"].is_array()) {
+    return out + "<p class=\"empty\">" + escape_html(path.string()) +
+           " could not be read (torn or not tenax's).</p>\n</section>\n";
+  }
+  const nlohmann::json& records = history["records"];
+  Chart chart;
+  chart.id = "memory-history";
+  chart.title = "Bytes allocated, allocation by allocation (the last " +
+                std::to_string(records.size()) + " of " +
+                std::to_string(history.value("total_records", std::int64_t{0})) + ")";
+  chart.x_label = "record";
+  chart.y_label = "MiB";
+  ChartSeries series{"allocated", colour(0), {{}}, false};
+  const MarkerKind* oom = find_marker("oom");
+  for (std::size_t k = 0; k < records.size(); ++k) {
+    const nlohmann::json& r = records[k];
+    const double mib = r.value("outstanding", 0.0) / 1048576.0;
+    series.segments.front().emplace_back(static_cast<double>(k), mib);
+    if (r.value("kind", std::string()) == "failed") {
+      chart.markers.push_back({static_cast<double>(k), "oom", oom->colour,
+                               "failed request of " + std::to_string(r.value("bytes", 0LL)) +
+                                   " bytes at step " + std::to_string(r.value("step", -1LL))});
+    }
+  }
+  chart.series.push_back(std::move(series));
+  out += render_chart(chart);
+
+  out +=
+      "<table>\n<tr><th>#</th><th>kind</th><th>bytes</th><th>step</th><th>tag</th>"
+      "<th>allocated after</th></tr>\n";
+  const std::size_t first = records.size() > 12 ? records.size() - 12 : 0;
+  for (std::size_t k = first; k < records.size(); ++k) {
+    const nlohmann::json& r = records[k];
+    const std::string kind = r.value("kind", std::string());
+    out += std::string("<tr class=\"record record-") + escape_html(kind) + "\">" +
+           cell(std::to_string(k), true) + cell(kind) +
+           cell(std::to_string(r.value("bytes", 0LL)), true) +
+           cell(std::to_string(r.value("step", -1LL)), true) + cell(r.value("tag", std::string())) +
+           cell(fmt::format("{:.2f} MiB", r.value("outstanding", 0.0) / 1048576.0), true) +
+           "</tr>\n";
+  }
+  out += "</table>\n";
+
+  // The block map up to the end of the last live block: live blocks dark, free ones light.
+  if (history.contains("blocks") && history["blocks"].is_array() && !history["blocks"].empty()) {
+    const nlohmann::json& blocks = history["blocks"];
+    double end = 0.0;
+    std::size_t live = 0;
+    std::size_t free_count = 0;
+    for (const nlohmann::json& b : blocks) {
+      if (!b.value("free", true)) end = b.value("offset", 0.0) + b.value("size", 0.0);
+    }
+    if (end <= 0.0) end = blocks.front().value("size", 1.0);
+    std::string rects;
+    for (const nlohmann::json& b : blocks) {
+      const double offset = b.value("offset", 0.0);
+      if (offset >= end) break;
+      const double size = std::min(b.value("size", 0.0), end - offset);
+      const bool is_free = b.value("free", true);
+      (is_free ? free_count : live) += 1;
+      rects += fmt::format(
+          "<rect class=\"block block-{}\" x=\"{:.2f}\" y=\"0\" width=\"{:.2f}\" height=\"24\" "
+          "fill=\"{}\"/>",
+          is_free ? "free" : "live", 1180.0 * offset / end, std::max(0.5, 1180.0 * size / end),
+          is_free ? "#dfe7f0" : "#1f77b4");
+    }
+    out +=
+        "<figure class=\"chart\" id=\"chart-block-map\"><figcaption>The pool's blocks up to "
+        "the last live one (" +
+        std::to_string(live) + " live, " + std::to_string(free_count) +
+        " free; free ones between live ones are fragmentation)</figcaption>"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 1180 24\">" +
+        rects + "</svg></figure>\n";
+  }
+  return out + "</section>\n";
+}
+
 }  // namespace
 
 std::string render_report_html(const RunHistory& run) {
@@ -456,7 +546,7 @@ std::string render_report_html(const RunHistory& run) {
   card("compute lost + downtime", duration(run.compute_lost_seconds() + run.downtime_seconds()));
   page += "</section>\n";
   if (!run.status_message.empty()) {
-    page += "<p>" + escape_html(run.status_message) + "</p>\n";
+    page += "<pre class=\"message\">" + escape_html(run.status_message) + "</pre>\n";
   }
   std::int64_t torn = 0;
   for (const RankHistory& rank : run.ranks) torn += rank.skipped_lines;
@@ -469,6 +559,7 @@ std::string render_report_html(const RunHistory& run) {
   page += "<section id=\"charts\">\n<h2>Charts</h2>\n" + marker_legend(run);
   for (const Chart& chart : charts(run)) page += render_chart(chart);
   page += "</section>\n";
+  page += memory_history_section(run.run_dir);
   page += ranks_table(run);
   page += events_table(run);
   page +=

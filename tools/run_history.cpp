@@ -268,9 +268,14 @@ class FaultWalk {
                    anomaly_->field("reason") + ")";
       fault.marker = "anomaly";
     } else {
+      // The message's first line: the rest (a memory table) is in the exit line and the page.
+      const std::string message = exit.field("message");
+      const std::string first_line = message.substr(0, message.find('\n'));
       fault.what = status + " at step " + step_text(exit) +
-                   (exit.field("message").empty() ? "" : ": " + exit.field("message"));
-      fault.marker = status == "overflow" ? "overflow" : "fault";
+                   (first_line.empty() ? "" : ": " + first_line);
+      fault.marker = status == "overflow"        ? "overflow"
+                     : status == "out_of_memory" ? "oom"
+                                                 : "fault";
     }
     pending_ = std::move(fault);
     pending_last_step_ = last_step_;

@@ -37,6 +37,7 @@
 #include "stop_signals.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/memory/history_resource.hpp"
 #include "tenax/core/profiler.hpp"
 #include "tenax/io/async_checkpointer.hpp"
 #include "tenax/io/checkpoint_store.hpp"
@@ -399,6 +400,7 @@ struct Runner::Impl {
   // three failures in a row end the run.
   void checkpoint(bool wait_for_it) {
     const profiling::Span span("checkpoint", step);
+    const AllocationTag tag("checkpoint");
     io::FileMetadata metadata;
     metadata.config = options.config;
     const auto start = std::chrono::steady_clock::now();
@@ -462,6 +464,7 @@ struct Runner::Impl {
   // of clean steps (the two go together: a regrowth since the checkpoint is undone).
   bool restore(const char* event) {
     const profiling::Span span("checkpoint.load");
+    const AllocationTag tag("checkpoint_load");
     if (async) {
       try {
         async->wait();
@@ -569,6 +572,26 @@ struct Runner::Impl {
     return {status, exit_code, step, micro.micro_batch(), std::move(message), counted};
   }
 
+  // The allocations, frees and failed requests that led to an out-of-memory stop, and the pool's
+  // block map, beside the checkpoints (tenax report draws them). A failure to write is said,
+  // never fatal: the stop's own report matters more.
+  void write_memory_history() {
+    const std::filesystem::path path =
+        options.run_dir / (rank == 0 ? std::string("memory-history.json")
+                                     : "memory-history-rank-" + std::to_string(rank) + ".json");
+    try {
+      const std::string json = memory_history_json(workload.device());
+      std::FILE* file = std::fopen(path.c_str(), "wb");
+      const bool ok =
+          file != nullptr && std::fwrite(json.data(), 1, json.size(), file) == json.size();
+      if (file != nullptr && std::fclose(file) != 0) throw IoError("close failed", "");
+      if (!ok) throw IoError("write failed", "");
+      say("the allocations that led to the out-of-memory stop are in %s", path.c_str());
+    } catch (const std::exception& e) {
+      say("warning: could not write %s (%s)", path.c_str(), e.what());
+    }
+  }
+
   // A communication fault (a hung or dead peer, an aborted communicator): nothing more is said
   // to the peers; the job exits for a restart from the newest checkpoint every rank committed.
   RunResult comm_failure(const Error& e) {
@@ -609,6 +632,7 @@ struct Runner::Impl {
     const bool inf = inject(FaultKind::inf, step);
     if (scan || nan || inf) {
       const profiling::Span span("nan_scan", step);
+      const AllocationTag tag("nan_scan");
       const StateDict state = workload.save_state();
       if (nan) poison_state(state, std::numeric_limits<double>::quiet_NaN());
       if (inf) poison_state(state, std::numeric_limits<double>::infinity());
@@ -684,6 +708,7 @@ struct Runner::Impl {
       }
       {
         const profiling::Span span("step.compute", step + 1);
+        const AllocationTag tag("step");
         workload.step(step, micro.micro_batch());
       }
       outcome.computed = true;
@@ -865,6 +890,7 @@ struct Runner::Impl {
       if (step >= options.total_steps || state.finished) break;
 
       const profiling::Span step_span("step", step + 1);
+      set_allocation_step(step + 1);
       communicator->set_step(step + 1);
       micro.begin_step();
       StepAgreement outcome;
@@ -969,6 +995,7 @@ struct Runner::Impl {
                             std::to_string(step) +
                             "; the run resumes from it once the cause is fixed");
         }
+        write_memory_history();
         return finish(RunStatus::out_of_memory,
                       "out of memory at step " + std::to_string(step + 1) +
                           on_rank(outcome.asking_rank) + " even with the smallest micro-batch (" +

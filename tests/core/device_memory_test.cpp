@@ -1,4 +1,5 @@
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/memory/history_resource.hpp"
 
 #include <gtest/gtest.h>
 
@@ -61,7 +62,10 @@ TEST(DefaultResource, CpuStackIsAPoolCappedByTheLimit) {
   ::unsetenv("TENAX_FAULTS");
   auto resource = make_default_resource(Device::cpu());
   ::unsetenv("TENAX_MEMORY_LIMIT");
-  auto* pool = dynamic_cast<PoolResource*>(resource.get());
+  // The history on top, the pool right under it.
+  auto* history = dynamic_cast<HistoryResource*>(resource.get());
+  ASSERT_NE(history, nullptr);
+  auto* pool = dynamic_cast<PoolResource*>(history->upstream().get());
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->capacity(), std::size_t{64} << 20);
   void* p = resource->allocate(std::size_t{60} << 20);
@@ -73,13 +77,22 @@ TEST(DefaultResource, AllocFaultsAddAnInjectingResourceOnTop) {
   ::setenv("TENAX_FAULTS", "oom@alloc=2,nan@step=3", 1);
   auto resource = make_default_resource(Device::cpu());
   ::unsetenv("TENAX_FAULTS");
-  ASSERT_NE(dynamic_cast<FaultInjectingResource*>(resource.get()), nullptr);
+  // Under the history, which records the injected failures too.
+  auto* history = dynamic_cast<HistoryResource*>(resource.get());
+  ASSERT_NE(history, nullptr);
+  ASSERT_NE(dynamic_cast<FaultInjectingResource*>(history->upstream().get()), nullptr);
   EXPECT_NE(find_in_stack<PoolResource>(resource.get()), nullptr);
   void* a = resource->allocate(100);
   EXPECT_THROW((void)resource->allocate(100), OutOfMemoryError);
   void* c = resource->allocate(100);
   resource->deallocate(a, 100);
   resource->deallocate(c, 100);
+  const std::vector<AllocationRecord> records = history->records();
+  ASSERT_EQ(records.size(), 5u);
+  EXPECT_EQ(records[1].kind, AllocationRecord::Kind::failed);
+  EXPECT_EQ(records[1].bytes, 100u);
+  EXPECT_EQ(records[4].kind, AllocationRecord::Kind::free);
+  EXPECT_EQ(records[4].outstanding, 0u);
 }
 
 TEST(DefaultResource, StatsSummaryAndEmptyCacheReachThePool) {

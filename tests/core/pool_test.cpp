@@ -355,3 +355,37 @@ TEST(PoolResource, DestructionReturnsEveryPageAndTheAddressRange) {
 
 }  // namespace
 }  // namespace tenax
+
+namespace tenax {
+namespace {
+
+TEST(PoolResource, TheBlockMapTilesTheAddressRangeInOrder) {
+  auto arena = std::make_shared<testing::FakeVirtualMemory>(std::size_t{1} << 30, Device::cpu());
+  PoolOptions options;
+  options.capacity = std::size_t{256} << 20;
+  PoolResource pool(arena, options);
+  EXPECT_EQ(pool.block_map().size(), 1u) << "one free block: the whole range";
+  void* a = pool.allocate(std::size_t{1} << 20);
+  void* b = pool.allocate(std::size_t{2} << 20);
+  void* c = pool.allocate(std::size_t{1} << 20);
+  pool.deallocate(b, std::size_t{2} << 20);  // a hole between two live blocks
+  const std::vector<PoolBlock> map = pool.block_map();
+  ASSERT_EQ(map.size(), 4u);
+  EXPECT_FALSE(map[0].free);
+  EXPECT_TRUE(map[1].free);
+  EXPECT_EQ(map[1].size, std::size_t{2} << 20);
+  EXPECT_FALSE(map[2].free);
+  EXPECT_TRUE(map[3].free);
+  std::size_t offset = 0;
+  for (const PoolBlock& block : map) {
+    EXPECT_EQ(block.offset, offset) << "blocks tile the range without gaps";
+    offset += block.size;
+  }
+  EXPECT_EQ(pool.block_map(2).size(), 2u) << "the first max_blocks only";
+  pool.deallocate(a, std::size_t{1} << 20);
+  pool.deallocate(c, std::size_t{1} << 20);
+  EXPECT_EQ(pool.block_map().size(), 1u) << "freed neighbours merge back";
+}
+
+}  // namespace
+}  // namespace tenax

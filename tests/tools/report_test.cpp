@@ -419,5 +419,31 @@ TEST(ReportWholeRun, TrainMlpWithOomNanKillAndOverflow) {
   fs::remove_all(run.dir);
 }
 
+TEST(ReportWholeRun, AnOutOfMemoryStopShowsTheAllocationsThatLedToIt) {
+  const fs::path dir = fresh_dir("oom-stop");
+  const CliRun job =
+      run_shell(std::string("'") + HEAT2D_PATH + "' --n 128 --steps 20 --device cpu" +
+                " --progress quiet --inject oom@alloc=12x1000000 --run-dir " + quote(dir));
+  EXPECT_EQ(job.exit_code, 1) << job.output;
+  EXPECT_NE(job.output.find("the allocations that led to the out-of-memory stop are in"),
+            std::string::npos)
+      << job.output;
+  ASSERT_TRUE(fs::exists(dir / "memory-history.json"));
+  const CliRun report = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(dir));
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  const std::string html = read_text(dir / "report.html");
+  const std::size_t section = html.find("<section id=\"memory-history\">");
+  ASSERT_NE(section, std::string::npos);
+  const std::string memory = html.substr(section, html.find("</section>", section) - section);
+  EXPECT_NE(memory.find("id=\"chart-memory-history\""), std::string::npos);
+  EXPECT_NE(memory.find("class=\"marker marker-oom\""), std::string::npos)
+      << "the failed requests are marked";
+  EXPECT_NE(memory.find("<tr class=\"record record-failed\">"), std::string::npos);
+  EXPECT_NE(memory.find("id=\"chart-block-map\""), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"fault fault-oom"), std::string::npos);
+  EXPECT_NE(html.find("not recovered"), std::string::npos) << "the stop itself";
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tenax::tools

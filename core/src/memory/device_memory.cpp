@@ -15,6 +15,7 @@
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/memory/cuda_memory.hpp"
 #include "tenax/core/memory/fault_injecting_resource.hpp"
+#include "tenax/core/memory/history_resource.hpp"
 #include "tenax/core/memory/host_virtual_memory.hpp"
 #include "tenax/core/memory/limiting_resource.hpp"
 #include "tenax/core/memory/pool_resource.hpp"
@@ -78,7 +79,8 @@ std::shared_ptr<MemoryResource> make_default_resource(Device device) {
   if (plan->has(FaultPoint::alloc)) {
     resource = std::make_shared<FaultInjectingResource>(std::move(resource), std::move(plan));
   }
-  return resource;
+  // On top, so that injected failures are in the history too.
+  return std::make_shared<HistoryResource>(std::move(resource));
 }
 
 std::shared_ptr<MemoryResource> pinned_host_pool() {
@@ -124,6 +126,55 @@ MemoryStats memory_stats(Device device) {
   MemoryStats stats;
   stats.device = device;
   return stats;
+}
+
+std::string memory_history_json(Device device) {
+  const std::shared_ptr<MemoryResource> resource = current_resource(device);
+  const auto* history = find_in_stack<HistoryResource>(resource.get());
+  const auto* pool = find_in_stack<PoolResource>(resource.get());
+  const auto escaped = [](const char* text) {
+    std::string out;
+    for (const char* c = text; *c != '\0'; ++c) {
+      if (*c == '"' || *c == '\\') out += '\\';
+      if (static_cast<unsigned char>(*c) >= 0x20) out += *c;
+    }
+    return out;
+  };
+  std::string out = "{\"device\":\"" + to_string(device) + "\"";
+  char number[64];
+  if (pool != nullptr) {
+    const MemoryStats stats = pool->stats();
+    std::snprintf(number, sizeof number, "%lld", static_cast<long long>(stats.capacity));
+    out += ",\"stats\":{\"capacity\":" + std::string(number);
+    out += ",\"allocated\":" + std::to_string(stats.allocated_bytes.current);
+    out += ",\"reserved\":" + std::to_string(stats.reserved_bytes.current);
+    out += ",\"largest_free_block\":" + std::to_string(stats.largest_free_block) + "}";
+  }
+  out += ",\"records\":[";
+  if (history != nullptr) {
+    bool first = true;
+    for (const AllocationRecord& r : history->records()) {
+      std::snprintf(number, sizeof number, "%.6f", r.seconds);
+      out += std::string(first ? "" : ",") + "\n{\"kind\":\"" + to_string(r.kind) +
+             "\",\"bytes\":" + std::to_string(r.bytes) +
+             ",\"address\":" + std::to_string(r.address) + ",\"step\":" + std::to_string(r.step) +
+             ",\"tag\":\"" + escaped(r.tag) + "\",\"seconds\":" + number +
+             ",\"outstanding\":" + std::to_string(r.outstanding) + "}";
+      first = false;
+    }
+  }
+  out += "],\"total_records\":" + std::to_string(history != nullptr ? history->total() : 0);
+  out += ",\"blocks\":[";
+  if (pool != nullptr) {
+    bool first = true;
+    for (const PoolBlock& b : pool->block_map()) {
+      out += std::string(first ? "" : ",") + "{\"offset\":" + std::to_string(b.offset) +
+             ",\"size\":" + std::to_string(b.size) + ",\"free\":" + (b.free ? "true" : "false") +
+             "}";
+      first = false;
+    }
+  }
+  return out + "]}\n";
 }
 
 std::string memory_summary(Device device) {

@@ -532,6 +532,21 @@ MemoryStats PoolResource::stats() const {
 
 std::string PoolResource::memory_summary() const { return format_memory_summary(stats()); }
 
+std::vector<PoolBlock> PoolResource::block_map(std::size_t max_blocks) const {
+  const State& s = *state_;
+  std::lock_guard lock(s.mutex);
+  const Block* any = !s.free_blocks.empty() ? *s.free_blocks.begin()
+                     : !s.live.empty()      ? s.live.begin()->second
+                                            : nullptr;
+  std::vector<PoolBlock> out;
+  if (any == nullptr) return out;
+  while (any->prev != nullptr) any = any->prev;
+  for (const Block* b = any; b != nullptr && out.size() < max_blocks; b = b->next) {
+    out.push_back({static_cast<std::size_t>(b->addr - s.base), b->size, b->free});
+  }
+  return out;
+}
+
 void PoolResource::reset_peak_stats() noexcept {
   std::lock_guard lock(state_->mutex);
   MemoryStats& s = state_->stats;

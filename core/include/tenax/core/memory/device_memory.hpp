@@ -47,6 +47,13 @@ std::shared_ptr<MemoryResource> set_current_resource(Device device,
 [[nodiscard]] MemoryStats memory_stats(Device device);
 // A table of memory_stats(device), or a line saying that the resource is not a pool.
 [[nodiscard]] std::string memory_summary(Device device);
+// What led up to now in current_resource(device)'s stack, as one JSON object (the file an
+// out-of-memory stop writes, RUN_DIR/memory-history.json): "device", "stats" (the pool's
+// allocated, reserved, capacity and largest free block), "records" (the HistoryResource's last
+// allocations, frees and failed requests, oldest first: kind, bytes, address, step, tag, seconds,
+// outstanding), "total_records", and "blocks" (the pool's block map: offset, size, free; at most
+// 4096). Parts the stack has no resource for are empty.
+[[nodiscard]] std::string memory_history_json(Device device);
 // Returns the cached memory of current_resource(device) to the system; the bytes released.
 std::size_t empty_cache(Device device);
 

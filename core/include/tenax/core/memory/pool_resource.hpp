@@ -38,12 +38,20 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tenax/core/memory/memory_stats.hpp"
 #include "tenax/core/memory/virtual_memory.hpp"
 #include "tenax/core/memory_resource.hpp"
 
 namespace tenax {
+
+// One block of a pool's address range (PoolResource::block_map).
+struct PoolBlock {
+  std::size_t offset = 0;  // from the start of the pool's address range
+  std::size_t size = 0;
+  bool free = true;
+};
 
 struct PoolOptions {
   // Most bytes the pool maps at once; 0 means arena->physical_bytes().
@@ -75,6 +83,9 @@ class PoolResource final : public MemoryResource {
   std::size_t empty_cache() noexcept { return release_cache(); }
   // Sets every peak to its current value.
   void reset_peak_stats() noexcept;
+  // The blocks of the address range in address order, free and live (the first `max_blocks`;
+  // the last block is usually the never-used rest of the range): where fragmentation lies.
+  [[nodiscard]] std::vector<PoolBlock> block_map(std::size_t max_blocks = 4096) const;
 
  private:
   void* do_allocate(std::size_t bytes, StreamRef stream) override;
