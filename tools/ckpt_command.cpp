@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "command_status.hpp"
 #include "doctor.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/io/checkpoint_layout.hpp"
@@ -403,18 +404,14 @@ namespace {
 // errors, 1 for anything else (an unreadable file, a failed listing).
 template <class Run>
 int guarded(CLI::App* command, Run run) {
-  try {
+  static_assert(kCkptUsage == kExitUsage && kCkptInvalid == kExitFailure);
+  return run_reporting_errors("ckpt " + command->get_name(), [&] {
     if (!command->remaining().empty()) {
       throw UsageError("unexpected argument '" + command->remaining().front() + "'",
                        "see `tenax ckpt " + command->get_name() + " --help`");
     }
     return run();
-  } catch (const Error& e) {
-    std::cout.flush();
-    std::cerr << "tenax ckpt " << command->get_name() << ": " << e.cause() << "\n  fix: " << e.fix()
-              << '\n';
-    return e.fault_class() == FaultClass::usage ? kCkptUsage : kCkptInvalid;
-  }
+  });
 }
 
 }  // namespace

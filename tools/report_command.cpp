@@ -18,6 +18,7 @@
 #include <set>
 #include <system_error>
 
+#include "command_status.hpp"
 #include "svg_chart.hpp"
 #include "tenax/core/error.hpp"
 
@@ -648,12 +649,8 @@ void add_report_command(CLI::App& app, int& exit_code) {
   report->add_option("-o,--output", args->output,
                      "Where to write the page (default: RUN_DIR/report.html)");
   report->callback([args, &exit_code] {
-    try {
-      exit_code = run_report(args->run_dir, args->output, std::cout);
-    } catch (const Error& e) {
-      std::cerr << "tenax report: " << e.cause() << "\n  fix: " << e.fix() << '\n';
-      exit_code = e.fault_class() == FaultClass::usage ? 2 : 1;
-    }
+    exit_code = run_reporting_errors(
+        "report", [&] { return run_report(args->run_dir, args->output, std::cout); });
   });
 }
 

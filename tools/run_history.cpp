@@ -271,8 +271,8 @@ class FaultWalk {
       // The message's first line: the rest (a memory table) is in the exit line and the page.
       const std::string message = exit.field("message");
       const std::string first_line = message.substr(0, message.find('\n'));
-      fault.what = status + " at step " + step_text(exit) +
-                   (first_line.empty() ? "" : ": " + first_line);
+      fault.what =
+          status + " at step " + step_text(exit) + (first_line.empty() ? "" : ": " + first_line);
       fault.marker = status == "overflow"        ? "overflow"
                      : status == "out_of_memory" ? "oom"
                                                  : "fault";

@@ -14,6 +14,7 @@
 #include <system_error>
 #include <thread>
 
+#include "command_status.hpp"
 #include "tenax/core/error.hpp"
 
 namespace tenax::tools {
@@ -330,12 +331,8 @@ void add_watch_command(CLI::App& app, int& exit_code) {
   watch->add_flag("--once", args->options.once, "Draw the view once and exit");
   watch->callback([args, &exit_code] {
     args->options.terminal = !args->options.once && ::isatty(STDOUT_FILENO) == 1;
-    try {
-      exit_code = run_watch(args->run_dir, args->options, std::cout);
-    } catch (const Error& e) {
-      std::cerr << "tenax watch: " << e.cause() << "\n  fix: " << e.fix() << '\n';
-      exit_code = e.fault_class() == FaultClass::usage ? 2 : 1;
-    }
+    exit_code = run_reporting_errors(
+        "watch", [&] { return run_watch(args->run_dir, args->options, std::cout); });
   });
 }
 
