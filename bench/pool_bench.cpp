@@ -1,4 +1,5 @@
-// Cost of a cached allocate+free pair through PoolResource against the system allocator.
+// Cost of a cached allocate+free pair through PoolResource against the system allocator, and
+// what the HistoryResource on top of every default stack adds to it.
 //
 // The system pair is malloc + free with a touch of every 4 KiB page of the block, because a
 // program uses the memory it allocates. Two variants:
@@ -18,6 +19,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "tenax/core/memory/history_resource.hpp"
 #include "tenax/core/memory/host_virtual_memory.hpp"
 #include "tenax/core/memory/pool_resource.hpp"
 
@@ -52,6 +54,28 @@ void BM_PoolCachedPair(benchmark::State& state) {
     p.deallocate(ptr, bytes);
   }
   state.SetLabel("pool");
+}
+
+// The pool under the HistoryResource that every default stack has on top: the pair's cost with
+// both records (allocate, free) written.
+tenax::HistoryResource& recorded_pool() {
+  static tenax::HistoryResource instance(
+      std::shared_ptr<tenax::MemoryResource>(&pool(), [](tenax::MemoryResource*) {}));
+  return instance;
+}
+
+void BM_PoolCachedPairRecorded(benchmark::State& state) {
+  const auto bytes = static_cast<std::size_t>(state.range(0));
+  tenax::HistoryResource& p = recorded_pool();
+  void* warm = p.allocate(bytes);
+  touch_pages(warm, bytes);
+  p.deallocate(warm, bytes);
+  for (auto _ : state) {
+    void* ptr = p.allocate(bytes);
+    benchmark::DoNotOptimize(ptr);
+    p.deallocate(ptr, bytes);
+  }
+  state.SetLabel("pool + history");
 }
 
 void BM_PoolCachedPairTouched(benchmark::State& state) {
@@ -97,6 +121,7 @@ void sizes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_PoolCachedPair)->Apply(sizes);
+BENCHMARK(BM_PoolCachedPairRecorded)->Apply(sizes);
 BENCHMARK(BM_PoolCachedPairTouched)->Apply(sizes);
 BENCHMARK(BM_SystemPair)->Apply(sizes);
 BENCHMARK(BM_SystemPairFreshPages)->Apply(sizes);
