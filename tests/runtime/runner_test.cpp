@@ -253,8 +253,7 @@ TEST_F(RunnerTest, BadStepMetricNamesAreRefusedNamingTheMetric) {
       (void)runner.run();
       ADD_FAILURE() << "a metric named '" << name << "' must be refused";
     } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find("metric '" + name + "'"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("metric '" + name + "'"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("a-z, 0-9 and _"), std::string::npos) << e.what();
     }
   }

@@ -3,8 +3,8 @@
 // A distributed vector keeps on each rank a contiguous run of its elements (a ShardRange of whole
 // reduction blocks, see reduction_order.hpp). While a ShardedReductionScope is alive on a thread,
 // every reduction op called on that thread — ops::sum, dot, nrm2, max, count_nonfinite and the
-// fused Krylov kernels (spmv_dot, laplacian_*_dot, cg_residual, bicgstab_update, ...) — computes this
-// rank's block partials as usual, then combines them with every rank's through the scope's
+// fused Krylov kernels (spmv_dot, laplacian_*_dot, cg_residual, bicgstab_update, ...) — computes
+// this rank's block partials as usual, then combines them with every rank's through the scope's
 // ShardGather (one all-gather of at most 2 log2(blocks) + 2 tree nodes per rank, 16 bytes each
 // plus 8 per term) and returns the global result: bitwise the value one process computes over the
 // whole vector, on every rank, for any number of ranks. So a Krylov solver runs unchanged on
