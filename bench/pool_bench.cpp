@@ -41,20 +41,22 @@ tenax::PoolResource& pool() {
   return instance;
 }
 
-void BM_PoolCachedPair(benchmark::State& state) {
+// Cached allocate+free pairs through `resource`: the block's pages are mapped and touched once,
+// outside the timing.
+void cached_pairs(benchmark::State& state, tenax::MemoryResource& resource, const char* label) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
-  tenax::PoolResource& p = pool();
-  // Warm the cache: the pages of the block are mapped and touched once, outside the timing.
-  void* warm = p.allocate(bytes);
+  void* warm = resource.allocate(bytes);
   touch_pages(warm, bytes);
-  p.deallocate(warm, bytes);
+  resource.deallocate(warm, bytes);
   for (auto _ : state) {
-    void* ptr = p.allocate(bytes);
+    void* ptr = resource.allocate(bytes);
     benchmark::DoNotOptimize(ptr);
-    p.deallocate(ptr, bytes);
+    resource.deallocate(ptr, bytes);
   }
-  state.SetLabel("pool");
+  state.SetLabel(label);
 }
+
+void BM_PoolCachedPair(benchmark::State& state) { cached_pairs(state, pool(), "pool"); }
 
 // The pool under the HistoryResource that every default stack has on top: the pair's cost with
 // both records (allocate, free) written.
@@ -65,17 +67,7 @@ tenax::HistoryResource& recorded_pool() {
 }
 
 void BM_PoolCachedPairRecorded(benchmark::State& state) {
-  const auto bytes = static_cast<std::size_t>(state.range(0));
-  tenax::HistoryResource& p = recorded_pool();
-  void* warm = p.allocate(bytes);
-  touch_pages(warm, bytes);
-  p.deallocate(warm, bytes);
-  for (auto _ : state) {
-    void* ptr = p.allocate(bytes);
-    benchmark::DoNotOptimize(ptr);
-    p.deallocate(ptr, bytes);
-  }
-  state.SetLabel("pool + history");
+  cached_pairs(state, recorded_pool(), "pool + history");
 }
 
 void BM_PoolCachedPairTouched(benchmark::State& state) {

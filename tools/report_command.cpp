@@ -21,6 +21,7 @@
 #include "command_status.hpp"
 #include "svg_chart.hpp"
 #include "tenax/core/error.hpp"
+#include "time_text.hpp"
 
 namespace tenax::tools {
 namespace {
@@ -30,29 +31,6 @@ const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#94
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 std::string colour(std::size_t k) { return kPalette[k % std::size(kPalette)]; }
-
-std::string utc(double seconds) {
-  if (!(seconds > 0.0)) return "-";
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return text;
-}
-
-std::string duration(double seconds) {
-  if (!(seconds >= 0.0) || !std::isfinite(seconds)) return "-";
-  if (seconds < 120.0) return fmt::format("{:.3g} s", seconds);
-  if (seconds < 7200.0) return fmt::format("{:.1f} min", seconds / 60.0);
-  return fmt::format("{:.2f} h", seconds / 3600.0);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 const MarkerKind* find_marker(const std::string& kind) {
   for (const MarkerKind& m : marker_kinds()) {
@@ -188,7 +166,7 @@ std::vector<Chart> charts(const RunHistory& run) {
   for (std::size_t k = 0; k < run.ranks.size(); ++k) {
     std::vector<double> times;
     for (const StepRecord& s : run.ranks[k].steps) times.push_back(s.seconds);
-    const double m = median(times);
+    const double m = median_of(times);
     if (m > slowest_median) {
       slowest_median = m;
       slowest = k;
@@ -322,17 +300,18 @@ std::string faults_table(const RunHistory& run) {
     const bool lost = f.steps_recomputed > 0;
     out += "<tr class=\"fault fault-" + escape_html(f.marker) + (lost ? " lost" : "") + "\">";
     out += cell(std::to_string(k + 1), true);
-    out += cell((f.step ? "step " + std::to_string(*f.step) + ", " : std::string()) + utc(f.time));
+    out += cell((f.step ? "step " + std::to_string(*f.step) + ", " : std::string()) +
+                utc_text(f.time));
     out += cell(f.what) + cell(f.action);
     out += cell(std::to_string(f.steps_recomputed), true);
-    out += cell(duration(f.compute_lost_seconds), true);
-    out += cell(duration(f.downtime_seconds), true);
+    out += cell(duration_text(f.compute_lost_seconds), true);
+    out += cell(duration_text(f.downtime_seconds), true);
     out += cell(f.recovered ? "recovered" : "not recovered");
     out += "</tr>\n";
   }
   out += "<tr><th colspan=\"4\">in all</th>" + cell(std::to_string(run.steps_recomputed()), true) +
-         cell(duration(run.compute_lost_seconds()), true) +
-         cell(duration(run.downtime_seconds()), true) + "<td></td></tr>\n</table>\n";
+         cell(duration_text(run.compute_lost_seconds()), true) +
+         cell(duration_text(run.downtime_seconds()), true) + "<td></td></tr>\n</table>\n";
   out +=
       "<p class=\"muted\">Steps recomputed are steps taken again after going back to a "
       "checkpoint; tenax's runs are deterministic, so they end with the bits of a run that "
@@ -363,8 +342,8 @@ std::string events_table(const RunHistory& run) {
     }
     const std::string marker = marker_of(e);
     out += "<tr class=\"event event-" + escape_html(e.kind) +
-           (marker.empty() ? "" : " marker-" + escape_html(marker)) + "\">" + cell(utc(e.time)) +
-           cell(std::to_string(rows[k].first), true) + cell(e.kind) +
+           (marker.empty() ? "" : " marker-" + escape_html(marker)) + "\">" +
+           cell(utc_text(e.time)) + cell(std::to_string(rows[k].first), true) + cell(e.kind) +
            cell(e.step ? std::to_string(*e.step) : "", true) + cell(details) + "</tr>\n";
   }
   out += "</table>\n";
@@ -386,7 +365,7 @@ std::string ranks_table(const RunHistory& run) {
   for (const RankHistory& rank : run.ranks) {
     std::vector<double> times;
     for (const StepRecord& s : rank.steps) times.push_back(s.seconds);
-    medians.push_back(median(times));
+    medians.push_back(median_of(times));
     if (medians.back() > worst) {
       worst = medians.back();
       worst_rank = rank.rank;
@@ -398,8 +377,8 @@ std::string ranks_table(const RunHistory& run) {
     for (const StepRecord& s : rank.steps) slowest = std::max(slowest, s.seconds);
     out += std::string("<tr") + (rank.rank == worst_rank ? " class=\"slowest\"" : "") + ">" +
            cell(std::to_string(rank.rank) + (rank.rank == worst_rank ? " (slowest)" : ""), true) +
-           cell(std::to_string(rank.steps.size()), true) + cell(duration(medians[k]), true) +
-           cell(duration(slowest), true) + cell(std::to_string(rank.skipped_lines), true) +
+           cell(std::to_string(rank.steps.size()), true) + cell(duration_text(medians[k]), true) +
+           cell(duration_text(slowest), true) + cell(std::to_string(rank.skipped_lines), true) +
            "</tr>\n";
   }
   return out + "</table>\n</section>\n";
@@ -523,8 +502,8 @@ std::string render_report_html(const RunHistory& run) {
           "</style>\n</head>\n<body>\n";
   page += "<header>\n<h1>tenax run report: " + escape_html(name) + "</h1>\n";
   page += "<p class=\"muted\">" + escape_html(std::filesystem::absolute(run.run_dir).string()) +
-          " &middot; from its event logs, " + escape_html(utc(run.first_time)) + " to " +
-          escape_html(utc(run.last_time)) + "</p>\n</header>\n";
+          " &middot; from its event logs, " + escape_html(utc_text(run.first_time)) + " to " +
+          escape_html(utc_text(run.last_time)) + "</p>\n</header>\n";
 
   // Summary cards.
   page += "<section id=\"summary\" class=\"cards\">\n";
@@ -538,13 +517,14 @@ std::string render_report_html(const RunHistory& run) {
                     (run.total_steps ? " of " + std::to_string(*run.total_steps) : std::string()));
   card("processes", std::to_string(run.processes));
   card("ranks", std::to_string(run.world_size));
-  card("wall time", duration(run.last_time - run.first_time));
+  card("wall time", duration_text(run.last_time - run.first_time));
   card("faults survived",
        std::to_string(std::count_if(run.faults.begin(), run.faults.end(),
                                     [](const SurvivedFault& f) { return f.recovered; })));
   card("steps recomputed", std::to_string(run.steps_recomputed()),
        run.steps_recomputed() > 0 ? "status-bad" : "status-ok");
-  card("compute lost + downtime", duration(run.compute_lost_seconds() + run.downtime_seconds()));
+  card("compute lost + downtime",
+       duration_text(run.compute_lost_seconds() + run.downtime_seconds()));
   page += "</section>\n";
   if (!run.status_message.empty()) {
     page += "<pre class=\"message\">" + escape_html(run.status_message) + "</pre>\n";
@@ -576,7 +556,7 @@ void print_report_summary(const RunHistory& run, const std::filesystem::path& pa
   if (run.total_steps) out << " of " << *run.total_steps;
   out << "; " << run.processes << (run.processes == 1 ? " process" : " processes") << ", "
       << run.world_size << (run.world_size == 1 ? " rank" : " ranks") << ", "
-      << duration(run.last_time - run.first_time) << " of wall time\n";
+      << duration_text(run.last_time - run.first_time) << " of wall time\n";
   std::map<std::string, int> kinds;
   int unrecovered = 0;
   for (const SurvivedFault& f : run.faults) {
@@ -594,8 +574,8 @@ void print_report_summary(const RunHistory& run, const std::filesystem::path& pa
       first = false;
     }
     out << "; " << run.steps_recomputed() << " steps recomputed, "
-        << duration(run.compute_lost_seconds()) << " of compute lost, "
-        << duration(run.downtime_seconds()) << " of downtime";
+        << duration_text(run.compute_lost_seconds()) << " of compute lost, "
+        << duration_text(run.downtime_seconds()) << " of downtime";
     if (unrecovered > 0) out << "; " << unrecovered << " not recovered";
     out << '\n';
   }

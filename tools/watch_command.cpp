@@ -16,6 +16,7 @@
 
 #include "command_status.hpp"
 #include "tenax/core/error.hpp"
+#include "time_text.hpp"
 
 namespace tenax::tools {
 namespace {
@@ -24,31 +25,7 @@ constexpr std::size_t kRateWindow = 50;  // steps the rate and the median step t
 constexpr std::size_t kMaxEvents = 100;
 constexpr double kSilentSeconds = 300.0;  // a running job this long without a line is suspect
 
-std::string clock_time(double seconds) {
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char text[16];
-  std::strftime(text, sizeof text, "%H:%M:%S", &tm);
-  return text;
-}
-
-std::string seconds_text(double s) {
-  if (!std::isfinite(s) || s < 0) return "-";
-  if (s < 1e-3) return fmt::format("{:.3g} us", s * 1e6);
-  if (s < 1.0) return fmt::format("{:.3g} ms", s * 1e3);
-  if (s < 120.0) return fmt::format("{:.3g} s", s);
-  if (s < 7200.0) return fmt::format("{:.1f} min", s / 60.0);
-  return fmt::format("{:.1f} h", s / 3600.0);
-}
-
 std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / 1048576.0); }
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
 
 // Statuses after which nothing resumes the job by itself.
 bool final_status(const std::string& status) {
@@ -170,7 +147,7 @@ std::vector<std::string> WatchState::render(double now, int events) const {
     const double last = last_step_ ? last_step_->time : 0.0;
     if (last > 0.0 && now - last > kSilentSeconds) {
       status += fmt::format("; no step for {}: stalled, or killed without an exit line",
-                            seconds_text(now - last));
+                            duration_text(now - last));
     }
   } else if (!ended_ && (status_ == "restart" || status_ == "interrupted")) {
     status = "exited (" + status_ + "): waiting for a resume";
@@ -194,12 +171,12 @@ std::vector<std::string> WatchState::render(double now, int events) const {
     if (rate > 0.0) step += fmt::format("   {:.4g} steps/s", rate);
     if (rate > 0.0 && total_steps_ && open_) {
       step +=
-          "   ETA " + seconds_text(static_cast<double>(*total_steps_ - last_step_->step) / rate);
+          "   ETA " + duration_text(static_cast<double>(*total_steps_ - last_step_->step) / rate);
     }
     row("step", step);
     row("timing", fmt::format("step {} (median of the last {}: {}), micro-batch {}",
-                              seconds_text(last_step_->seconds), recent_seconds_.size(),
-                              seconds_text(median_of(recent_seconds_)), last_step_->micro_batch));
+                              duration_text(last_step_->seconds), recent_seconds_.size(),
+                              duration_text(median_of(recent_seconds_)), last_step_->micro_batch));
     if (!last_step_->metrics.empty()) {
       std::string metrics;
       for (const auto& [name, value] : last_step_->metrics) {
@@ -258,8 +235,9 @@ std::vector<std::string> WatchState::render(double now, int events) const {
         details += (details.empty() ? "" : " ") + key + "=" + value;
       }
       if (details.size() > 90) details = details.substr(0, 87) + "...";
-      out.push_back(fmt::format("  {}  {:<18} {:<10} {}", e.time > 0 ? clock_time(e.time) : "--",
-                                e.kind, e.step ? "step " + std::to_string(*e.step) : "", details));
+      out.push_back(fmt::format("  {}  {:<18} {:<10} {}",
+                                e.time > 0 ? utc_text(e.time, "%H:%M:%S") : "--", e.kind,
+                                e.step ? "step " + std::to_string(*e.step) : "", details));
     }
   }
   return out;
@@ -287,7 +265,7 @@ int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
   std::string previous;
   const auto header = [&](double now) {
     return fmt::format("tenax watch  {}   {} UTC, every {} s; Ctrl-C stops the watch, not the job",
-                       run_dir.string(), clock_time(now), options.interval_seconds);
+                       run_dir.string(), utc_text(now, "%H:%M:%S"), options.interval_seconds);
   };
   for (;;) {
     for (const std::string& line : log.new_lines()) state.consume(line);
