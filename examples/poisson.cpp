@@ -88,13 +88,34 @@ struct System {
   Tensor b;
   std::optional<std::vector<double>> exact;  // on the host, f64; this rank's rows
   std::int64_t nnz = 0;                      // stored entries (0 for a matrix-free operator)
-  std::int64_t rows = 0;                     // rows of the whole system
+  std::int64_t matrix_bytes = 0;  // bytes a product reads from the matrix, all ranks together
+  std::int64_t rows = 0;          // rows of the whole system
   std::string description;
   // This rank's rows (block-aligned, so the reductions keep the single-process bits; all of them
   // on one rank) and, on several ranks, the communicator.
   tenax::kernels::ShardRange range;
   tenax::runtime::Communicator* comm = nullptr;
 };
+
+// The assembled operator of one rank holding the whole matrix.
+void use_csr_operator(System& system, CsrMatrix matrix) {
+  system.nnz = matrix.nnz();
+  const auto csr = std::make_shared<const solvers::CsrOperator>(std::move(matrix));
+  system.matrix_bytes = csr->matrix().product_bytes();
+  system.a = csr;
+}
+
+// This rank's rows of the distributed operator (collective).
+void use_distributed_operator(System& system, tenax::runtime::Communicator& comm,
+                              const CsrMatrix& rows) {
+  const auto distributed =
+      std::make_shared<const tenax::runtime::DistributedCsrOperator>(comm, system.range, rows);
+  const Tensor bytes = Tensor::empty({1}, DType::i64);
+  bytes.data_as<std::int64_t>()[0] = distributed->local_matrix().product_bytes();
+  comm.all_reduce(bytes, tenax::runtime::ReduceOp::sum);
+  system.matrix_bytes = bytes.data_as<std::int64_t>()[0];
+  system.a = distributed;
+}
 
 // While alive on several ranks, the solver's dot products and norms are over the whole system.
 class WholeSystemReductions {
@@ -251,8 +272,7 @@ System build_whole_system(const Options& o, DType dtype, Device device) {
     CsrMatrix matrix(coo.rows, coo.cols, arrays.row_ptr, arrays.col_idx,
                      tenax::ops::cast(arrays.values, dtype));
     matrix = with_index_dtype(matrix, index_dtype, device);
-    system.nnz = matrix.nnz();
-    system.a = solvers::make_csr_operator(std::move(matrix));
+    use_csr_operator(system, std::move(matrix));
     if (o.rhs.empty()) {
       system.b = times_ones(*system.a);
       system.exact = std::vector<double>(static_cast<std::size_t>(coo.rows), 1.0);
@@ -270,8 +290,7 @@ System build_whole_system(const Options& o, DType dtype, Device device) {
     matrix = CsrMatrix(matrix.rows(), matrix.cols(), matrix.row_ptr(), matrix.col_idx(),
                        tenax::ops::cast(matrix.values(), dtype));
     matrix = with_index_dtype(matrix, index_dtype, device);
-    system.nnz = matrix.nnz();
-    system.a = solvers::make_csr_operator(std::move(matrix));
+    use_csr_operator(system, std::move(matrix));
     system.b = times_ones(*system.a);
     system.exact = std::vector<double>(static_cast<std::size_t>(o.n * o.n), 1.0);
     system.description =
@@ -291,8 +310,7 @@ System build_whole_system(const Options& o, DType dtype, Device device) {
     CsrMatrix matrix =
         o.dim == 2 ? solvers::poisson_2d_csr(o.n, o.n, h, h, dtype, index_dtype, device)
                    : solvers::poisson_3d_csr(o.n, o.n, o.n, h, h, h, dtype, index_dtype, device);
-    system.nnz = matrix.nnz();
-    system.a = solvers::make_csr_operator(std::move(matrix));
+    use_csr_operator(system, std::move(matrix));
   }
   std::vector<double> f(static_cast<std::size_t>(rows));
   std::vector<double> u(static_cast<std::size_t>(rows));
@@ -350,8 +368,8 @@ System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Co
               comm.rank(), comm.size(), static_cast<long long>(first),
               static_cast<long long>(first + count), o.matrix.c_str(),
               static_cast<long long>(rows.nnz()), static_cast<long long>(system.nnz));
-  system.a = std::make_shared<const tenax::runtime::DistributedCsrOperator>(
-      comm, system.range,
+  use_distributed_operator(
+      system, comm,
       with_index_dtype(rows, o.index == "i64" ? DType::i64 : DType::i32, Device::cpu()));
   if (o.rhs.empty()) {
     system.b = times_ones(*system.a);
@@ -380,8 +398,7 @@ System build_system(const Options& o, DType dtype, Device device,
   system.comm = &comm;
   const std::int64_t first = system.range.first;
   const std::int64_t count = system.range.count;
-  system.a = std::make_shared<const tenax::runtime::DistributedCsrOperator>(
-      comm, system.range, tenax::runtime::csr_rows(csr->matrix(), system.range));
+  use_distributed_operator(system, comm, tenax::runtime::csr_rows(csr->matrix(), system.range));
   system.b = system.b.slice(first, first + count).clone();
   if (system.exact) {
     system.exact =
@@ -391,7 +408,8 @@ System build_system(const Options& o, DType dtype, Device device,
 }
 
 // Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
-// and vectors read and written once per application (apply), plus the method's passes over
+// (CsrMatrix::product_bytes: the compact index where the matrix has one) and vectors read and
+// written once per application (apply), plus the method's passes over
 // vectors of N elements (each a read or a write), as the solvers are written:
 //   cg            1 apply + 8 passes (cg_residual: r q read, r written; cg_advance: x p z read,
 //                 x p written); with jacobi 10 (the residual update also reads the inverse
@@ -410,14 +428,10 @@ System build_system(const Options& o, DType dtype, Device device,
 //                 work: 2 + 4 (j + 1) + 6.
 // ILU(0) and mixed precision are not modelled (0: no bandwidth figure).
 double bytes_per_iteration(const Options& o, const solvers::SolverOptions& options,
-                           const System& system, DType dtype, DType index_dtype,
-                           std::int64_t iterations) {
+                           const System& system, DType dtype, std::int64_t iterations) {
   const double n = static_cast<double>(system.rows);
   const double value = static_cast<double>(tenax::size_of(dtype));
-  const double index = static_cast<double>(tenax::size_of(index_dtype));
-  const double apply = system.nnz > 0 ? static_cast<double>(system.nnz) * (value + index) +
-                                            (n + 1) * index + 2 * n * value
-                                      : 2 * n * value;
+  const double apply = static_cast<double>(system.matrix_bytes) + 2 * n * value;
   const std::string& pc = options.preconditioner;
   if (pc != "none" && pc != "jacobi") return 0.0;
   const bool jacobi = pc == "jacobi";
@@ -762,10 +776,9 @@ int run(const Options& o) {
 
   const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
   const double ms_per_iteration = 1e3 * solve_seconds / static_cast<double>(iterations);
-  const double bytes =
-      o.precision == "mixed"
-          ? 0.0
-          : bytes_per_iteration(o, solver_options, system, dtype, index_dtype, result.iterations);
+  const double bytes = o.precision == "mixed" ? 0.0
+                                              : bytes_per_iteration(o, solver_options, system,
+                                                                    dtype, result.iterations);
   const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
   double error_max = -1.0;
   double error_rms = -1.0;

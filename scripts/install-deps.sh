@@ -4,7 +4,8 @@
 #   scripts/install-deps.sh              what the build and the demo need
 #   scripts/install-deps.sh --for-tests  also what the tests use beyond the build: Chromium
 #                                        (tenax report's pages rendered in a real browser) and
-#                                        tmux (tenax watch in a real terminal)
+#                                        tmux (tenax watch in a real terminal) and Doxygen
+#                                        (the API reference, built by a test)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy python3-h5py
@@ -12,7 +13,7 @@ packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy python3-
           libgtest-dev libgmock-dev libbenchmark-dev
           libcli11-dev libfmt-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev)
 case "${1:-}" in
-  --for-tests) packages+=(chromium tmux) ;;
+  --for-tests) packages+=(chromium tmux doxygen) ;;
   "") ;;
   *) echo "install-deps: unknown option '$1'; use --for-tests or nothing" >&2; exit 2 ;;
 esac

@@ -2,7 +2,7 @@
 # Installs what is missing, then builds and tests every configuration CI checks:
 #   build/       release, CUDA backend when the toolkit is present (GPU tests skip without a GPU)
 #   build-cpu/   release, CPU only (TENAX_WITH_CUDA=OFF)
-#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer: core, kernels, solvers and io tests
+#   build-asan/  AddressSanitizer + UndefinedBehaviorSanitizer: core, kernels and io tests (not slow)
 # Usage: scripts/test.sh [preset...]   (default: release cpu asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,8 @@
 #include <charconv>
+#include <optional>
 #include <string>
 
+#include "tenax/core/checked_size.hpp"
 #include "tenax/core/device.hpp"
 #include "tenax/core/dtype.hpp"
 #include "tenax/core/error.hpp"
@@ -69,6 +71,17 @@ Shape::Shape(std::span<const std::int64_t> extents) {
     extents_[axis] = extents[axis];
   }
   rank_ = static_cast<int>(extents.size());
+  expect_countable();
+}
+
+void Shape::expect_countable() const {
+  std::optional<std::int64_t> count = 1;
+  for (int axis = 0; axis < rank_ && count; ++axis) {
+    count = checked_multiply(*count, extents_[axis]);
+  }
+  TENAX_EXPECTS(count.has_value(), UsageError,
+                "shape " + to_string(*this) + " has more elements than 2^63 - 1",
+                "use smaller extents (a tensor's element count must fit a signed 64-bit integer)");
 }
 
 std::int64_t Shape::operator[](int axis) const {
@@ -87,8 +100,12 @@ std::int64_t Shape::numel() const noexcept {
 Shape Shape::with_leading(std::int64_t extent) const {
   TENAX_EXPECTS(rank_ > 0, UsageError, "a scalar shape has no leading dimension",
                 "give the tensor at least one dimension before slicing it");
+  TENAX_EXPECTS(extent >= 0, UsageError,
+                "leading extent " + std::to_string(extent) + " for shape " + to_string(*this),
+                "pass a non-negative extent");
   Shape result = *this;
   result.extents_[0] = extent;
+  result.expect_countable();
   return result;
 }
 

@@ -1,7 +1,9 @@
 #include "tenax/core/tensor.hpp"
 
+#include <optional>
 #include <string>
 
+#include "tenax/core/checked_size.hpp"
 #include "tenax/core/copy.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 
@@ -21,11 +23,17 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, std::shared_ptr<MemoryResource> resource) {
   TENAX_EXPECTS(resource != nullptr, UsageError, "Tensor::empty was given a null memory resource",
                 "pass a resource or use the overload that takes a Device");
+  const std::optional<std::int64_t> bytes =
+      checked_multiply(shape.numel(), static_cast<std::int64_t>(size_of(dtype)));
+  TENAX_EXPECTS(bytes.has_value(), UsageError,
+                "Tensor::empty: " + to_string(shape) + " " + std::string(to_string(dtype)) +
+                    " elements need more than 2^63 - 1 bytes",
+                "use smaller extents or a narrower dtype");
   Tensor tensor;
   tensor.shape_ = shape;
   tensor.dtype_ = dtype;
   tensor.device_ = resource->device();
-  tensor.buffer_ = std::make_shared<Buffer>(std::move(resource), tensor.nbytes());
+  tensor.buffer_ = std::make_shared<Buffer>(std::move(resource), static_cast<std::size_t>(*bytes));
   return tensor;
 }
 

@@ -447,9 +447,9 @@ DatasetListing list_datasets(const std::filesystem::path& file, std::size_t max_
   listing.max_names = max_names;
   reader.list_all(handle.get(), listing);
   (void)take_hdf5_error();  // an unreadable group is reported as an incomplete listing
-  return {.names = std::move(listing.names),
-          .datasets = listing.datasets,
-          .complete = !listing.stopped && listing.datasets == listing.names.size()};
+  // Decided before the names are moved out (the members are initialised in order).
+  const bool complete = !listing.stopped && listing.datasets == listing.names.size();
+  return {.names = std::move(listing.names), .datasets = listing.datasets, .complete = complete};
 }
 
 bool has_dataset(const std::filesystem::path& file, std::string_view name) {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "tenax/core/context.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 

@@ -14,7 +14,7 @@
 
 #include "for_each.hpp"
 #include "tenax/core/context.hpp"
-#include "tenax/kernels/broadcast_bodies.hpp"
+#include "tenax/kernels/detail/broadcast_bodies.hpp"
 #include "tenax/kernels/detail/broadcast_kernels.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
 

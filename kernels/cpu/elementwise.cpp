@@ -5,8 +5,8 @@
 
 #include "for_each.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
-#include "tenax/kernels/elementwise_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 #include "tenax/kernels/detail/half_arrays.hpp"
-#include "tenax/kernels/elementwise_bodies.hpp"
 
 namespace tenax::kernels::cpu::detail {
 

@@ -17,10 +17,10 @@
 #include "for_each.hpp"
 #include "prefetch.hpp"
 #include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/krylov_bodies.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
-#include "tenax/kernels/krylov_bodies.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
-#include "tenax/kernels/stencil_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {
@@ -414,54 +414,54 @@ std::int64_t spmv_min_blocks(const CsrMatrix& a) {
   return std::max<std::int64_t>(1, kMinEntriesPerChunk / (per_row * kReduceBlock));
 }
 
-template <class T, class I>
-KrylovTerms<1> spmv_dot_block(const I* __restrict row_ptr, const I* __restrict col_idx,
-                              const T* __restrict values, const T* __restrict p, T* __restrict q,
+template <class T, class Rows>
+KrylovTerms<1> spmv_dot_block(const Rows& entries, const T* __restrict p, T* __restrict q,
                               std::int64_t pair, std::int64_t begin, std::int64_t end) {
   const T* paired = p + pair;  // the entries of p the rows pair with in the dot
-  double lanes[kLanes] = {};
+  double lanes[1][kLanes] = {};
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
     for (int j = 0; j < kLanes; j += 4) {
       T sums[4];
-      csr_four_row_sums(row_ptr, col_idx, values, p, i + j, sums);
+      entries.four_row_sums(p, i + j, sums);
       for (int k = 0; k < 4; ++k) {
         q[i + j + k] = sums[k];
-        lanes[j + k] += dot_term(paired[i + j + k], sums[k]);
+        lanes[0][j + k] += dot_term(paired[i + j + k], sums[k]);
       }
     }
   }
-  const SpmvDotBody<T, I> body{row_ptr, col_idx, values, p, q, pair};
-  for (int j = 0; i + j < end; ++j) lanes[j] += body(i + j).v[0];
-  return {{fold_lanes(lanes)}};
+  // The tail as SpmvDotBody computes a row (its sum is csr_row_dot's).
+  const auto body = [&](std::int64_t row) {
+    const T v = entries.row_sum(p, row);
+    q[row] = v;
+    return KrylovTerms<1>{{dot_term(paired[row], v)}};
+  };
+  return finish_block(body, i, end, lanes);
 }
 
 template <class T, class I>
 double spmv_dot_typed(CpuContext& context, const SpmvDotArgs& s) {
-  const I* row_ptr = s.a.row_ptr().data_as<const I>();
-  const I* col_idx = s.a.col_idx().data_as<const I>();
-  const T* values = s.a.values().data_as<const T>();
   const T* p = s.p.data_as<const T>();
   T* q = s.q.data_as<T>();
   const std::int64_t pair = s.pair;
-  return reduce_blocks<1>(context, s.a.rows(), spmv_min_blocks(s.a),
-                          [=](std::int64_t begin, std::int64_t end) {
-                            return spmv_dot_block(row_ptr, col_idx, values, p, q, pair, begin, end);
-                          })
-      .v[0];
+  return with_csr_rows<T, I>(s.a, [&](const auto& entries) {
+    return reduce_blocks<1>(context, s.a.rows(), spmv_min_blocks(s.a),
+                            [=](std::int64_t begin, std::int64_t end) {
+                              return spmv_dot_block(entries, p, q, pair, begin, end);
+                            })
+        .v[0];
+  });
 }
 
-template <class T, class I>
-KrylovTerms<2> spmv_dots_block(const I* __restrict row_ptr, const I* __restrict col_idx,
-                               const T* __restrict values, const T* __restrict p,
-                               const T* __restrict w, T* __restrict q, std::int64_t begin,
-                               std::int64_t end) {
+template <class T, class Rows>
+KrylovTerms<2> spmv_dots_block(const Rows& entries, const T* __restrict p, const T* __restrict w,
+                               T* __restrict q, std::int64_t begin, std::int64_t end) {
   double lanes[2][kLanes] = {};  // {w.q, q.q}
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
     for (int j = 0; j < kLanes; j += 4) {
       T sums[4];
-      csr_four_row_sums(row_ptr, col_idx, values, p, i + j, sums);
+      entries.four_row_sums(p, i + j, sums);
       for (int k = 0; k < 4; ++k) {
         q[i + j + k] = sums[k];
         lanes[0][j + k] += dot_term(w[i + j + k], sums[k]);
@@ -469,22 +469,26 @@ KrylovTerms<2> spmv_dots_block(const I* __restrict row_ptr, const I* __restrict 
       }
     }
   }
-  return finish_block(SpmvDotsBody<T, I>{row_ptr, col_idx, values, p, w, q}, i, end, lanes);
+  // The tail as SpmvDotsBody computes a row.
+  const auto body = [&](std::int64_t row) {
+    const T v = entries.row_sum(p, row);
+    q[row] = v;
+    return KrylovTerms<2>{{dot_term(w[row], v), dot_term(v, v)}};
+  };
+  return finish_block(body, i, end, lanes);
 }
 
 template <class T, class I>
 ops::SpmvDots spmv_dots_typed(CpuContext& context, const SpmvDotsArgs& s) {
-  const I* row_ptr = s.a.row_ptr().data_as<const I>();
-  const I* col_idx = s.a.col_idx().data_as<const I>();
-  const T* values = s.a.values().data_as<const T>();
   const T* p = s.p.data_as<const T>();
   const T* w = s.w.data_as<const T>();
   T* q = s.q.data_as<T>();
-  const std::int64_t rows = s.a.rows();
-  const KrylovTerms<2> dots = reduce_blocks<2>(
-      context, rows, spmv_min_blocks(s.a), [=](std::int64_t begin, std::int64_t end) {
-        return spmv_dots_block(row_ptr, col_idx, values, p, w, q, begin, end);
-      });
+  const KrylovTerms<2> dots = with_csr_rows<T, I>(s.a, [&](const auto& entries) {
+    return reduce_blocks<2>(context, s.a.rows(), spmv_min_blocks(s.a),
+                            [=](std::int64_t begin, std::int64_t end) {
+                              return spmv_dots_block(entries, p, w, q, begin, end);
+                            });
+  });
   return {dots.v[0], dots.v[1]};
 }
 

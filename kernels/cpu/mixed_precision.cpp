@@ -13,9 +13,9 @@
 #include "block_reduction.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
-#include "tenax/kernels/elementwise_bodies.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {

@@ -10,8 +10,8 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
+#include "tenax/kernels/detail/nn_bodies.hpp"
 #include "tenax/kernels/detail/nn_kernels.hpp"
-#include "tenax/kernels/nn_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {

@@ -2,8 +2,8 @@
 // loops. Every element is updated on its own, so the result does not depend on the thread count.
 #include "for_each.hpp"
 #include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/optim_bodies.hpp"
 #include "tenax/kernels/detail/optim_kernels.hpp"
-#include "tenax/kernels/optim_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {

@@ -7,7 +7,7 @@
 #include "block_reduction.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 

@@ -1,12 +1,12 @@
-// CPU SpMV: rows split over the CpuContext's workers; each row is spmv_row, the body the CUDA
-// backend runs too, so both sum every row in storage order.
+// CPU SpMV: rows split over the CpuContext's workers; each row is summed in storage order and
+// stored as detail::spmv_row (the body the CUDA backend runs) stores it, so both give the same
+// bits.
 #include <algorithm>
 #include <cstdint>
 
 #include "csr_rows.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
-#include "tenax/kernels/detail/spmv_body.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {
@@ -16,9 +16,6 @@ constexpr std::int64_t kMinEntriesPerChunk = std::int64_t{1} << 15;
 
 template <class T, class I>
 void spmv_typed(CpuContext& context, const SpmvArgs& s) {
-  const I* row_ptr = s.a.row_ptr().data_as<const I>();
-  const I* col_idx = s.a.col_idx().data_as<const I>();
-  const T* values = s.a.values().data_as<const T>();
   const T* x = s.x.data_as<const T>();
   T* y = s.y.data_as<T>();
   const auto alpha = static_cast<T>(s.alpha);
@@ -27,17 +24,20 @@ void spmv_typed(CpuContext& context, const SpmvArgs& s) {
   // Rows per chunk from the average row length, so that small matrices stay on one thread.
   const std::int64_t per_row = std::max<std::int64_t>(1, (s.a.nnz() + rows - 1) / rows);
   const std::int64_t min_chunk = std::max<std::int64_t>(1, kMinEntriesPerChunk / per_row);
-  context.parallel_for(0, rows, min_chunk, [&](std::int64_t begin, std::int64_t end) {
-    std::int64_t r = begin;
-    for (; r + 4 <= end; r += 4) {
-      T sums[4];
-      csr_four_row_sums(row_ptr, col_idx, values, x, r, sums);
-      for (int k = 0; k < 4; ++k) {
-        // The same final expression as spmv_row.
-        y[r + k] = beta == T(0) ? alpha * sums[k] : alpha * sums[k] + beta * y[r + k];
+  with_csr_rows<T, I>(s.a, [&](const auto& entries) {
+    context.parallel_for(0, rows, min_chunk, [&](std::int64_t begin, std::int64_t end) {
+      // The same final expression as detail::spmv_row, the CUDA backend's body.
+      const auto store = [&](std::int64_t r, T sum) {
+        y[r] = beta == T(0) ? alpha * sum : alpha * sum + beta * y[r];
+      };
+      std::int64_t r = begin;
+      for (; r + 4 <= end; r += 4) {
+        T sums[4];
+        entries.four_row_sums(x, r, sums);
+        for (int k = 0; k < 4; ++k) store(r + k, sums[k]);
       }
-    }
-    for (; r < end; ++r) detail::spmv_row(row_ptr, col_idx, values, x, alpha, beta, y, r);
+      for (; r < end; ++r) store(r, entries.row_sum(x, r));
+    });
   });
 }
 

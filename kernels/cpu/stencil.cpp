@@ -8,7 +8,7 @@
 #include "prefetch.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
-#include "tenax/kernels/stencil_bodies.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {

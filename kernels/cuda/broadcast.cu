@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "launch.cuh"
-#include "tenax/kernels/broadcast_bodies.hpp"
+#include "tenax/kernels/detail/broadcast_bodies.hpp"
 #include "tenax/kernels/detail/broadcast_kernels.hpp"
 #include "tenax/kernels/detail/dispatch.hpp"
 

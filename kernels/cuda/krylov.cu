@@ -10,10 +10,10 @@
 
 #include "launch.cuh"
 #include "reduce_launch.cuh"
+#include "tenax/kernels/detail/krylov_bodies.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
-#include "tenax/kernels/krylov_bodies.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
-#include "tenax/kernels/stencil_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 
 namespace tenax::kernels::cuda {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "launch.cuh"
 #include "tenax/kernels/detail/dispatch.hpp"
+#include "tenax/kernels/detail/nn_bodies.hpp"
 #include "tenax/kernels/detail/nn_kernels.hpp"
-#include "tenax/kernels/nn_bodies.hpp"
 
 namespace tenax::kernels::cuda {
 

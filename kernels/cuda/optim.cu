@@ -3,8 +3,8 @@
 // device context's stream. Built with --fmad=false and IEEE sqrt and division, so every element
 // gets the CPU backend's bits.
 #include "launch.cuh"
+#include "tenax/kernels/detail/optim_bodies.hpp"
 #include "tenax/kernels/detail/optim_kernels.hpp"
-#include "tenax/kernels/optim_bodies.hpp"
 
 namespace tenax::kernels::cuda {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "launch.cuh"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::kernels::cuda::detail {
 

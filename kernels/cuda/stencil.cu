@@ -4,7 +4,7 @@
 
 #include "linalg_launch.cuh"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
-#include "tenax/kernels/stencil_bodies.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 
 namespace tenax::kernels::cuda {
 namespace {

@@ -1,9 +1,16 @@
 #include "tenax/kernels/csr_matrix.hpp"
 
+#include <array>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "tenax/core/text.hpp"
+#include "tenax/kernels/detail/csr_compact_index.hpp"
 
 namespace tenax {
 namespace {
@@ -209,6 +216,115 @@ std::string CsrMatrix::describe() const {
   return "csr " + std::string(to_string(dtype())) + "[" + str(rows_) + ", " + str(cols_) +
          "] (nnz " + str(nnz_) + ", " + std::string(to_string(index_dtype())) + " indices) on " +
          to_string(device());
+}
+
+namespace {
+
+// Column offsets col_idx[j] - row as int16, or an undefined tensor when one does not fit.
+template <class I>
+Tensor column_offsets(std::int64_t rows, const I* row_ptr, const I* col_idx) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (I j = row_ptr[r]; j < row_ptr[r + 1]; ++j) {
+      const std::int64_t offset = static_cast<std::int64_t>(col_idx[j]) - r;
+      if (offset < std::numeric_limits<std::int16_t>::min() ||
+          offset > std::numeric_limits<std::int16_t>::max()) {
+        return {};
+      }
+    }
+  }
+  const std::int64_t nnz = row_ptr[rows];
+  Tensor offsets = Tensor::empty({2 * nnz}, DType::u8);
+  auto* out = reinterpret_cast<std::int16_t*>(offsets.data_as<std::uint8_t>());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (I j = row_ptr[r]; j < row_ptr[r + 1]; ++j) {
+      out[j] = static_cast<std::int16_t>(static_cast<std::int64_t>(col_idx[j]) - r);
+    }
+  }
+  return offsets;
+}
+
+// Codes into a table of at most 256 distinct value bit patterns (so -0.0 and 0.0, and NaNs of
+// different payloads, stay apart and keep their bits), or undefined tensors when there are more.
+template <class T>
+std::pair<Tensor, Tensor> value_codes(std::int64_t nnz, const T* values, DType dtype) {
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  constexpr std::size_t kMaxDistinct = 256;
+  constexpr std::size_t kSlots = 1024;  // open addressing, at most a quarter full
+  std::array<Bits, kSlots> slot_bits{};
+  std::array<int, kSlots> slot_code;
+  slot_code.fill(-1);
+  std::vector<T> table;
+  Tensor codes = Tensor::empty({nnz}, DType::u8);
+  std::uint8_t* out = codes.data_as<std::uint8_t>();
+  for (std::int64_t j = 0; j < nnz; ++j) {
+    Bits bits;
+    std::memcpy(&bits, &values[j], sizeof(T));
+    std::size_t slot =
+        static_cast<std::size_t>((static_cast<std::uint64_t>(bits) * 0x9E3779B97F4A7C15ull) >> 40) %
+        kSlots;
+    while (slot_code[slot] >= 0 && slot_bits[slot] != bits) slot = (slot + 1) % kSlots;
+    if (slot_code[slot] < 0) {
+      if (table.size() == kMaxDistinct) return {};
+      slot_bits[slot] = bits;
+      slot_code[slot] = static_cast<int>(table.size());
+      table.push_back(values[j]);
+    }
+    out[j] = static_cast<std::uint8_t>(slot_code[slot]);
+  }
+  Tensor table_tensor = Tensor::empty({static_cast<std::int64_t>(table.size())}, dtype);
+  std::memcpy(table_tensor.data(), table.data(), table.size() * sizeof(T));
+  return {std::move(codes), std::move(table_tensor)};
+}
+
+template <class T, class I>
+kernels::detail::CsrCompactIndex compact_index_of(const CsrMatrix& a) {
+  kernels::detail::CsrCompactIndex index;
+  index.column_offsets =
+      column_offsets(a.rows(), a.row_ptr().data_as<const I>(), a.col_idx().data_as<const I>());
+  auto [codes, table] = value_codes(a.nnz(), a.values().data_as<const T>(), a.dtype());
+  index.value_codes = std::move(codes);
+  index.value_table = std::move(table);
+  return index;
+}
+
+// TENAX_CSR_COMPACT=0 (or off) turns the compact index off, to measure what it gains or to rule
+// it out; unset, empty, 1 or on leave it on.
+bool compact_index_enabled() {
+  const char* value = std::getenv("TENAX_CSR_COMPACT");
+  if (value == nullptr) return true;
+  const std::string setting = lower(trim(value));
+  if (setting.empty() || setting == "1" || setting == "on") return true;
+  if (setting == "0" || setting == "off") return false;
+  throw UsageError("TENAX_CSR_COMPACT='" + std::string(value) + "' is not a setting",
+                   "set TENAX_CSR_COMPACT to 1 (the default: compact CSR index on the CPU) or 0");
+}
+
+}  // namespace
+
+CsrMatrix CsrMatrix::compacted() const {
+  if (!defined() || !device().is_cpu() || compact_ != nullptr || nnz_ == 0 ||
+      !compact_index_enabled()) {
+    return *this;
+  }
+  const bool i64 = index_dtype() == DType::i64;
+  kernels::detail::CsrCompactIndex index =
+      dtype() == DType::f64 ? (i64 ? compact_index_of<double, std::int64_t>(*this)
+                                   : compact_index_of<double, std::int32_t>(*this))
+                            : (i64 ? compact_index_of<float, std::int64_t>(*this)
+                                   : compact_index_of<float, std::int32_t>(*this));
+  if (!index.has_offsets() && !index.has_codes()) return *this;
+  CsrMatrix compact = *this;
+  compact.compact_ = std::make_shared<const kernels::detail::CsrCompactIndex>(std::move(index));
+  return compact;
+}
+
+std::int64_t CsrMatrix::product_bytes() const noexcept {
+  if (!defined()) return 0;
+  const std::int64_t index = static_cast<std::int64_t>(size_of(index_dtype()));
+  const std::int64_t value = static_cast<std::int64_t>(size_of(dtype()));
+  const bool offsets = compact_ != nullptr && compact_->has_offsets();
+  const bool codes = compact_ != nullptr && compact_->has_codes();
+  return (rows_ + 1) * index + nnz_ * ((offsets ? 2 : index) + (codes ? 1 : value));
 }
 
 }  // namespace tenax

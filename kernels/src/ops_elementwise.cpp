@@ -11,7 +11,7 @@
 #include "tenax/core/copy.hpp"
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::ops {
 

@@ -10,8 +10,8 @@
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax::ops {
 namespace {

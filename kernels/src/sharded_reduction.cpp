@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tenax/core/error.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::kernels {
 namespace {

@@ -79,8 +79,11 @@ DistributedCsrOperator::DistributedCsrOperator(Communicator& comm, const kernels
         local_rows.index_dtype() == DType::i32 && rows.count + ghost_count < (std::int64_t{1} << 31)
             ? DType::i32
             : DType::i64;
+    // Compact for the CPU products (the ghost columns sit next to the rows that use them, so a
+    // banded matrix keeps 16-bit offsets); on a GPU this is the matrix itself.
     extended_ = CsrMatrix(rows.count, rows.count + ghost_count, index_tensor(host.row_ptr, index),
-                          index_tensor(columns, index), value_tensor(host.values, dtype()));
+                          index_tensor(columns, index), value_tensor(host.values, dtype()))
+                    .compacted();
     return ghosts;
   };
   const std::vector<std::int64_t> ghosts = dtype() == DType::f64 ? read(double{}) : read(float{});

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "tenax/core/error.hpp"
-#include "tenax/kernels/krylov_bodies.hpp"
+#include "tenax/kernels/detail/krylov_bodies.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 #include "tenax/kernels/ops.hpp"
-#include "tenax/kernels/stencil_bodies.hpp"
 
 namespace tenax::runtime {
 namespace {

@@ -24,7 +24,7 @@ const CsrMatrix& checked(const CsrMatrix& matrix) {
 
 CsrOperator::CsrOperator(CsrMatrix matrix)
     : LinearOperator(checked(matrix).rows(), matrix.cols(), matrix.dtype(), matrix.device()),
-      matrix_(std::move(matrix)) {}
+      matrix_(matrix.compacted()) {}
 
 std::string CsrOperator::describe() const { return matrix_.describe(); }
 

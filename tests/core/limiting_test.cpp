@@ -36,6 +36,14 @@ TEST(LimitingResource, RequestAtLimitMinusOneSucceedsAndAboveFailsWithoutCalling
   EXPECT_EQ(upstream->allocate_calls, 1) << "the upstream must not be asked";
 }
 
+TEST(LimitingResource, RequestsNearSizeMaxAreRefusedNotChargedAsZero) {
+  auto upstream = std::make_shared<CountingResource>();
+  LimitingResource limited(upstream, std::size_t{1} << 20);
+  EXPECT_THROW((void)limited.allocate(SIZE_MAX - 1), OutOfMemoryError);
+  EXPECT_EQ(upstream->allocate_calls, 0);
+  EXPECT_EQ(limited.used(), 0u);
+}
+
 TEST(LimitingResource, CountsOutstandingBytesAndFreesMakeRoom) {
   auto upstream = std::make_shared<CountingResource>();
   LimitingResource limited(upstream, 4096);

@@ -147,6 +147,16 @@ TEST(PoolResource, RequestAtCapacityMinusOneSucceedsAndAboveFailsWithoutTouching
   EXPECT_EQ(pool.stats().ooms, 1u);
 }
 
+TEST(PoolResource, RequestsNearSizeMaxAreOutOfMemoryNotWrappedToSmallBlocks) {
+  auto arena = fake_arena();
+  PoolResource pool(arena, with_capacity(64 * MiB));
+  for (const std::size_t bytes : {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 64 * KiB + 2}) {
+    EXPECT_EQ(PoolResource::rounded_size(bytes), SIZE_MAX) << bytes;
+    EXPECT_THROW((void)pool.allocate(bytes), OutOfMemoryError) << bytes;
+  }
+  EXPECT_EQ(pool.stats().ooms, 3u);
+}
+
 TEST(PoolResource, LadderRecoversFromAnArenaThatFailsAFewTimes) {
   for (int failures = 1; failures <= 3; ++failures) {
     auto arena = fake_arena();

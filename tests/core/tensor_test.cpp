@@ -1,8 +1,12 @@
 #include "tenax/core/tensor.hpp"
 
+#include "tenax/core/memory/device_memory.hpp"
+
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <numeric>
+#include <string>
 
 namespace tenax {
 namespace {
@@ -63,6 +67,44 @@ TEST(Shape, RejectsNegativeExtentsAndTooManyAxes) {
   EXPECT_EQ(Shape{}.numel(), 1);
   EXPECT_EQ(to_string(Shape{2, 3}), "[2, 3]");
   EXPECT_THROW((void)Shape({2})[1], UsageError);
+}
+
+TEST(Shape, ElementCountsBeyondInt64AreRefusedAtConstruction) {
+  const std::int64_t big = std::int64_t{1} << 32;
+  EXPECT_EQ((Shape{big, big / 2 - 1}).numel(), big * (big / 2 - 1));
+  try {
+    (void)Shape{big, big};  // 2^64: would wrap to 0
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find("[4294967296, 4294967296]"), std::string::npos) << e.cause();
+    EXPECT_NE(e.cause().find("2^63 - 1"), std::string::npos) << e.cause();
+  }
+  EXPECT_THROW((Shape{3037000500, 3037000500}), UsageError);  // just over 2^63
+  EXPECT_EQ((Shape{0, big, big, big}).numel(), 0);            // a zero extent counts nothing
+  const Shape rows{4, big};
+  EXPECT_THROW((void)rows.with_leading(big), UsageError);  // 2^64 elements
+  EXPECT_THROW((void)rows.with_leading(-1), UsageError);
+  EXPECT_EQ(rows.with_leading(2).numel(), 2 * big);
+}
+
+TEST(Tensor, EmptyRefusesByteCountsBeyondInt64BeforeAllocating) {
+  // 2^61 f64 elements count, but need 2^64 bytes: refused by name, not wrapped to 0 and allocated.
+  try {
+    (void)Tensor::empty({std::int64_t{1} << 61}, DType::f64);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find("[2305843009213693952] f64"), std::string::npos) << e.cause();
+  }
+}
+
+TEST(AlignUp, RequestsWithoutAnAlignedSizeSaturateInsteadOfWrapping) {
+  EXPECT_EQ(align_up(1, 64), 64u);
+  EXPECT_EQ(align_up(64, 64), 64u);
+  EXPECT_EQ(align_up(SIZE_MAX - 63, 64), SIZE_MAX - 63);
+  EXPECT_EQ(align_up(SIZE_MAX - 62, 64), SIZE_MAX);
+  EXPECT_EQ(align_up(SIZE_MAX, 65536), SIZE_MAX);
+  // Every resource refuses such a request as out of memory (the host one through the C library).
+  EXPECT_THROW((void)current_resource(Device::cpu())->allocate(SIZE_MAX - 10), OutOfMemoryError);
 }
 
 TEST(Device, ParsesAndPrints) {

@@ -163,6 +163,22 @@ TEST(DatasetFile, WriteDatasetsReplacesAnExistingFile) {
   EXPECT_TRUE(has_dataset(path, "b"));
 }
 
+TEST(DatasetFile, ListingNamesEveryDatasetAndSaysWhetherItIsComplete) {
+  ScratchDir dir;
+  const fs::path path = dir.path() / "listed.h5";
+  write_datasets(path, {{"params/fc0/bias", patterned({2}, DType::f64, 1)},
+                        {"params/fc0/weight", patterned({2, 2}, DType::f32, 2)},
+                        {"x", patterned({3}, DType::i64, 3)}});
+  const DatasetListing all = list_datasets(path);
+  EXPECT_EQ(all.names, (std::vector<std::string>{"params/fc0/bias", "params/fc0/weight", "x"}));
+  EXPECT_EQ(all.datasets, 3u);
+  EXPECT_TRUE(all.complete);
+  const DatasetListing first_two = list_datasets(path, 2);
+  EXPECT_EQ(first_two.names.size(), 2u);
+  EXPECT_EQ(first_two.datasets, 3u);
+  EXPECT_FALSE(first_two.complete);
+}
+
 TEST(DatasetFile, ReadsFilesWrittenWithTheHdf5CApi) {
   ScratchDir dir;
   const fs::path path = dir.path() / "raw.h5";

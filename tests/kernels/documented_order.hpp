@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::testing {
 

@@ -19,10 +19,10 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/kernels/detail/krylov_kernels.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax {
 namespace {

@@ -12,8 +12,8 @@
 #include "kernels/tensor_values.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
 
 namespace tenax {
 namespace {

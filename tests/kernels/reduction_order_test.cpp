@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tenax/core/error.hpp"
-#include "tenax/kernels/reduce_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 #include "tenax/kernels/reduction_order.hpp"
 
 namespace tenax::kernels {

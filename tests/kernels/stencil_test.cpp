@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "kernels/linalg_test_helpers.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
-#include "tenax/kernels/stencil_bodies.hpp"
 
 namespace tenax {
 namespace {

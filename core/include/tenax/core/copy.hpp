@@ -1,5 +1,5 @@
-// Byte copies between any two devices. Host<->CUDA copies of pageable memory are staged through
-// pinned buffers so that they run at full link speed.
+/// Byte copies between any two devices. Host<->CUDA copies of pageable memory are staged through
+/// pinned buffers so that they run at full link speed. @file
 #pragma once
 
 #include <cstddef>
@@ -9,8 +9,12 @@
 
 namespace tenax {
 
-// Copies `bytes` bytes and returns when the destination holds them. Throws NotCompiledError for
-// CUDA devices in a build without CUDA, DeviceFaultError on device failure.
+/// Copies `bytes` bytes from `src` on `src_device` to `dst` on `dst_device` and returns when the
+/// destination holds them (synchronous). Nothing happens for `bytes` == 0. A copy between two CPU
+/// pointers is a memmove (the ranges may overlap); any other pair goes to cuda::copy_bytes, which
+/// orders the copy after the work queued on the devices' context streams. Throws
+/// NotCompiledError for CUDA devices in a build without CUDA, EnvironmentError when a CUDA device
+/// does not exist or CUDA is unusable, DeviceFaultError on a device failure.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                 std::size_t bytes);
 

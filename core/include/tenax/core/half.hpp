@@ -1,27 +1,28 @@
-// Exact conversions between float and the two 16-bit float formats, identical on CPU and GPU.
-//
-// f16 (IEEE binary16): 1 sign, 5 exponent, 10 mantissa bits; largest finite 65504, smallest
-// normal 2^-14, smallest subnormal 2^-24.
-// bf16 (bfloat16): 1 sign, 8 exponent, 7 mantissa bits; float's range with 8 significant bits.
-//
-// Contract of the narrowing conversions (float -> 16 bits):
-// - Round to nearest, ties to even, including into and within the f16 subnormal range.
-// - Values that round beyond the largest finite value become infinity of the same sign (for f16
-//   every |x| >= 65520, the midpoint between 65504 and 2^16), values that round below the
-//   smallest subnormal become zero of the same sign.
-// - Infinities stay infinities; NaN stays NaN with its sign and the top mantissa (payload) bits
-//   kept and the quiet bit set, so a signalling NaN never survives as a signalling one.
-// Widening (16 bits -> float) is exact for every non-NaN pattern; NaNs come back quiet with
-// sign and payload kept. Hence f16 -> float -> f16 and bf16 -> float -> bf16 return the same bits
-// for every pattern except signalling NaNs (which come back quiet).
-//
-// Everything is integer bit manipulation (and one exact integer-to-float conversion scaled by a
-// power of two), so the result does not depend on the rounding mode, on flush-to-zero or
-// denormals-are-zero settings, on FMA contraction or on the hardware's own conversion
-// instructions: host and device code produce the same bits. The functions are branch-free so that
-// loops over arrays vectorise; kernels/cpu/half_arrays.hpp converts whole arrays with the F16C
-// instructions where the CPU has them (the same bits, tested on every pattern). All functions are
-// constexpr and TENAX_HD (callable from CUDA kernels) and never throw.
+/// Exact conversions between float and the two 16-bit float formats, identical on CPU and GPU.
+/// @file
+/// f16 (IEEE binary16): 1 sign, 5 exponent, 10 mantissa bits; largest finite 65504, smallest
+/// normal 2^-14, smallest subnormal 2^-24.
+/// bf16 (bfloat16): 1 sign, 8 exponent, 7 mantissa bits; float's range with 8 significant bits.
+///
+/// Contract of the narrowing conversions (float -> 16 bits):
+/// - Round to nearest, ties to even, including into and within the f16 subnormal range.
+/// - Values that round beyond the largest finite value become infinity of the same sign (for f16
+///   every |x| >= 65520, the midpoint between 65504 and 2^16), values that round below the
+///   smallest subnormal become zero of the same sign.
+/// - Infinities stay infinities; NaN stays NaN with its sign and the top mantissa (payload) bits
+///   kept and the quiet bit set, so a signalling NaN never survives as a signalling one.
+///
+/// Widening (16 bits -> float) is exact for every non-NaN pattern; NaNs come back quiet with
+/// sign and payload kept. Hence f16 -> float -> f16 and bf16 -> float -> bf16 return the same bits
+/// for every pattern except signalling NaNs (which come back quiet).
+///
+/// Everything is integer bit manipulation (and one exact integer-to-float conversion scaled by a
+/// power of two), so the result does not depend on the rounding mode, on flush-to-zero or
+/// denormals-are-zero settings, on FMA contraction or on the hardware's own conversion
+/// instructions: host and device code produce the same bits. The functions are branch-free so that
+/// loops over arrays vectorise; kernels/cpu/half_arrays.hpp converts whole arrays with the F16C
+/// instructions where the CPU has them (the same bits, tested on every pattern). All functions are
+/// constexpr and TENAX_HD (callable from CUDA kernels) and never throw.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +32,12 @@
 
 namespace tenax {
 
-// The IEEE bit pattern of a float and back. __builtin_bit_cast is constexpr and compiles in both
-// host code (GCC, Clang) and nvcc device code, where std::bit_cast is not usable under all nvcc
-// versions.
+/// @name Bit casts
+///@{
+
+/// The IEEE bit pattern of a float or double and back, unchanged (NaN payloads and signalling
+/// NaNs included). __builtin_bit_cast is constexpr and compiles in both host code (GCC, Clang)
+/// and nvcc device code, where std::bit_cast is not usable under all nvcc versions.
 [[nodiscard]] TENAX_HD constexpr std::uint32_t bits_of(float value) noexcept {
   return __builtin_bit_cast(std::uint32_t, value);
 }
@@ -46,7 +50,10 @@ namespace tenax {
 [[nodiscard]] TENAX_HD constexpr double double_of(std::uint64_t bits) noexcept {
   return __builtin_bit_cast(double, bits);
 }
+///@}
 
+/// The bf16 pattern nearest to `value` (ties to even), under the narrowing contract of half.hpp;
+/// NaN keeps its sign and top payload bits and becomes quiet.
 [[nodiscard]] TENAX_HD constexpr std::uint16_t float_to_bf16_bits(float value) noexcept {
   const std::uint32_t bits = bits_of(value);
   // NaN: keep sign and the top 7 payload bits, force the quiet bit so the result cannot become
@@ -58,12 +65,16 @@ namespace tenax {
   return static_cast<std::uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
 }
 
+/// The float with the value of bf16 pattern `bits`: exact (the pattern shifted into the top 16
+/// bits), except that a signalling NaN comes back quiet.
 [[nodiscard]] TENAX_HD constexpr float bf16_bits_to_float(std::uint16_t bits) noexcept {
   const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
   // A signalling NaN is made quiet.
   return float_of((wide & 0x7fffffffu) > 0x7f800000u ? wide | 0x00400000u : wide);
 }
 
+/// The f16 pattern nearest to `value` (ties to even, subnormals included; |value| >= 65520
+/// becomes infinity), under the narrowing contract of half.hpp. Branch-free.
 [[nodiscard]] TENAX_HD constexpr std::uint16_t float_to_half_bits(float value) noexcept {
   // Every case is computed and the result selected, without branches, so that loops over arrays
   // vectorise (AVX2 has the per-lane shifts the subnormal case needs).
@@ -100,6 +111,8 @@ namespace tenax {
   return static_cast<std::uint16_t>(sign | result);
 }
 
+/// The float with the value of f16 pattern `bits`: exact for every non-NaN pattern (subnormals
+/// too, whatever the flush-to-zero settings); NaNs come back quiet with sign and payload kept.
 [[nodiscard]] TENAX_HD constexpr float half_bits_to_float(std::uint16_t bits) noexcept {
   // Branch-free, like float_to_half_bits, so that array loops vectorise.
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
@@ -117,6 +130,11 @@ namespace tenax {
   return float_of(sign | magnitude);
 }
 
+/// @name Typed conversions
+///@{
+
+/// The bit-pattern conversions on the storage types: to_float widens exactly (NaNs made
+/// quiet), to_half and to_bfloat16 round to nearest, ties to even.
 [[nodiscard]] TENAX_HD constexpr float to_float(Half value) noexcept {
   return half_bits_to_float(value.bits);
 }
@@ -129,5 +147,6 @@ namespace tenax {
 [[nodiscard]] TENAX_HD constexpr BFloat16 to_bfloat16(float value) noexcept {
   return BFloat16{float_to_bf16_bits(value)};
 }
+///@}
 
 }  // namespace tenax

@@ -1,40 +1,45 @@
-// Philox4x32-10 counter-based random numbers that are bit-identical on CPU and GPU.
-//
-// The stream. A generator state is (seed, offset): a 64-bit key and a position counted in
-// 128-bit Philox blocks. The block function maps
-//     block(seed, b, word) = philox4x32_10(counter = (lo32(b), hi32(b), word, 0),
-//                                          key     = (lo32(seed), hi32(seed)))
-// to four 32-bit lanes. A draw of n values at state (seed, offset) defines value i (0 <= i < n)
-// as a pure function of (seed, offset, i), so a GPU grid can compute any value on its own:
-//   b = offset + i / 4 (modulo 2^64), lane = i % 4, and
-//   bits32(i)     = block(seed, b, 0).v[lane]
-//   uniform_f32   = (bits32 >> 8) * 2^-24                          in [0, 1), 24 random bits
-//   uniform_f64   = (((bits32 << 32) | block(seed, b, 1).v[lane]) >> 11) * 2^-53
-//                                                                  in [0, 1), 53 random bits
-//   normal_f32/64 = Box-Muller on the uniform pair (j, j + 1), j = i with its lowest bit cleared
-//                   (lanes 0,1 and lanes 2,3 of a block):
-//                       r = sqrt(-2 log(1 - u_j)),  theta = 2 pi u_{j+1}
-//                       value j = r cos(theta),  value j + 1 = r sin(theta)
-//                   (1 - u maps [0, 1) onto (0, 1] exactly, so log never sees 0).
-// Every draw of n values, of any type and either distribution, uses the blocks
-// [offset, offset + ceil(n / 4)) and nothing else, so a Generator advances its offset by
-// ceil(n / 4) per draw and consecutive draws never share a block. The f64 values use counter
-// word 1 for their low halves (word 0 for their high halves, the same bits as the f32 values),
-// which is why a draw of either type covers the same range of blocks; a uniform_f64 value is its
-// uniform_f32 counterpart plus 29 more bits. Counter words 2 and up are reserved.
-//
-// Bit-identical on CPU and GPU: Philox and the uniform transforms are integer arithmetic and
-// exact conversions. log, sin and cos are computed here (portable_log, portable_sincos_2pi) from
-// single IEEE operations only: additions, multiplications, divisions and square roots, each
-// correctly rounded to nearest. Device code uses the CUDA _rn intrinsics, which nvcc never fuses
-// into FMAs and which ignore --use_fast_math, so the device results do not depend on nvcc flags.
-// Host code must not contract a*b+c into an FMA across these helpers: GCC and Clang only do so
-// with -ffp-contract=fast (GCC's default in GNU mode, not in the -std=c++20 mode tenax builds
-// with) or -ffast-math. Values are also only identical while denormals are not flushed to zero
-// (the default on both sides); the generators never produce or consume denormals anyway.
-//
-// Everything here is header-only, TENAX_HD (callable from CUDA kernels), noexcept and
-// thread-safe (pure functions).
+/// Philox4x32-10 counter-based random numbers that are bit-identical on CPU and GPU.
+/// @file
+/// The stream. A generator state is (seed, offset): a 64-bit key and a position counted in
+/// 128-bit Philox blocks. The block function maps
+/// @code{.unparsed}
+///     block(seed, b, word) = philox4x32_10(counter = (lo32(b), hi32(b), word, 0),
+///                                          key     = (lo32(seed), hi32(seed)))
+/// @endcode
+/// to four 32-bit lanes. A draw of n values at state (seed, offset) defines value i (0 <= i < n)
+/// as a pure function of (seed, offset, i), so a GPU grid can compute any value on its own:
+/// @code{.unparsed}
+///   b = offset + i / 4 (modulo 2^64), lane = i % 4, and
+///   bits32(i)     = block(seed, b, 0).v[lane]
+///   uniform_f32   = (bits32 >> 8) * 2^-24                          in [0, 1), 24 random bits
+///   uniform_f64   = (((bits32 << 32) | block(seed, b, 1).v[lane]) >> 11) * 2^-53
+///                                                                  in [0, 1), 53 random bits
+///   normal_f32/64 = Box-Muller on the uniform pair (j, j + 1), j = i with its lowest bit cleared
+///                   (lanes 0,1 and lanes 2,3 of a block):
+///                       r = sqrt(-2 log(1 - u_j)),  theta = 2 pi u_{j+1}
+///                       value j = r cos(theta),  value j + 1 = r sin(theta)
+///                   (1 - u maps [0, 1) onto (0, 1] exactly, so log never sees 0).
+/// @endcode
+/// Every draw of n values, of any type and either distribution, uses the blocks
+/// [offset, offset + ceil(n / 4)) and nothing else, so a Generator advances its offset by
+/// ceil(n / 4) per draw and consecutive draws never share a block. The f64 values use counter
+/// word 1 for their low halves (word 0 for their high halves, the same bits as the f32 values),
+/// which is why a draw of either type covers the same range of blocks; a uniform_f64 value is its
+/// uniform_f32 counterpart plus 29 more bits. Counter words 2 and up are reserved.
+///
+/// Bit-identical on CPU and GPU: Philox and the uniform transforms are integer arithmetic and
+/// exact conversions. log, sin and cos are computed here (portable_log, portable_sincos_2pi) from
+/// single IEEE operations only: additions, multiplications, divisions and square roots, each
+/// correctly rounded to nearest. Device code uses the CUDA `_rn` intrinsics, which nvcc never
+/// fuses into FMAs and which ignore `--use_fast_math`, so the device results do not depend on
+/// nvcc flags. Host code must not contract `a*b+c` into an FMA across these helpers: GCC and
+/// Clang only do so with `-ffp-contract=fast` (GCC's default in GNU mode, not in the `-std=c++20`
+/// mode tenax builds with) or `-ffast-math`. Values are also only identical while denormals are
+/// not flushed to zero (the default on both sides); the generators never produce or consume
+/// denormals anyway.
+///
+/// Everything here is header-only, TENAX_HD (callable from CUDA kernels), noexcept and
+/// thread-safe (pure functions).
 #pragma once
 
 #include <cmath>
@@ -45,25 +50,27 @@
 
 namespace tenax {
 
-// Four (or two) 32-bit words: a Philox counter or output block (or key). Plain aggregates rather
-// than std::array, which device code cannot use without extra nvcc flags.
+/// Four 32-bit words: a Philox counter or output block. A plain aggregate rather than std::array,
+/// which device code cannot use without extra nvcc flags.
 struct Uint32x4 {
-  std::uint32_t v[4];
+  std::uint32_t v[4];  ///< the words; v[0] is the lowest word of a counter
+  /// Word-wise equality.
   [[nodiscard]] TENAX_HD friend constexpr bool operator==(const Uint32x4& a,
                                                           const Uint32x4& b) noexcept {
     return a.v[0] == b.v[0] && a.v[1] == b.v[1] && a.v[2] == b.v[2] && a.v[3] == b.v[3];
   }
 };
+/// Two 32-bit words: a Philox key (a plain aggregate, like Uint32x4).
 struct Uint32x2 {
-  std::uint32_t v[2];
+  std::uint32_t v[2];  ///< the words; v[0] is the low half of the 64-bit seed
 };
 
-inline constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u;  // round multipliers
-inline constexpr std::uint32_t kPhiloxM1 = 0xCD9E8D57u;
-inline constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u;  // key schedule (Weyl) increments
-inline constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;
+inline constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u;  ///< round multiplier of counter word 0
+inline constexpr std::uint32_t kPhiloxM1 = 0xCD9E8D57u;  ///< round multiplier of counter word 2
+inline constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u;  ///< key schedule (Weyl) increment, word 0
+inline constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;  ///< key schedule (Weyl) increment, word 1
 
-// The Philox4x32 block function with 10 rounds (Salmon et al., SC'11; matches Random123).
+/// The Philox4x32 block function with 10 rounds (Salmon et al., SC'11; matches Random123).
 [[nodiscard]] TENAX_HD constexpr Uint32x4 philox4x32_10(Uint32x4 counter, Uint32x2 key) noexcept {
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
@@ -81,8 +88,8 @@ inline constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;
   return counter;
 }
 
-// Block b of the stream for `seed` (see the top of this header); word 0 for the f32 values and
-// the high halves of the f64 values, word 1 for the low halves of the f64 values.
+/// Block b of the stream for `seed` (see philox.hpp); word 0 for the f32 values and
+/// the high halves of the f64 values, word 1 for the low halves of the f64 values.
 [[nodiscard]] TENAX_HD constexpr Uint32x4 philox_block(std::uint64_t seed, std::uint64_t block,
                                                        std::uint32_t word = 0) noexcept {
   return philox4x32_10(
@@ -91,10 +98,13 @@ inline constexpr std::uint32_t kPhiloxW1 = 0xBB67AE85u;
       Uint32x2{{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)}});
 }
 
-// [0, 1) from random bits; exact (no rounding happens), so identical everywhere.
+/// A float in [0, 1) from the top 24 of 32 random bits: (bits >> 8) * 2^-24. Exact (no rounding
+/// happens), so identical everywhere.
 [[nodiscard]] TENAX_HD constexpr float uniform_f32_from_bits(std::uint32_t bits) noexcept {
   return static_cast<float>(bits >> 8) * 0x1p-24f;
 }
+/// A double in [0, 1) from the top 53 of 64 random bits, `high` the upper word:
+/// (((high << 32) | low) >> 11) * 2^-53. Exact, like uniform_f32_from_bits.
 [[nodiscard]] TENAX_HD constexpr double uniform_f64_from_bits(std::uint32_t high,
                                                               std::uint32_t low) noexcept {
   return static_cast<double>(((static_cast<std::uint64_t>(high) << 32) | low) >> 11) * 0x1p-53;
@@ -139,7 +149,7 @@ TENAX_HD inline T sqrt_rn(T a) noexcept {
 }
 #endif
 
-// p(z) = c[0] + z * (c[1] + z * (c[2] + ...)), Horner without contraction.
+/// p(z) = c[0] + z * (c[1] + z * (c[2] + ...)), Horner without contraction.
 template <class T, int N>
 TENAX_HD inline T horner(T z, const T (&c)[N]) noexcept {
   T acc = c[N - 1];
@@ -151,11 +161,14 @@ TENAX_HD inline T horner(T z, const T (&c)[N]) noexcept {
 
 }  // namespace detail
 
-// Natural logarithm with at most about 1 ulp error, for every input: log(+-0) = -inf,
-// log(+inf) = +inf, log(NaN) = NaN (made quiet), log(negative) = NaN. Reduces x = 2^k * m with
-// m in [sqrt(1/2), sqrt(2)) and evaluates log(m) = f - f^2/2 + s * (f^2/2 + R(s^2)) with
-// f = m - 1, s = f / (2 + f); the reduction and the minimax coefficients of R are those of
-// fdlibm's logf and log (Sun Microsystems, freely redistributable).
+/// @name Portable logarithm
+///@{
+
+/// Natural logarithm with at most about 1 ulp error, for every input: log(+-0) = -inf,
+/// log(+inf) = +inf, log(NaN) = NaN (made quiet), log(negative) = NaN. Reduces x = 2^k * m with
+/// m in [sqrt(1/2), sqrt(2)) and evaluates log(m) = f - f^2/2 + s * (f^2/2 + R(s^2)) with
+/// f = m - 1, s = f / (2 + f); the reduction and the minimax coefficients of R are those of
+/// fdlibm's logf and log (Sun Microsystems, freely redistributable).
 [[nodiscard]] TENAX_HD inline float portable_log(float x) noexcept {
   using detail::add_rn, detail::div_rn, detail::mul_rn, detail::sub_rn;
   std::uint32_t bits = bits_of(x);
@@ -230,14 +243,15 @@ TENAX_HD inline T horner(T z, const T (&c)[N]) noexcept {
   const double low = sub_rn(add_rn(mul_rn(s, add_rn(half_f2, r)), mul_rn(dk, kLn2Lo)), half_f2);
   return add_rn(add_rn(low, f), mul_rn(dk, kLn2Hi));
 }
+///@}
 
 namespace detail {
 
 template <class T>
 struct QuarterTurn {
-  int quadrant;  // 0..3
-  bool folded;   // y = 1 - r, so sin and cos of the quadrant angle swap
-  T y;           // in [0, 1/2]
+  int quadrant;  ///< 0..3
+  bool folded;   ///< y = 1 - r, so sin and cos of the quadrant angle swap
+  T y;           ///< in [0, 1/2]
 };
 
 template <class T>
@@ -249,7 +263,7 @@ TENAX_HD inline QuarterTurn<T> reduce_turn(T u) noexcept {
   return {quadrant, folded, folded ? sub_rn(T(1), r) : r};
 }
 
-// Given s = sin(a), c = cos(a) of the angle within the quadrant, rotate by quadrant * pi/2.
+/// Given s = sin(a), c = cos(a) of the angle within the quadrant, rotate by quadrant * pi/2.
 template <class T>
 TENAX_HD inline void rotate_quadrant(const QuarterTurn<T>& turn, T sin_y, T cos_y, T* sin_out,
                                      T* cos_out) noexcept {
@@ -277,11 +291,15 @@ TENAX_HD inline void rotate_quadrant(const QuarterTurn<T>& turn, T sin_y, T cos_
 
 }  // namespace detail
 
-// sin(2 pi u) and cos(2 pi u) for 0 <= u < 1 (other u: unspecified), within about 1-2 ulp.
-// The reduction is exact: 4u splits into a quadrant q and a fraction r without rounding, r is
-// folded to y = min(r, 1 - r) in [0, 1/2] (also exact), and only y * pi/2 in [0, pi/4] rounds
-// before the polynomials, so results near the zeros of sin and cos keep full relative accuracy.
-// Float polynomials: Cephes sinf/cosf; double: fdlibm __kernel_sin/__kernel_cos.
+/// @name Portable sine and cosine of a turn
+///@{
+
+/// sin(2 pi u) into `*sin_out` and cos(2 pi u) into `*cos_out`, for 0 <= u < 1 (other u:
+/// unspecified), within about 1-2 ulp.
+/// The reduction is exact: 4u splits into a quadrant q and a fraction r without rounding, r is
+/// folded to y = min(r, 1 - r) in [0, 1/2] (also exact), and only y * pi/2 in [0, pi/4] rounds
+/// before the polynomials, so results near the zeros of sin and cos keep full relative accuracy.
+/// Float polynomials: Cephes sinf/cosf; double: fdlibm __kernel_sin/__kernel_cos.
 TENAX_HD inline void portable_sincos_2pi(float u, float* sin_out, float* cos_out) noexcept {
   using detail::add_rn, detail::mul_rn, detail::sub_rn;
   const detail::QuarterTurn<float> turn = detail::reduce_turn(u);
@@ -321,9 +339,10 @@ TENAX_HD inline void portable_sincos_2pi(double u, double* sin_out, double* cos_
       add_rn(one_minus, add_rn(sub_rn(sub_rn(1.0, one_minus), half_z), mul_rn(z, r)));
   detail::rotate_quadrant(turn, sin_x, cos_x, sin_out, cos_out);
 }
+///@}
 
-// Box-Muller: two independent standard normal values from two uniforms in [0, 1):
-// r = sqrt(-2 log(1 - u_radius)), *z_cos = r cos(2 pi u_angle), *z_sin = r sin(2 pi u_angle).
+/// Box-Muller: two independent standard normal values from two uniforms in [0, 1):
+/// r = sqrt(-2 log(1 - u_radius)), *z_cos = r cos(2 pi u_angle), *z_sin = r sin(2 pi u_angle).
 template <class T>
 TENAX_HD inline void box_muller(T u_radius, T u_angle, T* z_cos, T* z_sin) noexcept {
   using detail::mul_rn, detail::sub_rn;
@@ -336,13 +355,18 @@ TENAX_HD inline void box_muller(T u_radius, T u_angle, T* z_cos, T* z_sin) noexc
   *z_sin = mul_rn(radius, s);
 }
 
-// mean + stddev * z, rounded twice (never fused), as Generator::fill_normal computes it.
+/// mean + stddev * z, rounded twice (never fused), as Generator::fill_normal computes it.
 template <class T>
 [[nodiscard]] TENAX_HD inline T scale_normal(T z, T mean, T stddev) noexcept {
   return detail::add_rn(mean, detail::mul_rn(stddev, z));
 }
 
-// Value i of a draw at state (seed, offset), as defined at the top of this header.
+/// @name Value i of a draw
+///@{
+
+/// Value i of a draw at state (seed, offset), as defined in philox.hpp: the raw 32
+/// bits, a uniform value in [0, 1) or a standard normal value (mean 0, stddev 1). What
+/// Generator's fills and the device kernels compute, one value at a time.
 [[nodiscard]] TENAX_HD constexpr std::uint32_t random_bits32(std::uint64_t seed,
                                                              std::uint64_t offset,
                                                              std::uint64_t i) noexcept {
@@ -379,10 +403,14 @@ template <class T>
              uniform_f64_from_bits(high.v[lane + 1], low.v[lane + 1]), &z_cos, &z_sin);
   return (i & 1) != 0 ? z_sin : z_cos;
 }
+///@}
 
-// The four values of stream block `block`: values 4j .. 4j + 3 of a draw at offset
-// block - j. Cheaper than four per-value calls (one Philox evaluation per word, one Box-Muller
-// per pair), for loops and threads that produce whole blocks.
+/// @name Whole blocks
+///@{
+
+/// The four values of stream block `block` into `out[0..3]`: values 4j .. 4j + 3 of a draw at
+/// offset block - j. Cheaper than four per-value calls (one Philox evaluation per word, one
+/// Box-Muller per pair), for loops and threads that produce whole blocks.
 TENAX_HD inline void uniform_f32_block(std::uint64_t seed, std::uint64_t block,
                                        float out[4]) noexcept {
   const Uint32x4 bits = philox_block(seed, block);
@@ -408,5 +436,6 @@ TENAX_HD inline void normal_f64_block(std::uint64_t seed, std::uint64_t block,
   box_muller(u[0], u[1], &out[0], &out[1]);
   box_muller(u[2], u[3], &out[2], &out[3]);
 }
+///@}
 
 }  // namespace tenax

@@ -1,17 +1,17 @@
-// exp, tanh and sigmoid for f32 compute (f32, f16 and bf16 tensors), evaluated in double from a
-// polynomial and rounded once to float.
-//
-// Why not expf/tanhf: the library functions are opaque calls, so a CPU loop over them runs one
-// element at a time (a tanh layer of a small MLP cost more than its GEMM), and the CPU's and the
-// GPU's libraries round differently. These are plain arithmetic in TENAX_HD functions: CPU loops
-// vectorise them, and since the kernels are built without contraction (-ffp-contract=off,
-// nvcc --fmad=false) the GPU computes the same bits as the CPU.
-//
-// Accuracy: e^r on |r| <= ln2/2 by its Taylor polynomial to degree 13 (truncation < 5e-18), 2^k
-// exactly, so the double result is within a few double ulps of the true value and its rounding to
-// float is the correctly rounded result except within ~1e-15 relative of a float rounding
-// boundary (then off by one float ulp). NaN stays NaN; infinities and overflow give the limits
-// of each function (exp: +inf and +0; tanh: ±1; sigmoid: 1 and +0).
+/// exp, tanh and sigmoid for f32 compute (f32, f16 and bf16 tensors), evaluated in double from a
+/// polynomial and rounded once to float.
+/// @file
+/// Why not expf/tanhf: the library functions are opaque calls, so a CPU loop over them runs one
+/// element at a time (a tanh layer of a small MLP cost more than its GEMM), and the CPU's and the
+/// GPU's libraries round differently. These are plain arithmetic in TENAX_HD functions: CPU loops
+/// vectorise them, and since the kernels are built without contraction (-ffp-contract=off,
+/// nvcc --fmad=false) the GPU computes the same bits as the CPU.
+///
+/// Accuracy: e^r on |r| <= ln2/2 by its Taylor polynomial to degree 13 (truncation < 5e-18), 2^k
+/// exactly, so the double result is within a few double ulps of the true value and its rounding to
+/// float is the correctly rounded result except within ~1e-15 relative of a float rounding
+/// boundary (then off by one float ulp). NaN stays NaN; infinities and overflow give the limits
+/// of each function (exp: +inf and +0; tanh: ±1; sigmoid: 1 and +0).
 #pragma once
 
 #include <math.h>
@@ -22,7 +22,7 @@
 
 namespace tenax::kernels {
 
-// e^y for y in [-160, 160] (not NaN).
+/// e^y for y in [-160, 160] (not NaN).
 TENAX_HD inline double exp_in_range(double y) {
   constexpr double kInvLn2 = 1.44269504088896338700;
   // ln 2 split so that k * kLn2Hi is exact for |k| < 2^11 (fdlibm's constants).
@@ -55,17 +55,21 @@ TENAX_HD inline double exp_in_range(double y) {
   return p * two_k;
 }
 
-// y clamped to [-limit, limit], NaN kept (a NaN fails both comparisons).
+/// y clamped to [-limit, limit], NaN kept (a NaN fails both comparisons).
 TENAX_HD inline double clamp_keep_nan(double y, double limit) {
   return y < -limit ? -limit : (y > limit ? limit : y);
 }
 
+/// e^v rounded to float (see the file for accuracy): +inf above about 88.72, +0 below about
+/// -103.97, NaN for NaN. Host and device give the same bits.
 TENAX_HD inline float exp_f32(float v) {
   // e^150 overflows float and e^-150 rounds to +0: the clamp changes no result.
   const float result = static_cast<float>(exp_in_range(clamp_keep_nan(v, 150.0)));
   return v != v ? v : result;
 }
 
+/// tanh(v) rounded to float: odd, ±0 kept, ±1 once |v| exceeds about 9.01 (by rounding), NaN
+/// for NaN; a series below |v| = 1e-4 avoids cancellation. Host and device give the same bits.
 TENAX_HD inline float tanh_f32(float v) {
   const double x = v;
   // tanh(20) rounds to 1 in double already.
@@ -81,6 +85,8 @@ TENAX_HD inline float tanh_f32(float v) {
   return v != v || v == 0.0f ? v : result;
 }
 
+/// 1 / (1 + e^-v) rounded to float: 1 for large v, +0 below about -103.97, NaN for NaN. Host and
+/// device give the same bits.
 TENAX_HD inline float sigmoid_f32(float v) {
   const double e = exp_in_range(clamp_keep_nan(-static_cast<double>(v), 150.0));
   const float result = static_cast<float>(1.0 / (1.0 + e));

@@ -1,6 +1,6 @@
-// tenax::ops: the checked front end of the compute kernels. Every op validates devices, dtypes
-// and shapes (throwing UsageError that names the op, both operands and the fix) and then runs
-// the kernel of the tensors' device: the CPU backend (the reference) or the CUDA backend.
+/// tenax::ops: the checked front end of the compute kernels. Every op validates devices, dtypes
+/// and shapes (throwing UsageError that names the op, both operands and the fix) and then runs
+/// the kernel of the tensors' device: the CPU backend (the reference) or the CUDA backend. @file
 #pragma once
 
 #include "tenax/kernels/ops_broadcast.hpp"

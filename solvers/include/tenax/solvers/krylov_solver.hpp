@@ -1,37 +1,38 @@
-// KrylovSolver: the common driver of the iterative methods (CG, BiCGSTAB, GMRES), as a
-// resumable session.
-//
-//   auto solver = make_solver("cg", options);
-//   SolveResult result = solver->solve(a, b, x);      // x: initial guess in, solution out
-//
-// or, driven in chunks (a long solve inside a job that checkpoints):
-//
-//   solver->start(a, b, x);
-//   while (!solver->iterate(100)) { ...; solver->save_state(state, "solver"); }
-//   SolveResult result = solver->result();
-//
-// and resumed after a restart, in a fresh process with a fresh solver object:
-//
-//   solver->start(a, b, x);                            // same operator and right-hand side
-//   solver->load_state(state, "solver");               // x and the iteration state restored
-//   while (!solver->iterate(100)) { ... }
-//
-// The resumed solve ends with bitwise the same x and residual as an uninterrupted one: every
-// vector, scalar and count the method carries from one iteration to the next is saved, and every
-// kernel the solvers use is deterministic.
-//
-// Convergence is a returned status (SolveResult), never an exception. Exceptions are for misuse
-// (UsageError: operands that do not fit the operator, calls out of order, state saved by another
-// method), device faults and out-of-memory.
-//
-// Work vectors are allocated by start() (from the default memory resource of the operator's
-// device, reused by later sessions of the same solver when the size, dtype and device agree),
-// never inside iterate(). Residual norms are 2-norms of the unpreconditioned residual b - A x;
-// each method's header says which residual it reports (recurrence or recomputed).
-//
-// A solver object is not thread-safe; distinct objects may run concurrently on distinct vectors.
-// The operator, b and x must stay alive and unmodified (except x, by the solver) while a session
-// runs.
+/// KrylovSolver: the common driver of the iterative methods (CG, BiCGSTAB, GMRES), as a
+/// resumable session.
+/// @file
+/// ```
+/// auto solver = make_solver("cg", options);
+/// SolveResult result = solver->solve(a, b, x);      // x: initial guess in, solution out
+/// ```
+/// or, driven in chunks (a long solve inside a job that checkpoints):
+/// ```
+/// solver->start(a, b, x);
+/// while (!solver->iterate(100)) { ...; solver->save_state(state, "solver"); }
+/// SolveResult result = solver->result();
+/// ```
+/// and resumed after a restart, in a fresh process with a fresh solver object:
+/// ```
+/// solver->start(a, b, x);                            // same operator and right-hand side
+/// solver->load_state(state, "solver");               // x and the iteration state restored
+/// while (!solver->iterate(100)) { ... }
+/// ```
+/// The resumed solve ends with bitwise the same x and residual as an uninterrupted one: every
+/// vector, scalar and count the method carries from one iteration to the next is saved, and every
+/// kernel the solvers use is deterministic.
+///
+/// Convergence is a returned status (SolveResult), never an exception. Exceptions are for misuse
+/// (UsageError: operands that do not fit the operator, calls out of order, state saved by another
+/// method), device faults and out-of-memory.
+///
+/// Work vectors are allocated by start() (from the default memory resource of the operator's
+/// device, reused by later sessions of the same solver when the size, dtype and device agree),
+/// never inside iterate(). Residual norms are 2-norms of the unpreconditioned residual b - A x;
+/// each method's header says which residual it reports (recurrence or recomputed).
+///
+/// A solver object is not thread-safe; distinct objects may run concurrently on distinct vectors.
+/// The operator, b and x must stay alive and unmodified (except x, by the solver) while a session
+/// runs.
 #pragma once
 
 #include <cstdint>
@@ -51,110 +52,138 @@
 
 namespace tenax::solvers {
 
+/// The driver shared by the Krylov methods: one session at a time solves A x = b from x's
+/// initial guess (start(), iterate(), result()), and can be saved and resumed bit for bit
+/// (save_state(), load_state()). ConjugateGradient, BiCgStab and Gmres implement the iteration;
+/// make_solver builds them by name. See the file description for the contract.
 class KrylovSolver {
  public:
-  // Validates the options (UsageError) and builds the stopping criteria from them.
+  /// Validates the options (UsageError) and builds the stopping criteria from them.
   explicit KrylovSolver(SolverOptions options);
   KrylovSolver(const KrylovSolver&) = delete;
   KrylovSolver& operator=(const KrylovSolver&) = delete;
   virtual ~KrylovSolver();
 
-  // "cg", "bicgstab" or "gmres": the name make_solver knows the method by.
+  /// "cg", "bicgstab" or "gmres": the name make_solver knows the method by.
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
+  /// The options given to the constructor (validated; fixed for the solver's lifetime).
   [[nodiscard]] const SolverOptions& options() const noexcept { return options_; }
 
+  /// The criteria evaluated after each iteration: built from options(), or those given to
+  /// set_criteria().
   [[nodiscard]] const StoppingCriteria& criteria() const noexcept { return criteria_; }
-  // Replaces the criteria built from the options; used from the next iteration on. solve()
-  // iterates until a criterion stops the session, so the set should hold a MaxIterations.
+  /// Replaces the criteria built from the options; used from the next iteration on. solve()
+  /// iterates until a criterion stops the session, so the set should hold a MaxIterations.
   void set_criteria(StoppingCriteria criteria);
 
-  // Uses `m` for every later session instead of building options().preconditioner for each
-  // operator at start(); nullptr returns to the options. It must match the operator's size,
-  // dtype and device (checked at start()).
+  /// Uses `m` for every later session instead of building options().preconditioner for each
+  /// operator at start(); nullptr returns to the options. It must match the operator's size,
+  /// dtype and device (checked at start()).
   void set_preconditioner(PreconditionerPtr m);
 
-  // start(a, b, x), then iterate until finished; returns result().
+  /// start(a, b, x), then iterate until finished; returns result().
   SolveResult solve(const OperatorPtr& a, const Tensor& b, const Tensor& x);
 
-  // Begins a session for A x = b with x holding the initial guess: validates the operands
-  // (square operator, b and x 1-D vectors of its size, dtype and device), builds the
-  // preconditioner named by options() (kept from the previous session when `a` is the same
-  // operator object, so repeated solves pay its setup once), allocates the work vectors,
-  // computes the initial residual and evaluates the criteria once (an initial guess that
-  // already satisfies them finishes with 0 iterations).
+  /// Begins a session for A x = b with x holding the initial guess: validates the operands
+  /// (square operator, b and x 1-D vectors of its size, dtype and device), builds the
+  /// preconditioner named by options() (kept from the previous session when `a` is the same
+  /// operator object, so repeated solves pay its setup once), allocates the work vectors,
+  /// computes the initial residual and evaluates the criteria once (an initial guess that
+  /// already satisfies them finishes with 0 iterations).
   void start(const OperatorPtr& a, const Tensor& b, const Tensor& x);
-  // Allocates the work vectors (and builds the preconditioner) that start(a, b, x) needs, without
-  // starting a session: no operator application and no reduction, hence no collective when the
-  // operands are split across ranks. A job that acquires its memory before a step's collectives
-  // (runtime::Workload::step) calls it first; start() with operands of the same size, dtype and
-  // device then allocates nothing. Validates as start() does; afterwards the solver is
-  // finished() with no session (start() begins one).
+  /// Allocates the work vectors (and builds the preconditioner) that start(a, b, x) needs, without
+  /// starting a session: no operator application and no reduction, hence no collective when the
+  /// operands are split across ranks. A job that acquires its memory before a step's collectives
+  /// (runtime::Workload::step) calls it first; start() with operands of the same size, dtype and
+  /// device then allocates nothing. Validates as start() does; afterwards the solver is
+  /// finished() and holds no session of its own (start() begins one).
   void reserve(const OperatorPtr& a, const Tensor& b, const Tensor& x);
-  // Runs at most max_steps (>= 0) iterations; returns finished(). After it returns true, x
-  // holds the final iterate and result() the final status. UsageError before start().
+  /// Runs at most max_steps (>= 0) iterations; returns finished(). After it returns true, x
+  /// holds the final iterate and result() the final status. UsageError before start().
   bool iterate(std::int64_t max_steps);
 
+  /// Whether start() (or reserve()) has been called on this object; stays true once a session
+  /// finishes.
   [[nodiscard]] bool started() const noexcept { return a_ != nullptr; }
+  /// Whether the current session has stopped: result() is final and iterate() runs nothing
+  /// more. False before the first start(); true after reserve().
   [[nodiscard]] bool finished() const noexcept { return finished_; }
-  // The outcome so far (status max_iterations while running) or the final one.
+  /// The outcome so far (status max_iterations while running) or the final one.
   [[nodiscard]] const SolveResult& result() const noexcept { return result_; }
-  // The preconditioner of the current session (nullptr before start()).
+  /// The preconditioner of the current session (nullptr before start()).
   [[nodiscard]] const PreconditionerPtr& preconditioner() const noexcept {
     return session_preconditioner_;
   }
 
-  // Saves the session under "<prefix>/..." (prefix non-empty): method name, counters, the
-  // residual norms the criteria need, x and every vector and scalar of the method (tensors are
-  // copies on the session's device, so the solver may continue after saving). UsageError before
-  // start().
+  /// Saves the session under `<prefix>/...` (prefix non-empty): method name, counters, the
+  /// residual norms the criteria need, x and every vector and scalar of the method (tensors are
+  /// copies on the session's device, so the solver may continue after saving). UsageError before
+  /// start().
   void save_state(StateDict& state, std::string_view prefix) const;
-  // Restores a session saved by save_state into this started session: the state must come from
-  // the same method with the same options-dependent shapes (GMRES restart), preconditioner name,
-  // vector length and dtype; anything else throws UsageError saying what differs. x is
-  // overwritten with the saved iterate. Tensors may live on any device (they are copied).
+  /// Restores a session saved by save_state into this started session: the state must come from
+  /// the same method with the same options-dependent shapes (GMRES restart), preconditioner name,
+  /// vector length and dtype, for a right-hand side of the same norm, in this build's layout
+  /// version; anything else throws UsageError saying what differs. x is overwritten with the
+  /// saved iterate; the counters, result() and finished() are restored. Tensors may live on any
+  /// device (they are copied).
   void load_state(const StateDict& state, std::string_view prefix);
 
  protected:
-  // A method's report of one iteration: the residual norm the criteria are evaluated on, or the
-  // failure (breakdown, non_finite) that stopped it, with x left at the last consistent iterate.
+  /// A method's report of one iteration: the residual norm the criteria are evaluated on, or the
+  /// failure (breakdown, non_finite) that stopped it, with x left at the last consistent iterate.
   struct Step {
-    double residual = 0.0;
-    std::optional<StopReason> failure;
+    double residual = 0.0;              ///< the residual norm after the iteration
+    std::optional<StopReason> failure;  ///< set when the iteration could not be completed
 
+    /// A completed iteration whose residual norm is `residual`.
     [[nodiscard]] static Step done(double residual) { return {residual, std::nullopt}; }
+    /// An iteration stopped by `status` (breakdown or non_finite), `detail` saying why in words;
+    /// the session stops with bad_iteration set to this iteration.
     [[nodiscard]] static Step failed(SolveStatus status, std::string detail) {
       return {0.0, StopReason{status, std::move(detail)}};
     }
   };
 
-  // For the methods: the session's operands and the number of completed iterations.
+  /// @name Session operands
+  ///@{
+
+  /// For the methods: the session's operator A, right-hand side b and iterate x (which the
+  /// method updates in place), and the number of completed iterations. Valid once started().
   [[nodiscard]] const LinearOperator& op() const noexcept { return *a_; }
   [[nodiscard]] const Tensor& rhs() const noexcept { return b_; }
   [[nodiscard]] const Tensor& solution() const noexcept { return x_; }
   [[nodiscard]] std::int64_t iteration() const noexcept { return iteration_; }
-  // The preconditioner to apply, or nullptr for none (identity).
+  ///@}
+
+  /// The preconditioner to apply, or nullptr for none (identity).
   [[nodiscard]] const Preconditioner* active_preconditioner() const noexcept;
-  // Whether `residual` at the iteration being computed meets a convergence criterion.
+  /// Whether `residual` at the iteration being computed meets a convergence criterion.
   [[nodiscard]] bool residual_converged(double residual) const;
-  // `t` reused when it is a 1-D vector of the session's length, dtype and device; otherwise
-  // replaced by a new one. For the methods' work vectors, called from start_method().
+  /// `t` reused when it is a 1-D vector of the session's length, dtype and device; otherwise
+  /// replaced by a new one (LinearOperator::make_vector). For the methods' work vectors, called
+  /// from allocate_method().
   void ensure_vector(Tensor& t) const;
 
-  // Helpers to save and load the method's own entries (names are relative to the method's
-  // scope; tensors are copied).
+  /// @name Method state helpers
+  ///@{
+
+  /// For save_method() and load_method(), with names relative to the method's scope:
+  /// save_tensor stores a copy of `t` under `name`; load_vector copies the saved entry `name`
+  /// (on any device) into `into`, throwing UsageError when its shape or dtype differs.
   static void save_tensor(StateDict& state, std::string_view name, const Tensor& t);
   void load_vector(const StateDict& state, std::string_view name, const Tensor& into) const;
+  ///@}
 
  private:
-  // Allocates the work vectors (ensure_vector): what start_method() and reserve() need first.
+  /// Allocates the work vectors (ensure_vector): what start_method() and reserve() need first.
   virtual void allocate_method() = 0;
-  // Sets up the iteration from x (after allocate_method()); returns ||b - A x||.
+  /// Sets up the iteration from x (after allocate_method()); returns ||b - A x||.
   virtual double start_method() = 0;
-  // start() and reserve(): the operands checked and the session's preconditioner built.
+  /// start() and reserve(): the operands checked and the session's preconditioner built.
   void open_session(const OperatorPtr& a, const Tensor& b, const Tensor& x);
-  // Computes iteration iteration() + 1.
+  /// Computes iteration iteration() + 1.
   virtual Step step() = 0;
-  // Called once when the session stops for any reason (GMRES folds its pending update into x).
+  /// Called once when the session stops for any reason (GMRES folds its pending update into x).
   virtual void finish_method() {}
   virtual void save_method(StateDict& state) const = 0;
   virtual void load_method(const StateDict& state) = 0;
@@ -166,13 +195,13 @@ class KrylovSolver {
 
   SolverOptions options_;
   StoppingCriteria criteria_;
-  PreconditionerPtr preconditioner_;  // set by the user; overrides options_.preconditioner
+  PreconditionerPtr preconditioner_;  ///< set by the user; overrides options_.preconditioner
 
   OperatorPtr a_;
   Tensor b_;
   Tensor x_;
   PreconditionerPtr session_preconditioner_;
-  bool preconditioner_from_options_ = false;  // session_preconditioner_ was built by start()
+  bool preconditioner_from_options_ = false;  ///< session_preconditioner_ was built by start()
   double rhs_norm_ = 0.0;
   std::int64_t iteration_ = 0;
   bool finished_ = false;

@@ -1,26 +1,27 @@
-// LinearOperator: y = A x for 1-D vectors on one device, the thing every solver, preconditioner
-// and time integrator of this layer works on.
-//
-// The public functions are non-virtual: they validate the operands (defined, 1-D, of length
-// cols() for x and rows() for y, the operator's dtype and device, y not overlapping x) and throw
-// UsageError naming the operator, the operand and the fix; then they call the private virtuals
-// that implementations override. Implementations may therefore assume valid operands.
-//
-// Besides apply(), an operator may offer capabilities that solvers use when present:
-//  - apply_dot(x, y): y = A x and returns x.y. Every operator has it (apply then ops::dot); the
-//    assembled and stencil operators fuse it into one pass (ops_krylov.hpp), with the same bits.
-//  - apply_dot_with(x, y, w) and apply_dots(x, y, w): y = A x and returns w.y (and y.y), what
-//    BiCGSTAB needs after each of its products. Every operator has them (apply then ops::dot);
-//    the assembled operators (local and distributed) fuse them into the product's pass.
-//  - diagonal(): the diagonal of A as a vector (Jacobi preconditioning); has_diagonal() says
-//    whether the operator can give it.
-//  - with_dtype(dtype): the same operator computing in another dtype (mixed-precision
-//    refinement); supports_dtype_cast() says whether it can.
-//
-// Operators are immutable after construction; the const functions may be called from several
-// threads at once on distinct outputs. Operators are shared as OperatorPtr
-// (std::shared_ptr<const LinearOperator>) by the objects that keep them (solvers, preconditioners,
-// composite operators).
+/// LinearOperator: y = A x for 1-D vectors on one device, the thing every solver, preconditioner
+/// and time integrator of this layer works on.
+/// @file
+/// The public products (apply, apply_dot, apply_dot_with, apply_dots) and diagonal(),
+/// with_dtype() and make_vector() are non-virtual: they validate the operands (defined, 1-D, of
+/// length cols() for x and rows() for y, the operator's dtype and device, y not overlapping x) and
+/// throw UsageError naming the operator, the operand and the fix; then they call the private
+/// virtuals that implementations override. Implementations may therefore assume valid operands.
+///
+/// Besides apply(), an operator may offer capabilities that solvers use when present:
+///  - apply_dot(x, y): y = A x and returns x.y. Every operator has it (apply then ops::dot); the
+///    assembled and stencil operators fuse it into one pass (ops_krylov.hpp), with the same bits.
+///  - apply_dot_with(x, y, w) and apply_dots(x, y, w): y = A x and returns w.y (and y.y), what
+///    BiCGSTAB needs after each of its products. Every operator has them (apply then ops::dot);
+///    the assembled operators (local and distributed) fuse them into the product's pass.
+///  - diagonal(): the diagonal of A as a vector (Jacobi preconditioning); has_diagonal() says
+///    whether the operator can give it.
+///  - with_dtype(dtype): the same operator computing in another dtype (mixed-precision
+///    refinement); supports_dtype_cast() says whether it can.
+///
+/// Operators are immutable after construction; the const functions may be called from several
+/// threads at once on distinct outputs. Operators are shared as OperatorPtr
+/// (std::shared_ptr<const LinearOperator>) by the objects that keep them (solvers, preconditioners,
+/// composite operators).
 #pragma once
 
 #include <cstdint>
@@ -34,71 +35,84 @@
 
 namespace tenax::solvers {
 
+/// Abstract y = A x with operand checks (see the file description). Implementations override
+/// describe() and the private apply_impl(), and optionally the fused products, the diagonal and
+/// the dtype cast. Not copyable; share it as an OperatorPtr.
 class LinearOperator {
  public:
-  // rows, cols >= 0; dtype f64 or f32 (UsageError otherwise).
+  /// For implementations: rows, cols >= 0; dtype f64 or f32 (UsageError otherwise).
   LinearOperator(std::int64_t rows, std::int64_t cols, DType dtype, Device device);
   LinearOperator(const LinearOperator&) = delete;
   LinearOperator& operator=(const LinearOperator&) = delete;
   virtual ~LinearOperator() = default;
 
+  /// @name Shape and placement
+  ///@{
+
+  /// A is rows() x cols(), computing in dtype() on device(), all fixed at construction:
+  /// operands are 1-D vectors of that dtype on that device (x: cols() elements, y: rows()).
   [[nodiscard]] std::int64_t rows() const noexcept { return rows_; }
   [[nodiscard]] std::int64_t cols() const noexcept { return cols_; }
   [[nodiscard]] DType dtype() const noexcept { return dtype_; }
   [[nodiscard]] Device device() const noexcept { return device_; }
+  ///@}
 
-  // What the operator is, for messages: "csr f64[64, 64] (nnz 288, i64 indices) on cpu".
+  /// What the operator is, for messages: "csr f64[64, 64] (nnz 288, i64 indices) on cpu".
   [[nodiscard]] virtual std::string describe() const = 0;
 
-  // y = A x. On a CUDA device the work is enqueued on the device's stream.
+  /// y = A x. On a CUDA device the work is enqueued on the device's stream.
   void apply(const Tensor& x, const Tensor& y) const;
-  // y = A x and returns x.y (accumulated in f64 in the fixed order of ops::dot).
+  /// y = A x and returns x.y (accumulated in f64 in the fixed order of ops::dot). The operator
+  /// must be square (UsageError otherwise): CG's p.Ap.
   [[nodiscard]] double apply_dot(const Tensor& x, const Tensor& y) const;
 
-  // y = A x and returns w.y, each term and the sum as ops::dot forms them. w is a vector of the
-  // operator's range (rows() entries) that y must not overlap; it may be x itself.
+  /// y = A x and returns w.y, each term and the sum as ops::dot forms them. w is a vector of the
+  /// operator's range (rows() entries) that y must not overlap; it may be x itself.
   [[nodiscard]] double apply_dot_with(const Tensor& x, const Tensor& y, const Tensor& w) const;
-  // y = A x and returns {w.y, y.y}, as apply_dot_with.
+  /// The two dot products apply_dots() returns with y = A x.
   struct Dots {
-    double wy = 0.0;
-    double yy = 0.0;
+    double wy = 0.0;  ///< w.y
+    double yy = 0.0;  ///< y.y
   };
+  /// y = A x and returns {w.y, y.y}, each as ops::dot forms it; operands as apply_dot_with.
   [[nodiscard]] Dots apply_dots(const Tensor& x, const Tensor& y, const Tensor& w) const;
 
-  // A new, uninitialised vector of the operator's domain (cols() elements, its dtype and device).
-  // Solvers take their work vectors from here: an operator may place them where it applies them
-  // fastest (a distributed operator leaves room for its ghost entries around the vector, so
-  // applying it to such a vector copies nothing).
+  /// A new, uninitialised vector of the operator's domain (cols() elements, its dtype and device).
+  /// Solvers take their work vectors from here: an operator may place them where it applies them
+  /// fastest (a distributed operator leaves room for its ghost entries around the vector, so
+  /// applying it to such a vector copies nothing).
   [[nodiscard]] Tensor make_vector() const;
 
-  // Whether diagonal() is available.
+  /// Whether diagonal() is available.
   [[nodiscard]] virtual bool has_diagonal() const noexcept { return false; }
-  // A new vector holding the diagonal of A (rows() == cols() required). Throws UsageError when
-  // has_diagonal() is false, naming the fix.
+  /// A new vector holding the diagonal of A (rows() == cols() required). Throws UsageError when
+  /// has_diagonal() is false, naming the fix.
   [[nodiscard]] Tensor diagonal() const;
 
-  // Whether with_dtype() is available.
+  /// Whether with_dtype() is available.
   [[nodiscard]] virtual bool supports_dtype_cast() const noexcept { return false; }
-  // The same operator computing in `dtype` (f64 or f32) on the same device; `this` operator's
-  // data is copied, not shared. Throws UsageError when supports_dtype_cast() is false.
+  /// The same operator computing in `dtype` (f64 or f32) on the same device, as a new object:
+  /// its values are copied (or rebuilt), never shared with `this`; a CSR operator shares only its
+  /// immutable index arrays. Throws UsageError when supports_dtype_cast() is false or `dtype` is
+  /// not f64 or f32.
   [[nodiscard]] std::shared_ptr<const LinearOperator> with_dtype(DType dtype) const;
 
-  // Validates one vector operand of this operator as apply() does: defined, 1-D, `length`
-  // elements, the operator's dtype and device. Throws UsageError that starts with `context`
-  // (e.g. "cg: b") and names the operator and the fix. Solvers use it for b and x.
+  /// Validates one vector operand of this operator as apply() does: defined, 1-D, `length`
+  /// elements, the operator's dtype and device. Throws UsageError that starts with `context`
+  /// (e.g. "cg: b") and names the operator and the fix. Solvers use it for b and x.
   void check_vector(std::string_view context, const Tensor& t, std::int64_t length) const;
 
  private:
   virtual void apply_impl(const Tensor& x, const Tensor& y) const = 0;
-  // Default: apply_impl, then ops::dot(x, y).
+  /// Default: apply_impl, then ops::dot(x, y).
   virtual double apply_dot_impl(const Tensor& x, const Tensor& y) const;
-  // Default: apply_impl, then ops::dot(w, y) and, when with_yy, ops::dot(y, y) (yy is 0
-  // otherwise). An override may compute yy always. Every rank of a distributed operator makes the
-  // same call, so the reductions it runs must not depend on the rank's data.
+  /// Default: apply_impl, then ops::dot(w, y) and, when with_yy, ops::dot(y, y) (yy is 0
+  /// otherwise). An override may compute yy always. Every rank of a distributed operator makes the
+  /// same call, so the reductions it runs must not depend on the rank's data.
   virtual Dots apply_dots_impl(const Tensor& x, const Tensor& y, const Tensor& w,
                                bool with_yy) const;
   virtual Tensor diagonal_impl() const;
-  // Default: Tensor::empty({cols()}, dtype(), device()).
+  /// Default: Tensor::empty({cols()}, dtype(), device()).
   virtual Tensor make_vector_impl() const;
   virtual std::shared_ptr<const LinearOperator> with_dtype_impl(DType dtype) const;
 
@@ -110,6 +124,8 @@ class LinearOperator {
   Device device_;
 };
 
+/// How operators are held and passed: shared and immutable. Solvers, preconditioners and
+/// composite operators keep the operators they are given alive through it.
 using OperatorPtr = std::shared_ptr<const LinearOperator>;
 
 }  // namespace tenax::solvers

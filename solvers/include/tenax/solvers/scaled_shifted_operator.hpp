@@ -1,9 +1,9 @@
-// ScaledShiftedOperator: alpha * A + beta * I for a square operator A, without assembling it.
-// Implicit time steps solve with (I + dt * alpha * (-Δh)) this way, and shifted test problems
-// (A - sigma I) are built from it.
-//
-// apply computes A x into y, then y = alpha * y + beta * x (one more pass). The diagonal is
-// alpha * diag(A) + beta when A has one; with_dtype casts A. Keeps A alive (shared).
+/// ScaledShiftedOperator: alpha * A + beta * I for a square operator A, without assembling it.
+/// Implicit time steps solve with (I + dt * alpha * (-Δh)) this way, and shifted test problems
+/// (A - sigma I) are built from it.
+/// @file
+/// apply computes A x into y, then y = alpha * y + beta * x (one more pass). The diagonal is
+/// alpha * diag(A) + beta when A has one; with_dtype casts A. Keeps A alive (shared).
 #pragma once
 
 #include <string>
@@ -12,14 +12,21 @@
 
 namespace tenax::solvers {
 
+/// alpha * A + beta * I for a square A, applied as A x followed by one axpby; A's size, dtype
+/// and device. It has a diagonal and a dtype cast exactly when A does.
 class ScaledShiftedOperator final : public LinearOperator {
  public:
-  // A must be square; alpha and beta finite. Throws UsageError otherwise.
+  /// A must be non-null and square; alpha and beta finite. Throws UsageError otherwise.
   ScaledShiftedOperator(const OperatorPtr& a, double alpha, double beta);
 
+  /// @name Terms
+  ///@{
+
+  /// The terms of alpha * A + beta * I, as given to the constructor (inner() is A, kept alive).
   [[nodiscard]] const OperatorPtr& inner() const noexcept { return a_; }
   [[nodiscard]] double alpha() const noexcept { return alpha_; }
   [[nodiscard]] double beta() const noexcept { return beta_; }
+  ///@}
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool has_diagonal() const noexcept override { return a_->has_diagonal(); }
@@ -39,7 +46,8 @@ class ScaledShiftedOperator final : public LinearOperator {
   double beta_;
 };
 
-// alpha * A + beta * I as an OperatorPtr.
+/// std::make_shared<const ScaledShiftedOperator>(a, alpha, beta), as an OperatorPtr; throws as
+/// the constructor does.
 [[nodiscard]] OperatorPtr scale_and_shift(OperatorPtr a, double alpha, double beta);
 
 }  // namespace tenax::solvers

@@ -1,6 +1,6 @@
-// The solvers layer in one include: linear operators, stopping criteria, Krylov solvers,
-// preconditioners, creation by name, mixed-precision refinement, time integrators and
-// reverse-mode automatic differentiation (autodiff/).
+/// The solvers layer in one include: linear operators, stopping criteria, Krylov solvers,
+/// preconditioners, creation by name, mixed-precision refinement, time integrators and
+/// reverse-mode automatic differentiation (autodiff/). @file
 #pragma once
 
 #include "tenax/solvers/autodiff/ops.hpp"

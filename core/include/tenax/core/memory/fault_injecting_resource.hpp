@@ -1,7 +1,7 @@
-// FaultInjectingResource: makes chosen allocations fail, to test the out-of-memory paths. The
-// n-th allocation through this resource (counted from 1, thread-safe) throws an
-// OutOfMemoryError that says it was injected when the plan has `oom@alloc` firing at n (see
-// fault_injection.hpp); every other allocation goes to the upstream unchanged.
+/// FaultInjectingResource: makes chosen allocations fail, to test the out-of-memory paths. The
+/// n-th allocation through this resource (counted from 1, thread-safe) throws an
+/// OutOfMemoryError that says it was injected when the plan has `oom@alloc` firing at n (see
+/// fault_injection.hpp); every other allocation goes to the upstream unchanged. @file
 #pragma once
 
 #include <atomic>
@@ -13,13 +13,19 @@
 
 namespace tenax {
 
+/// An adaptor that fails the allocations `plan` names (`oom@alloc` items) with
+/// OutOfMemoryError and passes everything else to the upstream. It counts its own allocations;
+/// the plan's counters are not used. Thread-safe.
 class FaultInjectingResource final : public ResourceAdaptor {
  public:
-  // Throws UsageError when `plan` is null.
+  /// Wraps `upstream` (UsageError when null) with `plan`, which it shares and only reads. Throws
+  /// UsageError when `plan` is null.
   FaultInjectingResource(std::shared_ptr<MemoryResource> upstream,
                          std::shared_ptr<const FaultPlan> plan);
 
+  /// Allocation requests (of more than 0 bytes) seen so far, injected failures included.
   [[nodiscard]] std::uint64_t allocations() const noexcept { return allocations_.load(); }
+  /// Allocations failed on purpose so far.
   [[nodiscard]] std::uint64_t injected() const noexcept { return injected_.load(); }
 
  private:

@@ -1,15 +1,18 @@
-// Virtual memory arena over host pages: mmap(PROT_NONE, MAP_NORESERVE) reserves addresses
-// without committing memory, mprotect(read|write) maps, madvise(MADV_DONTNEED) plus
-// mprotect(PROT_NONE) unmaps. Pages are committed by the kernel on first touch. The base is
-// aligned to 2 MiB and every mapped range of at least 2 MiB is advised MADV_HUGEPAGE, so that
-// where the kernel's transparent huge pages are "madvise" or "always" the pool's large blocks
-// get huge pages (fewer TLB misses for the streaming kernels); with "never" nothing changes.
+/// Virtual memory arena over host pages: mmap(PROT_NONE, MAP_NORESERVE) reserves addresses
+/// without committing memory, mprotect(read|write) maps, madvise(MADV_DONTNEED) plus @file
+/// mprotect(PROT_NONE) unmaps. Pages are committed by the kernel on first touch. The base is
+/// aligned to 2 MiB and every mapped range of at least 2 MiB is advised MADV_HUGEPAGE, so that
+/// where the kernel's transparent huge pages are "madvise" or "always" the pool's large blocks
+/// get huge pages (fewer TLB misses for the streaming kernels); with "never" nothing changes.
 #pragma once
 
 #include "tenax/core/memory/virtual_memory.hpp"
 
 namespace tenax {
 
+/// The host arena described in host_virtual_memory.hpp: device() is the CPU, granularity() the
+/// system page size, physical_bytes() the machine's RAM (EnvironmentError when the system cannot
+/// tell it). reserve() and map() throw OutOfMemoryError naming the failed system call.
 class HostVirtualMemory final : public VirtualMemory {
  private:
   [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }

@@ -1,5 +1,5 @@
-// StatisticsResource: counts what passes through it (bytes as requested, blocks) without changing
-// it. Thread-safe; the counters are read as one consistent snapshot.
+/// StatisticsResource: counts what passes through it (bytes as requested, blocks) without changing
+/// it. Thread-safe; the counters are read as one consistent snapshot. @file
 #pragma once
 
 #include <cstdint>
@@ -10,17 +10,23 @@
 
 namespace tenax {
 
+/// An adaptor that counts the bytes and blocks outstanding through it, and the failures, and
+/// passes every request to its upstream unchanged. Thread-safe.
 class StatisticsResource final : public ResourceAdaptor {
  public:
+  /// What counters() returns. Bytes are counted as requested (not rounded).
   struct Counters {
-    StatCounter bytes;           // bytes outstanding; total = bytes ever allocated
-    StatCounter blocks;          // allocations outstanding; total = allocations ever served
-    std::uint64_t failures = 0;  // allocations the upstream refused
+    StatCounter bytes;           ///< bytes outstanding; total = bytes ever allocated
+    StatCounter blocks;          ///< allocations outstanding; total = allocations ever served
+    std::uint64_t failures = 0;  ///< allocations the upstream refused
   };
 
+  /// Counts what passes to `upstream`; UsageError when it is null.
   explicit StatisticsResource(std::shared_ptr<MemoryResource> upstream);
 
+  /// A consistent copy of the counters, taken under the lock.
   [[nodiscard]] Counters counters() const;
+  /// Sets the peaks of `bytes` and `blocks` to their current values.
   void reset_peak() noexcept;
 
  private:

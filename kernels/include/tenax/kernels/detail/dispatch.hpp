@@ -1,12 +1,12 @@
-// Runtime dtype and op enums -> compile-time types, for the backends' launch code.
-//
-//   dispatch_float(t.dtype(), "axpby", [&](auto tag) {
-//     using S = typename decltype(tag)::type;  // double, float, Half or BFloat16
-//     ...
-//   });
-//
-// S is the storage type; the bodies compute Half and BFloat16 in float (compute_t<S>).
-// Internal to the kernels layer.
+/// Runtime dtype and op enums -> compile-time types, for the backends' launch code.
+/// @file
+///   dispatch_float(t.dtype(), "axpby", [&](auto tag) {
+///     using S = typename decltype(tag)::type;  // double, float, Half or BFloat16
+///     ...
+///   });
+///
+/// S is the storage type; the bodies compute Half and BFloat16 in float (compute_t<S>).
+/// Internal to the kernels layer.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 
 #include "tenax/core/dtype.hpp"
 #include "tenax/core/error.hpp"
-#include "tenax/kernels/elementwise_bodies.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax::kernels::detail {
@@ -32,7 +32,7 @@ struct TypeTag {
       "use one of " + std::string(accepted) + " (convert with ops::cast)");
 }
 
-// Calls f(TypeTag<S>{}) for the floating storage type of `dtype`.
+/// Calls f(TypeTag<S>{}) for the floating storage type of `dtype`.
 template <class F>
 decltype(auto) dispatch_float(DType dtype, std::string_view op, F&& f) {
   switch (dtype) {
@@ -49,7 +49,7 @@ decltype(auto) dispatch_float(DType dtype, std::string_view op, F&& f) {
   }
 }
 
-// Calls f(TypeTag<S>{}) for any dtype (floating and integer).
+/// Calls f(TypeTag<S>{}) for any dtype (floating and integer).
 template <class F>
 decltype(auto) dispatch_all(DType dtype, std::string_view op, F&& f) {
   switch (dtype) {
@@ -64,7 +64,7 @@ decltype(auto) dispatch_all(DType dtype, std::string_view op, F&& f) {
   }
 }
 
-// Calls f(Op{}) with the functor of elementwise_bodies.hpp that implements `op`.
+/// Calls f(Op{}) with the functor of elementwise_bodies.hpp that implements `op`.
 template <class F>
 decltype(auto) dispatch_unary(ops::UnaryOp op, F&& f) {
   switch (op) {

@@ -1,12 +1,12 @@
-// The backend kernels behind the element-wise ops, declared once.
-//
-// TENAX_ELEMENTWISE_KERNELS lists every kernel as X(return type, name, (parameters),
-// (arguments)). The list declares the same functions in tenax::kernels::cpu and
-// tenax::kernels::cuda, the CPU overloads that take an explicit CpuContext, and (in
-// kernels/stub/) the CUDA stubs of a build without CUDA, so a new kernel is added in one place.
-//
-// Kernels trust their arguments: tenax::ops has checked devices, dtypes and shapes. All tensors
-// of one call are on the backend's device and contiguous. Internal to the kernels layer.
+/// The backend kernels behind the element-wise ops, declared once.
+/// @file
+/// TENAX_ELEMENTWISE_KERNELS lists every kernel as X(return type, name, (parameters),
+/// (arguments)). The list declares the same functions in tenax::kernels::cpu and
+/// tenax::kernels::cuda, the CPU overloads that take an explicit CpuContext, and (in
+/// kernels/stub/) the CUDA stubs of a build without CUDA, so a new kernel is added in one place.
+///
+/// Kernels trust their arguments: tenax::ops has checked devices, dtypes and shapes. All tensors
+/// of one call are on the backend's device and contiguous. Internal to the kernels layer.
 #pragma once
 
 #include <cstdint>
@@ -50,15 +50,15 @@
 
 namespace tenax::kernels {
 
-// The CPU backend, the reference. The overloads without a context use CpuContext::instance();
-// results never depend on the context's thread count.
+/// The CPU backend, the reference. The overloads without a context use CpuContext::instance();
+/// results never depend on the context's thread count.
 namespace cpu {
 TENAX_ELEMENTWISE_KERNELS(TENAX_DECLARE_KERNEL)
 TENAX_ELEMENTWISE_KERNELS(TENAX_DECLARE_CPU_KERNEL_WITH_CONTEXT)
 }  // namespace cpu
 
-// The CUDA backend: runs on the tensors' device, ordered on its context's stream. In a build
-// without CUDA every function throws NotCompiledError.
+/// The CUDA backend: runs on the tensors' device, ordered on its context's stream. In a build
+/// without CUDA every function throws NotCompiledError.
 namespace cuda {
 TENAX_ELEMENTWISE_KERNELS(TENAX_DECLARE_KERNEL)
 }  // namespace cuda

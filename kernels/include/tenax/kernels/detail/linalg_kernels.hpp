@@ -1,9 +1,9 @@
-// Backend kernels of the linear-algebra ops, declared once and implemented per backend:
-// tenax::kernels::cpu in kernels/cpu/, tenax::kernels::cuda in kernels/cuda/ (or, in a build
-// without CUDA, by the stubs in kernels/stub/ that throw NotCompiledError).
-//
-// Kernels trust their arguments: the ops front end (kernels/src/ops_linalg.cpp) has already
-// checked devices, dtypes, shapes and aliasing. Not a public header.
+/// Backend kernels of the linear-algebra ops, declared once and implemented per backend:
+/// tenax::kernels::cpu in kernels/cpu/, tenax::kernels::cuda in kernels/cuda/ (or, in a build
+/// without CUDA, by the stubs in kernels/stub/ that throw NotCompiledError).
+/// @file
+/// Kernels trust their arguments: the ops front end (kernels/src/ops_linalg.cpp) has already
+/// checked devices, dtypes, shapes and aliasing. Not a public header.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +14,9 @@
 
 namespace tenax::kernels {
 
-// c[m, n] = alpha * op(a) * op(b) + beta * c, all contiguous row-major. op(a) is [m, k] and is
-// a^T when transpose_a (then a is stored [k, m]); likewise b. a and b share one dtype; c has
-// that dtype, or f32 when a and b are f16/bf16. With beta == 0, c is not read.
+/// c[m, n] = alpha * op(a) * op(b) + beta * c, all contiguous row-major. op(a) is [m, k] and is
+/// a^T when transpose_a (then a is stored [k, m]); likewise b. a and b share one dtype; c has
+/// that dtype, or f32 when a and b are f16/bf16. With beta == 0, c is not read.
 struct GemmArgs {
   Tensor a;
   Tensor b;
@@ -30,7 +30,7 @@ struct GemmArgs {
   double beta = 0.0;
 };
 
-// y[rows] = alpha * a * x[cols] + beta * y; x, y and a.values() share one dtype (f64 or f32).
+/// y[rows] = alpha * a * x[cols] + beta * y; x, y and a.values() share one dtype (f64 or f32).
 struct SpmvArgs {
   CsrMatrix a;
   Tensor x;
@@ -39,8 +39,8 @@ struct SpmvArgs {
   double beta = 0.0;
 };
 
-// out = Laplacian(u) on a [nz, ny, nx] grid (nz = 1 and hz unused for the 2-D 5-point form),
-// Dirichlet-zero boundaries, f64 or f32, out not overlapping u.
+/// out = Laplacian(u) on a [nz, ny, nx] grid (nz = 1 and hz unused for the 2-D 5-point form),
+/// Dirichlet-zero boundaries, f64 or f32, out not overlapping u.
 struct StencilArgs {
   Tensor u;
   Tensor out;
@@ -52,8 +52,8 @@ struct StencilArgs {
   double hx = 1.0;
 };
 
-// out[r] = c * L(u)[row_offset + r] + u[row_offset + r] for the `rows` rows of out, u a [ny, nx]
-// grid (see ops::laplacian_5pt_update).
+/// out[r] = c * L(u)[row_offset + r] + u[row_offset + r] for the `rows` rows of out, u a [ny, nx]
+/// grid (see ops::laplacian_5pt_update).
 struct StencilUpdateArgs {
   Tensor u;
   Tensor out;
@@ -80,14 +80,14 @@ struct StencilUpdateArgs {
 #define TENAX_LINALG_DECLARE_CPU_KERNEL_WITH_CONTEXT(name, Args) \
   void name(::tenax::CpuContext& context, const ::tenax::kernels::Args& args);
 
-// The CPU backend, the reference. The overloads without a context use CpuContext::instance();
-// results never depend on the context's thread count (bit for bit).
+/// The CPU backend, the reference. The overloads without a context use CpuContext::instance();
+/// results never depend on the context's thread count (bit for bit).
 namespace tenax::kernels::cpu {
 TENAX_LINALG_KERNELS(TENAX_LINALG_DECLARE_KERNEL)
 TENAX_LINALG_KERNELS(TENAX_LINALG_DECLARE_CPU_KERNEL_WITH_CONTEXT)
 }  // namespace tenax::kernels::cpu
 
-// The CUDA backend: runs on the tensors' device, ordered on its context's stream.
+/// The CUDA backend: runs on the tensors' device, ordered on its context's stream.
 namespace tenax::kernels::cuda {
 TENAX_LINALG_KERNELS(TENAX_LINALG_DECLARE_KERNEL)
 }  // namespace tenax::kernels::cuda

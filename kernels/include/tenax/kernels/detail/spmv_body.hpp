@@ -1,5 +1,5 @@
-// The SpMV row body shared by the CPU and CUDA backends (see stencil_bodies.hpp for the idea):
-// y[row] = alpha * (A x)[row] + beta * y[row], summing the row's entries in storage order.
+/// The SpMV row body shared by the CPU and CUDA backends (see stencil_bodies.hpp for the idea):
+/// y[row] = alpha * (A x)[row] + beta * y[row], summing the row's entries in storage order. @file
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace tenax::kernels::detail {
 
-// The sum of values[j] * x[col_idx[j]] over the entries [begin, end), in storage order.
+/// The sum of values[j] * x[col_idx[j]] over the entries [begin, end), in storage order.
 template <class T, class I>
 TENAX_HD inline T csr_range_dot(const I* col_idx, const T* values, const T* x, I begin, I end) {
   T sum = T(0);
@@ -22,7 +22,7 @@ TENAX_HD inline T csr_row_dot(const I* row_ptr, const I* col_idx, const T* value
   return csr_range_dot(col_idx, values, x, row_ptr[row], row_ptr[row + 1]);
 }
 
-// With beta == 0 the old y is not read, so y may hold garbage (NaN) on entry, as in BLAS.
+/// With beta == 0 the old y is not read, so y may hold garbage (NaN) on entry, as in BLAS.
 template <class T, class I>
 TENAX_HD inline void spmv_row(const I* row_ptr, const I* col_idx, const T* values, const T* x,
                               T alpha, T beta, T* y, std::int64_t row) {

@@ -1,16 +1,16 @@
-// Bodies of the fused optimizer kernels of ops_optim.hpp, written once for both backends.
-//
-// The *Coefficients structs hold the per-step scalars, computed on the host in double and rounded
-// to T once (sgd_coefficients / adam_coefficients, called by both backends, so both get the same
-// bits). The *Body functors update element i in T with exactly the expressions ops_optim.hpp
-// states; the CPU backend runs them from for_each loops, the CUDA backend from a grid-stride
-// loop. Neither contracts a * b + c into a fused multiply-add (-ffp-contract=off, --fmad=false),
-// and sqrtf / sqrt and division are correctly rounded on both, so both store the same bits.
-//
-// The option flags are members rather than template parameters: they are uniform over a launch,
-// so the branches cost nothing measurable in a memory-bound pass, and one instantiation per
-// dtype keeps the CUDA build small. T is double (f64) or float (f32). Internal to the kernels
-// layer.
+/// Bodies of the fused optimizer kernels of ops_optim.hpp, written once for both backends.
+/// @file
+/// The *Coefficients structs hold the per-step scalars, computed on the host in double and rounded
+/// to T once (sgd_coefficients / adam_coefficients, called by both backends, so both get the same
+/// bits). The *Body functors update element i in T with exactly the expressions ops_optim.hpp
+/// states; the CPU backend runs them from for_each loops, the CUDA backend from a grid-stride
+/// loop. Neither contracts a * b + c into a fused multiply-add (-ffp-contract=off, --fmad=false),
+/// and sqrtf / sqrt and division are correctly rounded on both, so both store the same bits.
+///
+/// The option flags are members rather than template parameters: they are uniform over a launch,
+/// so the branches cost nothing measurable in a memory-bound pass, and one instantiation per
+/// dtype keeps the CUDA build small. T is double (f64) or float (f32). Internal to the kernels
+/// layer.
 #pragma once
 
 #include <math.h>  // the global sqrtf / sqrt that CUDA also declares for device code
@@ -41,8 +41,8 @@ struct SgdCoefficients {
   bool first_step;
 };
 
-// Host: the step's scalars as ops::sgd_update rounds them (1 - dampening in double first, as
-// PyTorch computes `1 - dampening` in Python).
+/// Host: the step's scalars as ops::sgd_update rounds them (1 - dampening in double first, as
+/// PyTorch computes `1 - dampening` in Python).
 template <class T>
 SgdCoefficients<T> sgd_coefficients(const ops::SgdStep& s) {
   return {static_cast<T>(s.lr),
@@ -56,12 +56,12 @@ SgdCoefficients<T> sgd_coefficients(const ops::SgdStep& s) {
           s.first_step};
 }
 
-// param[i], momentum_buffer[i] (when use_momentum) updated from grad[i].
+/// param[i], momentum_buffer[i] (when use_momentum) updated from grad[i].
 template <class T>
 struct SgdBody {
   T* param;
   const T* grad;
-  T* buf;  // null without momentum
+  T* buf;  ///< null without momentum
   SgdCoefficients<T> c;
   TENAX_HD void operator()(std::int64_t i) const {
     const T p = param[i];
@@ -82,10 +82,10 @@ struct SgdBody {
 template <class T>
 struct AdamCoefficients {
   T grad_scale;
-  T weight_decay;            // coupled (Adam) decay, used when coupled_decay
-  T decay;                   // 1 - lr * weight_decay, used when decoupled_decay
-  T lerp_weight;             // 1 - beta1
-  T lerp_weight_complement;  // 1 - lerp_weight, computed in T as PyTorch's lerp does
+  T weight_decay;            ///< coupled (Adam) decay, used when coupled_decay
+  T decay;                   ///< 1 - lr * weight_decay, used when decoupled_decay
+  T lerp_weight;             ///< 1 - beta1
+  T lerp_weight_complement;  ///< 1 - lerp_weight, computed in T as PyTorch's lerp does
   T beta2;
   T one_minus_beta2;
   T bias_correction2_sqrt;
@@ -93,10 +93,10 @@ struct AdamCoefficients {
   T neg_step_size;
   bool coupled_decay;
   bool decoupled_decay;
-  bool lerp_weight_small;  // |lerp_weight| < 0.5: PyTorch's choice of lerp formula
+  bool lerp_weight_small;  ///< |lerp_weight| < 0.5: PyTorch's choice of lerp formula
 };
 
-// Host: the step's scalars, in double first (as PyTorch computes them in Python), then rounded.
+/// Host: the step's scalars, in double first (as PyTorch computes them in Python), then rounded.
 template <class T>
 AdamCoefficients<T> adam_coefficients(const ops::AdamStep& s) {
   const auto step = static_cast<double>(s.step);
@@ -120,7 +120,7 @@ AdamCoefficients<T> adam_coefficients(const ops::AdamStep& s) {
           (lerp_weight < static_cast<T>(0) ? -lerp_weight : lerp_weight) < static_cast<T>(0.5)};
 }
 
-// param[i], exp_avg[i], exp_avg_sq[i] updated from grad[i].
+/// param[i], exp_avg[i], exp_avg_sq[i] updated from grad[i].
 template <class T>
 struct AdamBody {
   T* param;

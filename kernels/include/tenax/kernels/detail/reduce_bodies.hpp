@@ -1,23 +1,23 @@
-// Reduction bodies (the combining functions and the per-element maps) shared by both backends;
-// the order they are folded in is reduction_order.hpp's.
-//
-// L = kReduceLanes = 16 lets the CPU keep the lanes in registers while it reads the block front
-// to back (a vectorised loop); on the GPU a reduction block is a group of 16 threads reading 64
-// contiguous bytes per step, with a shuffle tree for step 3.
-//
-// Internal to the kernels layer.
+/// Reduction bodies (the combining functions and the per-element maps) shared by both backends;
+/// the order they are folded in is reduction_order.hpp's.
+/// @file
+/// L = kReduceLanes = 16 lets the CPU keep the lanes in registers while it reads the block front
+/// to back (a vectorised loop); on the GPU a reduction block is a group of 16 threads reading 64
+/// contiguous bytes per step, with a shuffle tree for step 3.
+///
+/// Internal to the kernels layer.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-#include "tenax/kernels/elementwise_bodies.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/kernels/sharded_reduction.hpp"
 
 namespace tenax::kernels {
 
-// The K values a reduction kernel folds per element, or a block's K partials.
+/// The K values a reduction kernel folds per element, or a block's K partials.
 template <int K>
 struct ReduceTerms {
   double v[K];
@@ -31,7 +31,7 @@ struct PlusCombine {
   TENAX_HD double operator()(double a, double b) const { return a + b; }
 };
 
-// NaN-propagating maximum.
+/// NaN-propagating maximum.
 struct MaxCombine {
   static constexpr ReduceCombine kind = ReduceCombine::max;
   TENAX_HD static constexpr double identity() { return double_of(0xfff0000000000000u); }  // -inf
@@ -64,18 +64,18 @@ struct SquareMap {
   }
 };
 
-// 1 for an infinite or NaN element, 0 otherwise (counts are exact in double up to 2^53).
+/// 1 for an infinite or NaN element, 0 otherwise (counts are exact in double up to 2^53).
 template <class S>
 struct NonfiniteMap {
   const S* x;
   TENAX_HD double operator()(std::int64_t i) const { return stored_is_nonfinite(x[i]) ? 1.0 : 0.0; }
 };
 
-// Step 4, the last step of every shardable reduction on every backend: the `terms` sequences of
-// block partials (term-major, `blocks` each, on the host) of a reduction over `elements` elements
-// are combined by the tree of reduction_order.hpp into out[0, terms); inside a
-// ShardedReductionScope, with every rank's (the global result). Modifies `partials`.
-// finish_reduction<K> is the same for a number of terms known at compile time.
+/// Step 4, the last step of every shardable reduction on every backend: the `terms` sequences of
+/// block partials (term-major, `blocks` each, on the host) of a reduction over `elements` elements
+/// are combined by the tree of reduction_order.hpp into out[0, terms); inside a
+/// ShardedReductionScope, with every rank's (the global result). Modifies `partials`.
+/// finish_reduction<K> is the same for a number of terms known at compile time.
 template <class Combine>
 void finish_reduction_terms(double* partials, int terms, std::int64_t blocks, std::int64_t elements,
                             Combine f, std::span<double> out) {
@@ -95,8 +95,8 @@ ReduceTerms<K> finish_reduction(double* partials, std::int64_t blocks, std::int6
   return out;
 }
 
-// The result of a shardable reduction over no local elements: the identity, or inside a
-// ShardedReductionScope the global result (an empty shard still takes part).
+/// The result of a shardable reduction over no local elements: the identity, or inside a
+/// ShardedReductionScope the global result (an empty shard still takes part).
 template <int K, class Combine = PlusCombine>
 ReduceTerms<K> empty_reduction() {
   return finish_reduction<K>(nullptr, 0, 0, Combine{});

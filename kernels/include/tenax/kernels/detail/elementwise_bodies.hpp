@@ -1,12 +1,12 @@
-// Element-wise kernel bodies, written once and run by both backends.
-//
-// Each body is a small functor whose TENAX_HD operator()(i) handles element i. The CPU backend
-// calls it from a tight loop over a chunk of a parallel_for, the CUDA backend from a grid-stride
-// loop, so the arithmetic the GPU runs is the arithmetic the CPU tests check. Storage types are
-// double, float, Half and BFloat16; the 16-bit types are loaded into float, computed in float
-// and rounded to nearest even on store (half.hpp, the same bits on host and device).
-//
-// Internal to the kernels layer: ops users call tenax::ops (ops_elementwise.hpp).
+/// Element-wise kernel bodies, written once and run by both backends.
+/// @file
+/// Each body is a small functor whose TENAX_HD operator()(i) handles element i. The CPU backend
+/// calls it from a tight loop over a chunk of a parallel_for, the CUDA backend from a grid-stride
+/// loop, so the arithmetic the GPU runs is the arithmetic the CPU tests check. Storage types are
+/// double, float, Half and BFloat16; the 16-bit types are loaded into float, computed in float
+/// and rounded to nearest even on store (half.hpp, the same bits on host and device).
+///
+/// Internal to the kernels layer: ops users call tenax::ops (ops_elementwise.hpp).
 #pragma once
 
 #include <math.h>  // the global expf, tanhf, ... that CUDA also declares for device code
@@ -37,7 +37,7 @@ template <>
 struct ComputeOf<BFloat16> {
   using type = float;
 };
-// The type a storage type is computed in: float for f16/bf16, itself otherwise.
+/// The type a storage type is computed in: float for f16/bf16, itself otherwise.
 template <class S>
 using compute_t = typename ComputeOf<S>::type;
 
@@ -51,8 +51,8 @@ TENAX_HD inline void store(float& dst, float v) { dst = v; }
 TENAX_HD inline void store(Half& dst, float v) { dst.bits = float_to_half_bits(v); }
 TENAX_HD inline void store(BFloat16& dst, float v) { dst.bits = float_to_bf16_bits(v); }
 
-// `value` rounded to storage type S the way both backends store a scalar argument (integers
-// truncate; callers check the range first).
+/// `value` rounded to storage type S the way both backends store a scalar argument (integers
+/// truncate; callers check the range first).
 template <class S>
 TENAX_HD S from_double(double value) {
   if constexpr (std::is_integral_v<S>) {
@@ -64,8 +64,8 @@ TENAX_HD S from_double(double value) {
   }
 }
 
-// True for infinities and NaNs. Written as a comparison (NaN compares false) so that CPU loops
-// vectorise; no fast-math is in effect, so the compiler keeps the NaN semantics.
+/// True for infinities and NaNs. Written as a comparison (NaN compares false) so that CPU loops
+/// vectorise; no fast-math is in effect, so the compiler keeps the NaN semantics.
 TENAX_HD inline bool is_nonfinite(float v) { return !(fabsf(v) <= FLT_MAX); }
 TENAX_HD inline bool is_nonfinite(double v) { return !(fabs(v) <= DBL_MAX); }
 
@@ -81,8 +81,8 @@ struct AbsOp {
   TENAX_HD float operator()(float v) const { return fabsf(v); }
   TENAX_HD double operator()(double v) const { return fabs(v); }
 };
-// The f32 exp, tanh and sigmoid are float_math.hpp's: vectorisable, and the same bits on both
-// backends.
+/// The f32 exp, tanh and sigmoid are float_math.hpp's: vectorisable, and the same bits on both
+/// backends.
 struct ExpOp {
   TENAX_HD float operator()(float v) const { return exp_f32(v); }
   TENAX_HD double operator()(double v) const { return ::exp(v); }
@@ -99,15 +99,15 @@ struct TanhOp {
   TENAX_HD float operator()(float v) const { return tanh_f32(v); }
   TENAX_HD double operator()(double v) const { return ::tanh(v); }
 };
-// max(v, 0); NaN stays NaN.
+/// max(v, 0); NaN stays NaN.
 struct ReluOp {
   template <class T>
   TENAX_HD T operator()(T v) const {
     return v < T(0) ? T(0) : v;
   }
 };
-// The derivative of relu: 1 for v > 0, 0 for v <= 0; a NaN stays NaN so that anomaly checks see
-// it in the gradient too.
+/// The derivative of relu: 1 for v > 0, 0 for v <= 0; a NaN stays NaN so that anomaly checks see
+/// it in the gradient too.
 struct StepOp {
   template <class T>
   TENAX_HD T operator()(T v) const {
@@ -129,24 +129,24 @@ struct ErfOp {
   TENAX_HD double operator()(double v) const { return ::erf(v); }
 };
 
-// 1/sqrt(2) and 1/sqrt(2 pi), for the standard normal CDF and density.
+/// 1/sqrt(2) and 1/sqrt(2 pi), for the standard normal CDF and density.
 inline constexpr double kInvSqrt2 = 0.70710678118654752440;
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
-// Phi(v), the standard normal CDF, as 0.5 erfc(-v / sqrt 2): 1 + erf(v / sqrt 2) would cancel
-// for negative v and lose the tail.
+/// Phi(v), the standard normal CDF, as 0.5 erfc(-v / sqrt 2): 1 + erf(v / sqrt 2) would cancel
+/// for negative v and lose the tail.
 TENAX_HD inline float normal_cdf(float v) {
   return 0.5f * erfcf(-v * static_cast<float>(kInvSqrt2));
 }
 TENAX_HD inline double normal_cdf(double v) { return 0.5 * ::erfc(-v * kInvSqrt2); }
-// phi(v), the standard normal density.
+/// phi(v), the standard normal density.
 TENAX_HD inline float normal_pdf(float v) {
   return expf(-0.5f * v * v) * static_cast<float>(kInvSqrt2Pi);
 }
 TENAX_HD inline double normal_pdf(double v) { return ::exp(-0.5 * v * v) * kInvSqrt2Pi; }
 
-// gelu(v) = v Phi(v) (the exact form, not the tanh approximation). Where Phi(v) underflows to 0
-// (v below about -38 in f64, -14 in f32, and -inf) the result is -0 rather than -inf * 0 = NaN.
+/// gelu(v) = v Phi(v) (the exact form, not the tanh approximation). Where Phi(v) underflows to 0
+/// (v below about -38 in f64, -14 in f32, and -inf) the result is -0 rather than -inf * 0 = NaN.
 struct GeluOp {
   template <class T>
   TENAX_HD T operator()(T v) const {
@@ -154,8 +154,8 @@ struct GeluOp {
     return cdf == T(0) ? T(-0.0) : v * cdf;
   }
 };
-// gelu'(v) = Phi(v) + v phi(v). Where phi(v) underflows to 0 the second term is 0 (so
-// gelu_grad(+inf) = 1 and gelu_grad(-inf) = 0 rather than NaN).
+/// gelu'(v) = Phi(v) + v phi(v). Where phi(v) underflows to 0 the second term is 0 (so
+/// gelu_grad(+inf) = 1 and gelu_grad(-inf) = 0 rather than NaN).
 struct GeluGradOp {
   template <class T>
   TENAX_HD T operator()(T v) const {
@@ -190,7 +190,7 @@ struct DivOp {
     return a / b;
   }
 };
-// NaN-propagating: a NaN in either operand gives NaN.
+/// NaN-propagating: a NaN in either operand gives NaN.
 struct MaximumOp {
   template <class T>
   TENAX_HD T operator()(T a, T b) const {
@@ -206,7 +206,7 @@ struct MinimumOp {
 
 // ---- bodies: functor(i) handles element i ----
 
-// t[i] = value, where value is already in t's storage type.
+/// t[i] = value, where value is already in t's storage type.
 template <class S>
 struct FillBody {
   S* t;
@@ -214,7 +214,7 @@ struct FillBody {
   TENAX_HD void operator()(std::int64_t i) const { t[i] = value; }
 };
 
-// dst[i] = src[i] converted (through src's compute type, then dst's compute type).
+/// dst[i] = src[i] converted (through src's compute type, then dst's compute type).
 template <class D, class S>
 struct CastBody {
   D* dst;
@@ -224,7 +224,7 @@ struct CastBody {
   }
 };
 
-// y = a * x + b * y.
+/// y = a * x + b * y.
 template <class S>
 struct AxpbyBody {
   const S* x;
@@ -234,7 +234,7 @@ struct AxpbyBody {
   TENAX_HD void operator()(std::int64_t i) const { store(y[i], a * load(x[i]) + b * load(y[i])); }
 };
 
-// y = a * x (axpby with b == 0: y is not read).
+/// y = a * x (axpby with b == 0: y is not read).
 template <class S>
 struct AxBody {
   const S* x;
@@ -260,8 +260,8 @@ struct BinaryBody {
   TENAX_HD void operator()(std::int64_t i) const { store(out[i], op(load(a[i]), load(b[i]))); }
 };
 
-// t[i] *= inv_scale; returns 1 when the stored result is infinite or NaN, else 0. The backends
-// OR the results of all elements.
+/// t[i] *= inv_scale; returns 1 when the stored result is infinite or NaN, else 0. The backends
+/// OR the results of all elements.
 template <class S>
 struct UnscaleCheckBody {
   S* t;
@@ -274,9 +274,9 @@ struct UnscaleCheckBody {
   }
 };
 
-// unscale_and_measure: t[i] *= inv_scale (when `write`; otherwise t is only read) and the terms
-// of element i: the square of the stored result widened to double (the term of ops::dot(t, t)
-// and ops::nrm2), and 1 when that result is infinite or NaN, else 0.
+/// unscale_and_measure: t[i] *= inv_scale (when `write`; otherwise t is only read) and the terms
+/// of element i: the square of the stored result widened to double (the term of ops::dot(t, t)
+/// and ops::nrm2), and 1 when that result is infinite or NaN, else 0.
 struct MeasureTerms {
   double square;
   double nonfinite;
@@ -289,7 +289,7 @@ struct UnscaleMeasureBody {
   TENAX_HD MeasureTerms operator()(std::int64_t i) const {
     return write ? terms<true>(i) : terms<false>(i);
   }
-  // With `write` as a constant, for loops that must not branch per element.
+  /// With `write` as a constant, for loops that must not branch per element.
   template <bool kWrite>
   TENAX_HD MeasureTerms terms(std::int64_t i) const {
     S stored = t[i];
@@ -302,11 +302,11 @@ struct UnscaleMeasureBody {
   }
 };
 
-// NaN and non-finite tests of a stored value. The 16-bit types are classified from their bits
-// (exponent field all ones: infinity when the mantissa is zero, NaN otherwise), which is what
-// widening to float and testing says, without the conversion: anomaly mode scans every op's
-// output, and a widening per element would make the scan of f16/bf16 tensors cost more than
-// the op.
+/// NaN and non-finite tests of a stored value. The 16-bit types are classified from their bits
+/// (exponent field all ones: infinity when the mantissa is zero, NaN otherwise), which is what
+/// widening to float and testing says, without the conversion: anomaly mode scans every op's
+/// output, and a widening per element would make the scan of f16/bf16 tensors cost more than
+/// the op.
 TENAX_HD inline bool stored_is_nan(float v) { return v != v; }
 TENAX_HD inline bool stored_is_nan(double v) { return v != v; }
 TENAX_HD inline bool stored_is_nan(Half v) {
@@ -320,7 +320,7 @@ TENAX_HD inline bool stored_is_nonfinite(double v) { return is_nonfinite(v); }
 TENAX_HD inline bool stored_is_nonfinite(Half v) { return (v.bits & 0x7C00u) == 0x7C00u; }
 TENAX_HD inline bool stored_is_nonfinite(BFloat16 v) { return (v.bits & 0x7F80u) == 0x7F80u; }
 
-// find_nonfinite: 0 for a finite element, 1 for a NaN, 2 for an infinity.
+/// find_nonfinite: 0 for a finite element, 1 for a NaN, 2 for an infinity.
 template <class S>
 struct NonfiniteKindMap {
   const S* x;
@@ -329,8 +329,8 @@ struct NonfiniteKindMap {
   }
 };
 
-// t[i] = low + (high - low) * u_i with u_i uniform in [0, 1) from Philox (philox.hpp), in t's
-// compute type: uniform_f64 for f64, uniform_f32 for the others.
+/// t[i] = low + (high - low) * u_i with u_i uniform in [0, 1) from Philox (philox.hpp), in t's
+/// compute type: uniform_f64 for f64, uniform_f32 for the others.
 template <class S>
 struct UniformBody {
   S* t;
@@ -348,7 +348,7 @@ struct UniformBody {
   }
 };
 
-// t[i] = mean + stddev * z_i with z_i standard normal from Philox (Box-Muller, philox.hpp).
+/// t[i] = mean + stddev * z_i with z_i standard normal from Philox (Box-Muller, philox.hpp).
 template <class S>
 struct NormalBody {
   S* t;

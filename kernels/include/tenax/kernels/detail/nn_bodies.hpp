@@ -1,21 +1,21 @@
-// Bodies of the softmax cross-entropy ops (ops_nn.hpp), written once for both backends.
-//
-// S is the logits' storage type and C = compute_t<S> the type everything is computed in: double
-// for f64 logits, float for f32, f16 and bf16 (loaded into float, whatever the storage). A row's
-// maximum and its sum of exp(x - max) are taken one column after the other, in order, by one
-// thread on either backend. exp and log are each backend's (expf/exp, logf/log), so CPU and CUDA
-// agree within a few units in the last place, not bit for bit. Internal to the kernels layer.
+/// Bodies of the softmax cross-entropy ops (ops_nn.hpp), written once for both backends.
+/// @file
+/// S is the logits' storage type and C = compute_t<S> the type everything is computed in: double
+/// for f64 logits, float for f32, f16 and bf16 (loaded into float, whatever the storage). A row's
+/// maximum and its sum of exp(x - max) are taken one column after the other, in order, by one
+/// thread on either backend. exp and log are each backend's (expf/exp, logf/log), so CPU and CUDA
+/// agree within a few units in the last place, not bit for bit. Internal to the kernels layer.
 #pragma once
 
 #include <cstdint>
 
 #include "tenax/core/half.hpp"
 #include "tenax/core/host_device.hpp"
-#include "tenax/kernels/elementwise_bodies.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 
 namespace tenax::kernels {
 
-// A quiet NaN of C (float or double).
+/// A quiet NaN of C (float or double).
 template <class C>
 TENAX_HD inline C quiet_nan() {
   if constexpr (sizeof(C) == sizeof(double)) {
@@ -25,12 +25,12 @@ TENAX_HD inline C quiet_nan() {
   }
 }
 
-// The label of a row when it is a class index, else -1.
+/// The label of a row when it is a class index, else -1.
 TENAX_HD inline std::int64_t valid_label(std::int64_t label, std::int64_t classes) {
   return label >= 0 && label < classes ? label : -1;
 }
 
-// A row's maximum (NaN when the row has a NaN) and the sum of exp(x - max) over the row.
+/// A row's maximum (NaN when the row has a NaN) and the sum of exp(x - max) over the row.
 template <class C>
 struct SoftmaxStats {
   C max;
@@ -49,8 +49,8 @@ TENAX_HD inline SoftmaxStats<compute_t<S>> softmax_stats(const S* row, std::int6
   return {m, sum};
 }
 
-// loss[i] = logsumexp(row i) - row_i[label_i], as log(sum) - (row_i[label_i] - max), which keeps
-// full precision for large logits. NaN for a label outside [0, classes).
+/// loss[i] = logsumexp(row i) - row_i[label_i], as log(sum) - (row_i[label_i] - max), which keeps
+/// full precision for large logits. NaN for a label outside [0, classes).
 template <class S>
 struct SoftmaxXentLossBody {
   const S* logits;
@@ -71,10 +71,10 @@ struct SoftmaxXentLossBody {
   }
 };
 
-// grad[i, j] = scale * (softmax(row i)_j - (j == label_i)), computed in C and rounded once on
-// store; NaN for the whole row when its label is outside [0, classes). operator()(i) writes row
-// i: the row's softmax_stats first, then its elements in order, each reading only logits[i, j]
-// before writing grad[i, j] (so grad may be the logits themselves).
+/// grad[i, j] = scale * (softmax(row i)_j - (j == label_i)), computed in C and rounded once on
+/// store; NaN for the whole row when its label is outside [0, classes). operator()(i) writes row
+/// i: the row's softmax_stats first, then its elements in order, each reading only logits[i, j]
+/// before writing grad[i, j] (so grad may be the logits themselves).
 template <class S>
 struct SoftmaxXentGradBody {
   const S* logits;

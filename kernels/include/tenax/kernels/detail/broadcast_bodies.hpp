@@ -1,13 +1,13 @@
-// Bodies of the broadcasting ops (ops_broadcast.hpp), written once for both backends.
-//
-// The front end (kernels/src/ops_broadcast.cpp) reduces every operand to a small layout: the
-// dimensions of extent 1 dropped, adjacent dimensions merged where every operand is contiguous
-// across them, a broadcast dimension given stride 0. For a bias [C] added to [B, C] that leaves
-// two dimensions; no layout has more than the rank of the shapes (at most Shape::kMaxRank).
-//
-// The CUDA backend runs the functors per output element; the CPU backend runs the same arithmetic
-// from loops over rows (BroadcastBinaryBody::row) or tiles of outputs, in the same order with the
-// same roundings. Internal to the kernels layer.
+/// Bodies of the broadcasting ops (ops_broadcast.hpp), written once for both backends.
+/// @file
+/// The front end (kernels/src/ops_broadcast.cpp) reduces every operand to a small layout: the
+/// dimensions of extent 1 dropped, adjacent dimensions merged where every operand is contiguous
+/// across them, a broadcast dimension given stride 0. For a bias [C] added to [B, C] that leaves
+/// two dimensions; no layout has more than the rank of the shapes (at most Shape::kMaxRank).
+///
+/// The CUDA backend runs the functors per output element; the CPU backend runs the same arithmetic
+/// from loops over rows (BroadcastBinaryBody::row) or tiles of outputs, in the same order with the
+/// same roundings. Internal to the kernels layer.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +15,14 @@
 
 #include "tenax/core/half.hpp"
 #include "tenax/core/host_device.hpp"
-#include "tenax/kernels/elementwise_bodies.hpp"
+#include "tenax/kernels/detail/elementwise_bodies.hpp"
 
 namespace tenax::kernels {
 
 inline constexpr int kMaxLayoutRank = 8;
 
-// Element i of the output (row-major over `extent`) reads a[offset_a] and b[offset_b]. rank >= 1;
-// the last dimension's strides are 0 (broadcast) or 1.
+/// Element i of the output (row-major over `extent`) reads a[offset_a] and b[offset_b]. rank >= 1;
+/// the last dimension's strides are 0 (broadcast) or 1.
 struct BroadcastLayout {
   int rank = 0;
   std::int64_t extent[kMaxLayoutRank] = {};
@@ -41,8 +41,8 @@ struct BroadcastLayout {
   }
 };
 
-// out[i] = op(a[offset_a(i)], b[offset_b(i)]): the expression of BinaryBody, so equal shapes give
-// the bits of ops::binary.
+/// out[i] = op(a[offset_a(i)], b[offset_b(i)]): the expression of BinaryBody, so equal shapes give
+/// the bits of ops::binary.
 template <class Op, class S>
 struct BroadcastBinaryBody {
   const S* a;
@@ -58,8 +58,8 @@ struct BroadcastBinaryBody {
     store(out[i], op(load(a[ia]), load(b[ib])));
   }
 
-  // The elements of row r (the last dimension) of the output; kAStep / kBStep are the last
-  // dimension's strides of a and b (1, or 0 when broadcast).
+  /// The elements of row r (the last dimension) of the output; kAStep / kBStep are the last
+  /// dimension's strides of a and b (1, or 0 when broadcast).
   template <int kAStep, int kBStep>
   TENAX_HD void row(std::int64_t r) const {
     const std::int64_t inner = layout.extent[layout.rank - 1];
@@ -76,10 +76,10 @@ struct BroadcastBinaryBody {
 
 // ---- sum_to ----
 
-// `value` rounded once to storage type S: directly for f64 and f32; for f16 and bf16 through a
-// float rounded to odd (truncated, the last bit set when inexact), which float's 24 bits make
-// exact for the second rounding (the classic round-to-odd argument: 24 >= 11 + 2), so the
-// result is the nearest-even 16-bit value of `value` itself, not of float(value).
+/// `value` rounded once to storage type S: directly for f64 and f32; for f16 and bf16 through a
+/// float rounded to odd (truncated, the last bit set when inexact), which float's 24 bits make
+/// exact for the second rounding (the classic round-to-odd argument: 24 >= 11 + 2), so the
+/// result is the nearest-even 16-bit value of `value` itself, not of float(value).
 TENAX_HD inline float float_round_to_odd(double value) {
   const float nearest = static_cast<float>(value);
   if (value != value || static_cast<double>(nearest) == value) return nearest;
@@ -100,11 +100,11 @@ TENAX_HD inline void store_rounded_once(S& dst, double value) {
   }
 }
 
-// Output element o of sum_to sums the elements of x at base(o) + (reduced offsets), the reduced
-// coordinates taken in row-major order, which is the row-major order of x. kept_* are the
-// dimensions x shares with the output (output index o is row-major over kept_extent); reduced_*
-// the dimensions summed away. Both ranks are >= 1 (a missing kind is one dimension of extent 1),
-// every extent >= 1.
+/// Output element o of sum_to sums the elements of x at base(o) + (reduced offsets), the reduced
+/// coordinates taken in row-major order, which is the row-major order of x. kept_* are the
+/// dimensions x shares with the output (output index o is row-major over kept_extent); reduced_*
+/// the dimensions summed away. Both ranks are >= 1 (a missing kind is one dimension of extent 1),
+/// every extent >= 1.
 struct SumToLayout {
   int kept_rank = 0;
   std::int64_t kept_extent[kMaxLayoutRank] = {};
@@ -113,7 +113,7 @@ struct SumToLayout {
   std::int64_t reduced_extent[kMaxLayoutRank] = {};
   std::int64_t reduced_stride[kMaxLayoutRank] = {};
 
-  // The offset in x of the first input of output o.
+  /// The offset in x of the first input of output o.
   TENAX_HD std::int64_t base(std::int64_t o) const {
     std::int64_t offset = 0;
     for (int d = kept_rank - 1; d >= 0; --d) {
@@ -123,8 +123,8 @@ struct SumToLayout {
     return offset;
   }
 
-  // Advances offset (and index, the reduced coordinates) to the next reduced coordinate in
-  // row-major order, the last dimension excluded (the callers loop over it themselves).
+  /// Advances offset (and index, the reduced coordinates) to the next reduced coordinate in
+  /// row-major order, the last dimension excluded (the callers loop over it themselves).
   TENAX_HD void advance_outer(std::int64_t& offset, std::int64_t* index) const {
     for (int d = reduced_rank - 2; d >= 0; --d) {
       offset += reduced_stride[d];
@@ -134,7 +134,7 @@ struct SumToLayout {
     }
   }
 
-  // The number of steps advance_outer takes through the reduced coordinates.
+  /// The number of steps advance_outer takes through the reduced coordinates.
   [[nodiscard]] TENAX_HD std::int64_t outer_count() const {
     std::int64_t count = 1;
     for (int d = 0; d + 1 < reduced_rank; ++d) count *= reduced_extent[d];
@@ -142,8 +142,8 @@ struct SumToLayout {
   }
 };
 
-// out[o] = the sum of its inputs, each widened to double, added in row-major order of x into a
-// double that starts at 0, rounded once on store.
+/// out[o] = the sum of its inputs, each widened to double, added in row-major order of x into a
+/// double that starts at 0, rounded once on store.
 template <class S>
 struct SumToBody {
   const S* x;

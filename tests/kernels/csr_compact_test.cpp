@@ -1,0 +1,246 @@
+// CsrMatrix::compacted(): which encodings a matrix gets, and that every CPU product over the
+// compact index has the bits of the product over col_idx and values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "kernels/linalg_test_helpers.hpp"
+#include "tenax/core/context.hpp"
+#include "tenax/kernels/csr_matrix.hpp"
+#include "tenax/kernels/detail/csr_compact_index.hpp"
+#include "tenax/kernels/detail/krylov_kernels.hpp"
+#include "tenax/kernels/detail/linalg_kernels.hpp"
+#include "tenax/kernels/ops_krylov.hpp"
+#include "tenax/kernels/ops_linalg.hpp"
+
+namespace tenax {
+namespace {
+
+using testing::make_tensor;
+using testing::random_reals;
+
+struct Entries {
+  std::vector<std::int64_t> row_ptr{0};
+  std::vector<std::int64_t> col_idx;
+  std::vector<double> values;
+};
+
+template <class I>
+Tensor index_tensor(const std::vector<std::int64_t>& values) {
+  Tensor t = Tensor::empty({static_cast<std::int64_t>(values.size())}, dtype_of<I>);
+  for (std::size_t i = 0; i < values.size(); ++i) t.data_as<I>()[i] = static_cast<I>(values[i]);
+  return t;
+}
+
+CsrMatrix matrix_of(std::int64_t rows, std::int64_t cols, const Entries& e, DType dtype,
+                    DType index) {
+  const auto nnz = static_cast<std::int64_t>(e.values.size());
+  const bool i64 = index == DType::i64;
+  return CsrMatrix(
+      rows, cols,
+      i64 ? index_tensor<std::int64_t>(e.row_ptr) : index_tensor<std::int32_t>(e.row_ptr),
+      i64 ? index_tensor<std::int64_t>(e.col_idx) : index_tensor<std::int32_t>(e.col_idx),
+      make_tensor({nnz}, dtype, e.values));
+}
+
+// Rows of 0..7 entries (so four-row groups have rows of unequal length and empty rows) at column
+// offsets within `band` of the row (clamped to the matrix), values drawn from `distinct` values.
+Entries random_entries(std::int64_t rows, std::int64_t cols, std::int64_t band, int distinct,
+                       std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> length(0, 7);
+  std::uniform_int_distribution<std::int64_t> offset(-band, band);
+  std::uniform_int_distribution<int> pick(0, distinct - 1);
+  const std::vector<double> palette = random_reals(distinct, DType::f64, seed + 1);
+  Entries e;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const int n = r == 0 ? 1 + length(gen) % 7 : length(gen);  // never an empty matrix
+    for (int k = 0; k < n; ++k) {
+      e.col_idx.push_back(std::clamp<std::int64_t>(r + offset(gen), 0, cols - 1));
+      e.values.push_back(palette[pick(gen)]);
+    }
+    e.row_ptr.push_back(static_cast<std::int64_t>(e.col_idx.size()));
+  }
+  return e;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+TEST(CsrCompact, EachEncodingIsChosenOnlyWhereTheMatrixAllowsIt) {
+  const std::int64_t n = 300;
+  // Banded, three values: both encodings.
+  const CsrMatrix both =
+      matrix_of(n, n, random_entries(n, n, 40, 3, 1), DType::f64, DType::i32).compacted();
+  ASSERT_NE(both.compact_index(), nullptr);
+  EXPECT_TRUE(both.compact_index()->has_offsets());
+  EXPECT_TRUE(both.compact_index()->has_codes());
+  EXPECT_EQ(both.compact_index()->value_table.numel(), 3);
+  // Banded, about 1000 distinct values: offsets only.
+  const CsrMatrix offsets =
+      matrix_of(n, n, random_entries(n, n, 40, 1000, 2), DType::f64, DType::i64).compacted();
+  ASSERT_NE(offsets.compact_index(), nullptr);
+  EXPECT_TRUE(offsets.compact_index()->has_offsets());
+  EXPECT_FALSE(offsets.compact_index()->has_codes());
+  // Entries 40000 columns from their row, two values: codes only.
+  const std::int64_t wide = 40000;
+  const CsrMatrix codes =
+      matrix_of(n, wide, random_entries(n, wide, wide, 2, 3), DType::f32, DType::i64).compacted();
+  ASSERT_NE(codes.compact_index(), nullptr);
+  EXPECT_FALSE(codes.compact_index()->has_offsets());
+  EXPECT_TRUE(codes.compact_index()->has_codes());
+  // Neither: the matrix itself, no index.
+  const CsrMatrix plain =
+      matrix_of(n, wide, random_entries(n, wide, wide, 5000, 4), DType::f64, DType::i64);
+  const CsrMatrix neither = plain.compacted();
+  EXPECT_EQ(neither.compact_index(), nullptr);
+  EXPECT_EQ(neither.values().data(), plain.values().data());
+  // Shares the storage; compacting again keeps the same index.
+  EXPECT_EQ(both.compacted().compact_index(), both.compact_index());
+  // No entries: nothing to compact.
+  EXPECT_EQ(matrix_of(3, 3, Entries{{0, 0, 0, 0}, {}, {}}, DType::f64, DType::i32)
+                .compacted()
+                .compact_index(),
+            nullptr);
+}
+
+TEST(CsrCompact, OffsetsAndValueCountAreCheckedAtTheirLimits) {
+  // One row whose entries sit exactly 32767 columns right and (in row 32768) 32768 left: fits.
+  const std::int64_t cols = 32768 + 1;
+  Entries at_limit;
+  at_limit.row_ptr.assign(32770, 0);
+  at_limit.row_ptr[1] = 1;
+  at_limit.col_idx = {32767};
+  at_limit.values = {1.0};
+  for (std::int64_t r = 2; r <= 32768; ++r) at_limit.row_ptr[r] = 1;
+  at_limit.row_ptr[32769] = 2;
+  at_limit.col_idx.push_back(0);  // row 32768, offset -32768
+  at_limit.values.push_back(2.0);
+  const CsrMatrix fits = matrix_of(32769, cols, at_limit, DType::f64, DType::i32).compacted();
+  ASSERT_NE(fits.compact_index(), nullptr);
+  EXPECT_TRUE(fits.compact_index()->has_offsets());
+  // One column further: no offsets.
+  Entries beyond = at_limit;
+  beyond.col_idx[0] = 32768;
+  EXPECT_FALSE(matrix_of(32769, cols, beyond, DType::f64, DType::i32)
+                   .compacted()
+                   .compact_index()
+                   ->has_offsets());
+  // 256 distinct values get codes, 257 do not.
+  for (const int distinct : {256, 257}) {
+    Entries e;
+    for (int k = 0; k < distinct; ++k) {
+      e.col_idx.push_back(k % 10);
+      e.values.push_back(k + 0.5);
+      e.row_ptr.push_back(k + 1);
+    }
+    const CsrMatrix a = matrix_of(distinct, 10, e, DType::f64, DType::i64).compacted();
+    ASSERT_NE(a.compact_index(), nullptr) << distinct;
+    EXPECT_EQ(a.compact_index()->has_codes(), distinct == 256) << distinct;
+  }
+}
+
+// Every product over the compacted matrix against the same product over the stored index.
+void expect_products_match(const CsrMatrix& plain, std::uint32_t seed, CpuContext& context) {
+  const CsrMatrix compact = plain.compacted();
+  ASSERT_NE(compact.compact_index(), nullptr) << plain.describe();
+  const DType dtype = plain.dtype();
+  const std::int64_t rows = plain.rows();
+  const Tensor x = make_tensor({plain.cols()}, dtype, random_reals(plain.cols(), dtype, seed));
+  const Tensor w = make_tensor({rows}, dtype, random_reals(rows, dtype, seed + 1));
+  for (const auto& [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{-0.5, 2.0}}) {
+    const Tensor y_plain = make_tensor({rows}, dtype, random_reals(rows, dtype, seed + 2));
+    const Tensor y_compact = y_plain.clone();
+    kernels::cpu::spmv(context, {plain, x, y_plain, alpha, beta});
+    kernels::cpu::spmv(context, {compact, x, y_compact, alpha, beta});
+    EXPECT_TRUE(same_bits(y_plain, y_compact)) << plain.describe() << " alpha " << alpha;
+  }
+  const Tensor q_plain = Tensor::empty({rows}, dtype);
+  const Tensor q_compact = Tensor::empty({rows}, dtype);
+  const std::int64_t pair = plain.cols() - rows;  // the rows pair with x's last entries
+  const double d_plain = kernels::cpu::spmv_dot(context, {plain, x, q_plain, pair});
+  const double d_compact = kernels::cpu::spmv_dot(context, {compact, x, q_compact, pair});
+  EXPECT_TRUE(same_bits(q_plain, q_compact)) << plain.describe();
+  EXPECT_EQ(std::memcmp(&d_plain, &d_compact, sizeof(double)), 0) << plain.describe();
+  const ops::SpmvDots s_plain = kernels::cpu::spmv_dots(context, {plain, x, q_plain, w});
+  const ops::SpmvDots s_compact = kernels::cpu::spmv_dots(context, {compact, x, q_compact, w});
+  EXPECT_TRUE(same_bits(q_plain, q_compact)) << plain.describe();
+  EXPECT_EQ(std::memcmp(&s_plain.wq, &s_compact.wq, sizeof(double)), 0) << plain.describe();
+  EXPECT_EQ(std::memcmp(&s_plain.qq, &s_compact.qq, sizeof(double)), 0) << plain.describe();
+}
+
+TEST(CsrCompact, ProductsHaveTheBitsOfTheStoredIndexForEveryEncodingAndThreadCount) {
+  CpuContext one(1);
+  CpuContext three(3);
+  std::uint32_t seed = 10;
+  // Row counts around the four-row groups and the reduction blocks' lanes.
+  for (const std::int64_t rows : {1, 3, 4, 5, 31, 33, 257, 5000}) {
+    for (const DType dtype : {DType::f64, DType::f32}) {
+      for (const DType index : {DType::i32, DType::i64}) {
+        for (const int distinct : {2, 200, 3000}) {
+          for (const std::int64_t extra_cols : {0, 50000}) {
+            const std::int64_t cols = rows + extra_cols;
+            const std::int64_t band = extra_cols > 0 ? cols : 40;
+            if (distinct == 3000 && extra_cols > 0) continue;  // neither encoding applies
+            const CsrMatrix a = matrix_of(
+                rows, cols, random_entries(rows, cols, band, distinct, ++seed), dtype, index);
+            expect_products_match(a, seed, one);
+            expect_products_match(a, seed, three);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CsrCompact, SignedZerosAndNanPayloadsKeepTheirBits) {
+  const double nan_a = std::bit_cast<double>(std::uint64_t{0x7FF8000000000001});
+  const double nan_b = std::bit_cast<double>(std::uint64_t{0xFFF8000000000002});
+  Entries e;
+  const std::vector<double> palette = {0.0, -0.0, nan_a, nan_b, 1.5};
+  for (int r = 0; r < 40; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      e.col_idx.push_back((r + k) % 40);
+      e.values.push_back(palette[(r * 3 + k) % palette.size()]);
+    }
+    e.row_ptr.push_back(static_cast<std::int64_t>(e.col_idx.size()));
+  }
+  const CsrMatrix a = matrix_of(40, 40, e, DType::f64, DType::i32);
+  const CsrMatrix compact = a.compacted();
+  ASSERT_NE(compact.compact_index(), nullptr);
+  ASSERT_TRUE(compact.compact_index()->has_codes());
+  EXPECT_EQ(compact.compact_index()->value_table.numel(), 5);
+  CpuContext one(1);
+  expect_products_match(a, 7, one);
+}
+
+TEST(CsrCompact, TheOpsUseTheCompactIndexAndAStaleIndexWouldShow) {
+  // ops::spmv reads the compact index, not the stored arrays: change a stored value after
+  // compacting and the compact product keeps the snapshot (as documented), which the stored one
+  // does not. This proves the product path goes through the index.
+  const std::int64_t n = 64;
+  CsrMatrix a = matrix_of(n, n, random_entries(n, n, 5, 2, 99), DType::f64, DType::i64);
+  const CsrMatrix compact = a.compacted();
+  ASSERT_TRUE(compact.compact_index() != nullptr && compact.compact_index()->has_codes());
+  const Tensor x = make_tensor({n}, DType::f64, random_reals(n, DType::f64, 5));
+  const Tensor before = Tensor::empty({n}, DType::f64);
+  ops::spmv(compact, x, before);
+  a.values().data_as<double>()[0] += 1.0;  // a and compact share values
+  const Tensor from_index = Tensor::empty({n}, DType::f64);
+  const Tensor from_stored = Tensor::empty({n}, DType::f64);
+  ops::spmv(compact, x, from_index);
+  ops::spmv(a, x, from_stored);
+  EXPECT_TRUE(same_bits(before, from_index));
+  EXPECT_FALSE(same_bits(before, from_stored));
+}
+
+}  // namespace
+}  // namespace tenax
