@@ -675,11 +675,15 @@ void expect_generated_problem_fits(const Options& o, DType dtype, DType index_dt
   const std::int64_t index = static_cast<std::int64_t>(tenax::size_of(index_dtype));
   const std::int64_t per_row = 1 + 2 * o.dim;  // the stencil's entries in an interior row
   const bool assembled = o.op == "csr";
-  const std::int64_t matrix_bytes = assembled ? per_row * (value + index) + index : 0;
-  // b, x and the residual in the solver's dtype; the known solution in f64.
+  // Stored entries and row pointers, and the compact index the operator adds (2-byte column
+  // offsets and 1-byte value codes, CsrMatrix::compacted).
+  const std::int64_t matrix_bytes = assembled ? per_row * (value + index + 3) + index : 0;
+  // b, x and the residual in the solver's dtype, and the Krylov method's own vectors (CG's
+  // direction, product and residual: 3; BiCGSTAB and GMRES need more and are refused later if
+  // they do not fit); the known solution in f64.
   const std::int64_t rows = tenax::examples::expect_grid_fits(
       Device::cpu(), "--n " + std::to_string(o.n) + " --dim " + std::to_string(o.dim), o.n, o.dim,
-      matrix_bytes + 3 * value + 8);
+      matrix_bytes + 6 * value + 8);
   if (!assembled || index_dtype != DType::i32) return;
   // The diagonal, and two entries for each pair of neighbours along each axis.
   const std::int64_t entries = rows + 2 * o.dim * (rows / o.n) * (o.n - 1);
