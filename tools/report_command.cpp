@@ -182,6 +182,35 @@ std::vector<Chart> charts(const RunHistory& run) {
   }
   step_chart("step-time", run.ranks.size() > 1 ? "Step time by rank" : "Step time", "seconds",
              std::move(step_times));
+  if (run.ranks.size() > 1) {
+    // Then one lane per rank on the scale of the chart above, so that a rank's own stalls are not
+    // hidden under the others' lines; the slowest rank's lane says so.
+    const std::vector<ChartSeries> lanes = out.back().series;  // copied: out grows below
+    std::vector<double> xs;
+    std::vector<double> ys;
+    for (const ChartSeries& series : lanes) {
+      for (const auto& segment : series.segments) {
+        for (const auto& [x, y] : segment) {
+          xs.push_back(x);
+          ys.push_back(y);
+        }
+      }
+    }
+    const auto [x_lo, x_hi] = std::minmax_element(xs.begin(), xs.end());
+    const auto [y_lo, y_hi] = std::minmax_element(ys.begin(), ys.end());
+    for (std::size_t k = 0; k < run.ranks.size(); ++k) {
+      const std::string rank = std::to_string(run.ranks[k].rank);
+      step_chart("step-time-rank-" + rank,
+                 "Step time, rank " + rank + (k == slowest ? " (slowest)" : ""), "seconds",
+                 {lanes[k]});
+      Chart& lane = out.back();
+      lane.height = 150;
+      if (!xs.empty()) {
+        lane.x_span = {*x_lo, *x_hi};
+        lane.y_span = {*y_lo, *y_hi};
+      }
+    }
+  }
 
   step_chart(
       "micro-batch", "Micro-batch", "work units",
@@ -213,7 +242,7 @@ std::vector<Chart> charts(const RunHistory& run) {
         }
       }
       if (!points.empty()) series.segments.push_back(std::move(points));
-      if (run.ranks.size() > 1) break;  // rank 0's samples; the lanes above compare ranks
+      if (run.ranks.size() > 1) break;  // rank 0's samples; the step-time lanes compare ranks
     }
     return series;
   };

@@ -44,20 +44,6 @@ std::string text_of(const json& value) {
   return value.dump();
 }
 
-// The logs of a run directory: events.jsonl (rank 0) and events-rank-<r>.jsonl, by rank.
-std::vector<std::pair<int, std::filesystem::path>> event_logs(const std::filesystem::path& dir) {
-  std::vector<std::pair<int, std::filesystem::path>> logs{{0, dir / "events.jsonl"}};
-  const std::regex rank_log(R"(events-rank-([0-9]{1,6})\.jsonl)");
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, rank_log)) logs.emplace_back(std::stoi(m[1]), entry.path());
-  }
-  std::sort(logs.begin(), logs.end());
-  return logs;
-}
-
 RankHistory read_rank(int rank, const std::filesystem::path& log) {
   RankHistory history;
   history.rank = rank;
@@ -424,6 +410,19 @@ std::optional<HistoryLine> parse_history_line(std::string_view text, int rank) {
     }
   }
   return event;
+}
+
+std::vector<std::pair<int, std::filesystem::path>> event_logs(const std::filesystem::path& dir) {
+  std::vector<std::pair<int, std::filesystem::path>> logs{{0, dir / "events.jsonl"}};
+  const std::regex rank_log(R"(events-rank-([0-9]{1,6})\.jsonl)");
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, rank_log)) logs.emplace_back(std::stoi(m[1]), entry.path());
+  }
+  std::sort(logs.begin(), logs.end());
+  return logs;
 }
 
 RunHistory read_run_history(const std::filesystem::path& run_dir) {

@@ -108,6 +108,11 @@ struct RunHistory {
 using HistoryLine = std::variant<StepRecord, TelemetryRecord, RunEvent>;
 [[nodiscard]] std::optional<HistoryLine> parse_history_line(std::string_view text, int rank);
 
+// The event logs of a run directory by rank: events.jsonl (rank 0, listed whether or not it
+// exists yet) and each events-rank-<r>.jsonl present, sorted by rank.
+[[nodiscard]] std::vector<std::pair<int, std::filesystem::path>> event_logs(
+    const std::filesystem::path& run_dir);
+
 // Reads every event log of the run directory. Throws UsageError when `run_dir` is not a
 // directory or has no events.jsonl, IoError when a log cannot be read.
 [[nodiscard]] RunHistory read_run_history(const std::filesystem::path& run_dir);

@@ -137,6 +137,11 @@ std::string render_chart(const Chart& chart) {
     return out;
   }
   for (const ChartMarker& m : chart.markers) x_range.add(m.x);
+  for (const double x : chart.x_span) x_range.add(x);
+  for (const double y : chart.y_span) {
+    y_range.add(y);
+    if (!(y > 0.0)) all_positive = false;
+  }
   const bool log_y = chart.log_y && all_positive && y_range.hi / y_range.lo > 20.0;
   double y_lo = log_y ? std::log10(y_range.lo) : y_range.lo;
   double y_hi = log_y ? std::log10(y_range.hi) : y_range.hi;

@@ -38,6 +38,10 @@ struct Chart {
   std::vector<ChartSeries> series;
   std::vector<ChartMarker> markers;
   bool log_y = false;  // used only when every y is positive
+  // Values the axes must span besides the points and markers: charts drawn as lanes of one
+  // quantity (a chart per rank) pass the extremes of all lanes, so that they share one scale.
+  std::vector<double> x_span;
+  std::vector<double> y_span;
   int width = 1180;
   int height = 280;
 };

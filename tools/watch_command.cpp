@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <system_error>
 #include <thread>
@@ -135,6 +136,38 @@ void WatchState::consume(const std::string& text) {
   }
 }
 
+void WatchState::consume_rank(int rank, const std::string& text) {
+  std::optional<HistoryLine> line = parse_history_line(text, rank);
+  if (!line) {
+    ++skipped_;
+    return;
+  }
+  OtherRank& other = other_ranks_[rank];
+  if (auto* step = std::get_if<StepRecord>(&*line)) {
+    other.step = step->step;
+    other.recent_seconds.push_back(step->seconds);
+    if (other.recent_seconds.size() > kRateWindow) {
+      other.recent_seconds.erase(other.recent_seconds.begin());
+    }
+    return;
+  }
+  auto* event = std::get_if<RunEvent>(&*line);
+  if (event == nullptr) return;
+  if (event->kind == "started" || event->kind == "resumed" || event->kind == "rollback") {
+    other.recent_seconds.clear();
+  }
+  // Warnings are what only this rank saw (its device, its memory, its speed); the run's own
+  // events, faults included (every rank logs the fault it agreed to restart for), are in rank 0's
+  // log too.
+  if (event->kind != "warning") return;
+  ++warnings_;
+  if (event->field("rank").empty()) {
+    event->fields.emplace(event->fields.begin(), "rank", std::to_string(rank));
+  }
+  events_.push_back(std::move(*event));
+  if (events_.size() > kMaxEvents) events_.erase(events_.begin());
+}
+
 std::vector<std::string> WatchState::render(double now, int events) const {
   std::vector<std::string> out;
   const auto row = [&](const char* label, const std::string& text) {
@@ -177,6 +210,26 @@ std::vector<std::string> WatchState::render(double now, int events) const {
     row("timing", fmt::format("step {} (median of the last {}: {}), micro-batch {}",
                               duration_text(last_step_->seconds), recent_seconds_.size(),
                               duration_text(median_of(recent_seconds_)), last_step_->micro_batch));
+    if (!other_ranks_.empty()) {
+      // A lane per rank: its step and the median of its last step times, the slowest marked.
+      std::vector<std::pair<int, std::pair<std::string, double>>> lanes{
+          {0, {std::to_string(last_step_->step), median_of(recent_seconds_)}}};
+      for (const auto& [rank, other] : other_ranks_) {
+        lanes.push_back({rank,
+                         {other.step ? std::to_string(*other.step) : "none yet",
+                          // -1 (shown as "-") for a rank with no step since its start
+                          other.recent_seconds.empty() ? -1.0 : median_of(other.recent_seconds)}});
+      }
+      const auto slowest = std::max_element(lanes.begin(), lanes.end(), [](auto& a, auto& b) {
+        return a.second.second < b.second.second;
+      });
+      for (const auto& lane : lanes) {
+        out.push_back(fmt::format(
+            "{:<9} rank {:<4} step {:<10} median step {}{}", &lane == &lanes.front() ? "ranks" : "",
+            lane.first, lane.second.first, duration_text(lane.second.second),
+            &lane == &*slowest && lane.second.second > 0.0 ? "  (slowest)" : ""));
+      }
+    }
     if (!last_step_->metrics.empty()) {
       std::string metrics;
       for (const auto& [name, value] : last_step_->metrics) {
@@ -261,6 +314,7 @@ int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
                 "use --events 8 (the default) or another count in that range");
 
   LogFollower log(run_dir / "events.jsonl");
+  std::map<int, LogFollower> rank_logs;  // events-rank-<r>.jsonl, r >= 1, as they appear
   WatchState state;
   std::string previous;
   const auto header = [&](double now) {
@@ -269,6 +323,12 @@ int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
   };
   for (;;) {
     for (const std::string& line : log.new_lines()) state.consume(line);
+    for (const auto& [rank, path] : event_logs(run_dir)) {
+      if (rank > 0) rank_logs.try_emplace(rank, path);
+    }
+    for (auto& [rank, follower] : rank_logs) {
+      for (const std::string& line : follower.new_lines()) state.consume_rank(rank, line);
+    }
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     std::string body;

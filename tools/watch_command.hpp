@@ -1,5 +1,6 @@
 // `tenax watch RUN_DIR`: the job's `nvidia-smi -l 1`. A live terminal view that follows the run's
-// event log (events.jsonl, read as it grows; the format of runtime/event_log.hpp) and shows the
+// event logs (events.jsonl and, on several ranks, each events-rank-<r>.jsonl, read as they grow;
+// the format of runtime/event_log.hpp) and shows each rank's step and step time, and the
 // step, rate and ETA, the workload's metrics (loss, residual, ...), step time and micro-batch,
 // memory (the pool and the host's RSS), the device's temperature, utilisation and power where
 // NVML gave them, the faults so far and the last events. It redraws in place on a terminal and
@@ -16,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -47,7 +49,12 @@ class LogFollower {
 // What the view shows, updated line by line.
 class WatchState {
  public:
+  // A line of rank 0's log (events.jsonl): the status, step, metrics, memory and events.
   void consume(const std::string& line);
+  // A line of rank `rank`'s own log (events-rank-<r>.jsonl, r >= 1): its steps feed the ranks
+  // rows (step and median step time of each rank, the slowest marked), its warnings the events
+  // list and count. Rank 0's log alone decides the status and when the run ends.
+  void consume_rank(int rank, const std::string& line);
   // The view's lines at wall time `now` (seconds since the epoch), `events` last events listed.
   [[nodiscard]] std::vector<std::string> render(double now, int events) const;
   // The run ended for good (see the header comment); its final status.
@@ -62,7 +69,12 @@ class WatchState {
   std::vector<std::pair<double, std::int64_t>> recent_;  // (time, step) of the last steps
   std::vector<double> recent_seconds_;                   // step times of the last steps
   std::optional<TelemetryRecord> telemetry_;
-  std::vector<RunEvent> events_;  // the last ones
+  struct OtherRank {
+    std::optional<std::int64_t> step;
+    std::vector<double> recent_seconds;
+  };
+  std::map<int, OtherRank> other_ranks_;  // ranks >= 1 that have a log
+  std::vector<RunEvent> events_;          // the last ones
   std::optional<std::int64_t> total_steps_;
   int processes_ = 0;
   int world_ = 1;
@@ -85,7 +97,8 @@ struct WatchOptions {
   bool terminal = false;          // redraw in place (else: a block when something changed)
 };
 
-// Follows RUN_DIR/events.jsonl until the run ends (or once); returns the exit status. Throws
+// Follows RUN_DIR/events.jsonl (and, on several ranks, each events-rank-<r>.jsonl as it appears)
+// until the run ends (or once); returns the exit status. Throws
 // UsageError for a directory that does not exist or bad options.
 [[nodiscard]] int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
                             std::ostream& out);

@@ -216,6 +216,9 @@ TEST(RunHistory, ExitsThatEndTheRunAndFaultsNotResumed) {
   EXPECT_FALSE(run.faults[0].recovered);
   EXPECT_NE(run.faults[0].what.find("device_fault at step 4"), std::string::npos);
   EXPECT_NE(run.faults[0].action.find("not resumed yet"), std::string::npos);
+  const std::string html = render_report_html(run);
+  EXPECT_NE(html.find("id=\"chart-step-time\""), std::string::npos);
+  EXPECT_EQ(html.find("chart-step-time-rank-"), std::string::npos) << "no lanes for one rank";
   fs::remove_all(dir);
 }
 
@@ -253,6 +256,30 @@ TEST(ReportHtml, HasEveryMarkerChartAndFaultRowAndNothingExternal) {
   EXPECT_EQ(html.find("id=\"chart-metric-skipped\""), std::string::npos) << "skips are markers";
   EXPECT_EQ(occurrences(html, "<tr class=\"fault "), 7u);
   EXPECT_NE(html.find("rank 1 (slowest)"), std::string::npos);
+  // One lane per rank besides the chart of all ranks, on one scale: the same tick labels.
+  const auto figure = [&](const std::string& id) {
+    const std::size_t begin = html.find("id=\"" + id + "\"");
+    if (begin == std::string::npos) return std::string();
+    return html.substr(begin, html.find("</figure>", begin) - begin);
+  };
+  const std::string lane0 = figure("chart-step-time-rank-0");
+  const std::string lane1 = figure("chart-step-time-rank-1");
+  ASSERT_FALSE(lane0.empty());
+  ASSERT_FALSE(lane1.empty());
+  EXPECT_NE(lane1.find("Step time, rank 1 (slowest)"), std::string::npos);
+  EXPECT_EQ(lane0.find("(slowest)"), std::string::npos);
+  const auto ticks = [](const std::string& svg) {
+    std::vector<std::string> labels;
+    for (std::size_t at = svg.find("class=\"tick\""); at != std::string::npos;
+         at = svg.find("class=\"tick\"", at + 1)) {
+      const std::size_t open = svg.find('>', at) + 1;
+      labels.push_back(svg.substr(open, svg.find('<', open) - open));
+    }
+    return labels;
+  };
+  EXPECT_FALSE(ticks(lane0).empty());
+  EXPECT_EQ(ticks(lane0), ticks(lane1)) << "lanes of one quantity share the axes";
+  EXPECT_EQ(occurrences(html, "id=\"chart-step-time-rank-"), 2u);
   EXPECT_NE(html.find("1 torn or unreadable log line"), std::string::npos);
   EXPECT_NE(html.find("<polyline"), std::string::npos);
   // Self-contained: no script, no fetched resource.

@@ -100,6 +100,56 @@ TEST(WatchState, StopsForGoodOnAFailedExitOrWhenTheSupervisorGivesUp) {
   EXPECT_NE(joined(restarts.render(4, 0)).find("5 restarts spent"), std::string::npos);
 }
 
+std::string rank_step_line(std::int64_t step, double time, double seconds) {
+  return R"({"event":"step","time":)" + std::to_string(time) + R"(,"step":)" +
+         std::to_string(step) + R"(,"micro_batch":16,"seconds":)" + std::to_string(seconds) +
+         R"(,"slowest_seconds":1.5,"slowest_rank":1,"allocated":0,"reserved":0})";
+}
+
+TEST(WatchState, EveryRankHasALaneAndItsOwnWarnings) {
+  WatchState state;
+  state.consume(R"({"event":"started","time":100,"total_steps":50,"micro_batch":16,"ranks":3})");
+  for (int s = 1; s <= 10; ++s) state.consume(step_line(s, 100.0 + s));
+  for (int s = 1; s <= 9; ++s) state.consume_rank(1, rank_step_line(s, 100.0 + s, 1.5));
+  state.consume_rank(2, R"({"event":"started","time":100,"total_steps":50,"micro_batch":16})");
+  state.consume_rank(1, R"({"event":"warning","time":105,"step":5,"kind":"thermal_throttle",)"
+                        R"("cause":"hot","fix":"cool it"})");
+  state.consume_rank(1, R"({"event":"fault","time":106,"step":6,"kind":"hang","rank":1})");
+  state.consume_rank(1, "{\"event\":\"ste");
+  const std::string view = joined(state.render(111.0, 8));
+  EXPECT_NE(view.find("rank 0    step 10"), std::string::npos) << view;
+  EXPECT_NE(view.find("rank 1    step 9          median step 1.5 s  (slowest)"), std::string::npos)
+      << view;
+  EXPECT_NE(view.find("rank 2    step none yet   median step -\n"), std::string::npos) << view;
+  EXPECT_EQ(view.find("rank 0    step 10         median step 500 ms  (slowest)"), std::string::npos)
+      << view;
+  EXPECT_NE(view.find("rank=1 cause=hot fix=cool it kind=thermal_throttle"), std::string::npos)
+      << view;
+  EXPECT_NE(view.find("1 warning"), std::string::npos) << view;
+  // A fault every rank logs is counted from rank 0's log only.
+  EXPECT_NE(view.find("0 faults"), std::string::npos) << view;
+  EXPECT_NE(view.find("1 torn or unreadable line"), std::string::npos) << view;
+}
+
+TEST(WatchCommand, FollowsTheLogOfEveryRank) {
+  const fs::path dir = fresh_dir("ranks");
+  {
+    std::ofstream rank0(dir / "events.jsonl");
+    rank0 << R"({"event":"started","time":100,"total_steps":50,"micro_batch":16,"ranks":2})"
+          << "\n";
+    for (int s = 1; s <= 4; ++s) rank0 << step_line(s, 100.0 + s) << "\n";
+    std::ofstream rank1(dir / "events-rank-1.jsonl");
+    for (int s = 1; s <= 3; ++s) rank1 << rank_step_line(s, 100.0 + s, 2.0) << "\n";
+  }
+  const testing::CommandOutput run = testing::run_command(
+      std::string("'") + TENAX_CLI_PATH + "' watch " + dir.string() + " --once 2>&1");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("rank 1    step 3          median step 2 s  (slowest)"),
+            std::string::npos)
+      << run.output;
+  fs::remove_all(dir);
+}
+
 TEST(LogFollower, WholeLinesOnlyAndALogReplacedIsReadAgain) {
   const fs::path dir = fresh_dir("follower");
   LogFollower follower(dir / "events.jsonl");
