@@ -10,7 +10,11 @@ scripts/install-deps.sh --for-tests
 
 jobs=$(nproc)
 # Compiler cache keyed on paths relative to the checkout, so fresh clones reuse earlier builds.
+# The asan preset compiles with debug info (-g), for which ccache also hashes the build
+# directory unless told not to: without CCACHE_NOHASHDIR every fresh clone rebuilt it from
+# nothing. (Its debug info may then name the checkout that filled the cache; lines are right.)
 export CCACHE_BASEDIR="$PWD"
+export CCACHE_NOHASHDIR=1
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(release cpu asan)
 
