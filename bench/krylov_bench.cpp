@@ -17,6 +17,8 @@
 //       values 8 nnz + col_idx 4 nnz + row_ptr 4 (N + 1) + p 8 N + q 8 N
 //       (each p entry fetched from memory once: the grid's neighbouring rows stay in cache)
 //   SpmvThenDot     the same plus dot(p, q)                               + 16 N
+//   SpmvCompact, SpmvDotCompact: the same matrix compacted (CsrMatrix::compacted), its
+//       product_bytes() + p 8 N + q 8 N
 //   Laplacian5pt, Laplacian5ptDot  read p, write q                        16 N
 //   Laplacian5ptThenScaleThenDot  laplacian 16N, scale 16N, dot 16N       48 N
 // bytes_per_second is model bytes / wall time; the ratio of a kernel's rate to Triad's says how
@@ -91,6 +93,12 @@ const CsrMatrix& five_point_matrix() {
     std::memcpy(va.data(), values.data(), va.nbytes());
     return CsrMatrix(kN, kN, rp, ci, va);
   }();
+  return matrix;
+}
+
+// The same matrix with its compact index (CsrMatrix::compacted), as CsrOperator uses it.
+const CsrMatrix& compact_five_point_matrix() {
+  static const CsrMatrix matrix = five_point_matrix().compacted();
   return matrix;
 }
 
@@ -219,6 +227,26 @@ void BM_SpmvDot(benchmark::State& state) {
   set_bytes(state, spmv_bytes());
 }
 
+void BM_SpmvCompact(benchmark::State& state) {
+  const CsrMatrix& a = compact_five_point_matrix();
+  const Tensor p = vector(1), q = vector(2);
+  for (auto _ : state) {
+    tenax::ops::spmv(a, p, q);
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, static_cast<double>(a.product_bytes()) + 16.0 * kN);
+}
+
+void BM_SpmvDotCompact(benchmark::State& state) {
+  const CsrMatrix& a = compact_five_point_matrix();
+  const Tensor p = vector(1), q = vector(2);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tenax::ops::spmv_dot(a, p, q));
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, static_cast<double>(a.product_bytes()) + 16.0 * kN);
+}
+
 void BM_Laplacian5pt(benchmark::State& state) {
   const Tensor p = vector(1).reshape({kSide, kSide});
   const Tensor q = vector(2).reshape({kSide, kSide});
@@ -262,6 +290,8 @@ TENAX_KRYLOV_BENCH(BM_Xpay);
 TENAX_KRYLOV_BENCH(BM_Spmv);
 TENAX_KRYLOV_BENCH(BM_SpmvThenDot);
 TENAX_KRYLOV_BENCH(BM_SpmvDot);
+TENAX_KRYLOV_BENCH(BM_SpmvCompact);
+TENAX_KRYLOV_BENCH(BM_SpmvDotCompact);
 TENAX_KRYLOV_BENCH(BM_Laplacian5pt);
 TENAX_KRYLOV_BENCH(BM_Laplacian5ptThenScaleThenDot);
 TENAX_KRYLOV_BENCH(BM_Laplacian5ptDot);

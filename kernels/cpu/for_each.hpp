@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/cpu_simd.hpp"
 #include "tenax/kernels/detail/elementwise_bodies.hpp"
 #include "tenax/kernels/detail/half_arrays.hpp"
 
@@ -37,22 +38,36 @@ __attribute__((target("avx2"))) void run_chunk_avx2(const Body& body, std::int64
   for (std::int64_t i = begin; i < end; ++i) local(i);
 }
 
-inline bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") != 0;
-  return has;
-}
 #endif
 
-// The float loop of a chunk: AVX2 where the CPU has it.
+// The float loop of a chunk: AVX2 where the CPU has it and TENAX_CPU_SIMD allows it (cpu_simd).
 template <class Body>
 void run_chunk_best(const Body& body, std::int64_t begin, std::int64_t end) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (cpu_has_avx2()) {
+  if (cpu_simd().avx2) {
     run_chunk_avx2(body, begin, end);
     return;
   }
 #endif
   run_chunk(body, begin, end);
+}
+
+// f() compiled twice on x86-64, like run_chunk_best's loop, for loops that are not a body over
+// contiguous indices (the sparse products' groups of rows). For the AVX2 copy to be AVX2 code, f
+// and what it calls must be inlined into it: mark f __attribute__((always_inline)).
+#if defined(__x86_64__) && defined(__GNUC__)
+template <class F>
+__attribute__((target("avx2"))) decltype(auto) call_avx2(const F& f) {
+  return f();
+}
+#endif
+
+template <class F>
+decltype(auto) call_best(const F& f) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (cpu_simd().avx2) return call_avx2(f);
+#endif
+  return f();
 }
 
 // ---- f16 bodies staged through float blocks ----

@@ -32,6 +32,7 @@
 #include "gemm_eigen.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/half.hpp"
+#include "tenax/kernels/detail/cpu_simd.hpp"
 #include "tenax/kernels/detail/half_arrays.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 
@@ -51,8 +52,7 @@ template <class T>
 void eigen_panel(const T* a, const T* b, T* c_panel, const GemmArgs& g, T alpha, T beta,
                  std::int64_t r0, std::int64_t r1) {
 #if TENAX_HAVE_EIGEN_AVX2
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2) return eigen_gemm_rows_avx2(a, b, c_panel, g, alpha, beta, r0, r1);
+  if (cpu_simd().fma) return eigen_gemm_rows_avx2(a, b, c_panel, g, alpha, beta, r0, r1);
 #endif
   eigen_gemm_rows_baseline(a, b, c_panel, g, alpha, beta, r0, r1);
 }

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "tenax/core/half.hpp"
+#include "tenax/kernels/detail/cpu_simd.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -68,49 +69,44 @@ __attribute__((target("avx2,f16c"))) void narrow_f16c(const float* in, Half* out
   for (; i < count; ++i) out[i] = to_half(in[i]);
 }
 
-bool cpu_has_avx2() noexcept {
-  static const bool has = __builtin_cpu_supports("avx2") != 0;
-  return has;
-}
 #endif
 
 }  // namespace
 
-bool half_arrays_use_f16c() noexcept {
+bool half_arrays_use_f16c() {
 #if TENAX_HALF_ARRAYS_X86
-  static const bool has = cpu_has_avx2() && __builtin_cpu_supports("f16c") != 0;
-  return has;
+  return cpu_simd().f16c;
 #else
   return false;
 #endif
 }
 
-void widen_to_float(const Half* in, float* out, std::int64_t count) noexcept {
+void widen_to_float(const Half* in, float* out, std::int64_t count) {
 #if TENAX_HALF_ARRAYS_X86
   if (half_arrays_use_f16c()) return widen_f16c(in, out, count);
-  if (cpu_has_avx2()) return widen_avx2(in, out, count);
+  if (cpu_simd().avx2) return widen_avx2(in, out, count);
 #endif
   widen_loop(in, out, count);
 }
 
-void widen_to_float(const BFloat16* in, float* out, std::int64_t count) noexcept {
+void widen_to_float(const BFloat16* in, float* out, std::int64_t count) {
 #if TENAX_HALF_ARRAYS_X86
-  if (cpu_has_avx2()) return widen_avx2(in, out, count);
+  if (cpu_simd().avx2) return widen_avx2(in, out, count);
 #endif
   widen_loop(in, out, count);
 }
 
-void narrow_from_float(const float* in, Half* out, std::int64_t count) noexcept {
+void narrow_from_float(const float* in, Half* out, std::int64_t count) {
 #if TENAX_HALF_ARRAYS_X86
   if (half_arrays_use_f16c()) return narrow_f16c(in, out, count);
-  if (cpu_has_avx2()) return narrow_avx2(in, out, count);
+  if (cpu_simd().avx2) return narrow_avx2(in, out, count);
 #endif
   narrow_loop(in, out, count);
 }
 
-void narrow_from_float(const float* in, BFloat16* out, std::int64_t count) noexcept {
+void narrow_from_float(const float* in, BFloat16* out, std::int64_t count) {
 #if TENAX_HALF_ARRAYS_X86
-  if (cpu_has_avx2()) return narrow_avx2(in, out, count);
+  if (cpu_simd().avx2) return narrow_avx2(in, out, count);
 #endif
   narrow_loop(in, out, count);
 }

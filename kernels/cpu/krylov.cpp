@@ -415,8 +415,10 @@ std::int64_t spmv_min_blocks(const CsrMatrix& a) {
 }
 
 template <class T, class Rows>
-KrylovTerms<1> spmv_dot_block(const Rows& entries, const T* __restrict p, T* __restrict q,
-                              std::int64_t pair, std::int64_t begin, std::int64_t end) {
+[[gnu::always_inline]] inline KrylovTerms<1> spmv_dot_block(const Rows& entries,
+                                                            const T* __restrict p, T* __restrict q,
+                                                            std::int64_t pair, std::int64_t begin,
+                                                            std::int64_t end) {
   const T* paired = p + pair;  // the entries of p the rows pair with in the dot
   double lanes[1][kLanes] = {};
   std::int64_t i = begin;
@@ -447,15 +449,19 @@ double spmv_dot_typed(CpuContext& context, const SpmvDotArgs& s) {
   return with_csr_rows<T, I>(s.a, [&](const auto& entries) {
     return reduce_blocks<1>(context, s.a.rows(), spmv_min_blocks(s.a),
                             [=](std::int64_t begin, std::int64_t end) {
-                              return spmv_dot_block(entries, p, q, pair, begin, end);
+                              return detail::call_best([&]() __attribute__((always_inline)) {
+                                return spmv_dot_block(entries, p, q, pair, begin, end);
+                              });
                             })
         .v[0];
   });
 }
 
 template <class T, class Rows>
-KrylovTerms<2> spmv_dots_block(const Rows& entries, const T* __restrict p, const T* __restrict w,
-                               T* __restrict q, std::int64_t begin, std::int64_t end) {
+[[gnu::always_inline]] inline KrylovTerms<2> spmv_dots_block(const Rows& entries,
+                                                             const T* __restrict p,
+                                                             const T* __restrict w, T* __restrict q,
+                                                             std::int64_t begin, std::int64_t end) {
   double lanes[2][kLanes] = {};  // {w.q, q.q}
   std::int64_t i = begin;
   for (; i + kLanes <= end; i += kLanes) {
@@ -486,7 +492,9 @@ ops::SpmvDots spmv_dots_typed(CpuContext& context, const SpmvDotsArgs& s) {
   const KrylovTerms<2> dots = with_csr_rows<T, I>(s.a, [&](const auto& entries) {
     return reduce_blocks<2>(context, s.a.rows(), spmv_min_blocks(s.a),
                             [=](std::int64_t begin, std::int64_t end) {
-                              return spmv_dots_block(entries, p, w, q, begin, end);
+                              return detail::call_best([&]() __attribute__((always_inline)) {
+                                return spmv_dots_block(entries, p, w, q, begin, end);
+                              });
                             });
   });
   return {dots.v[0], dots.v[1]};

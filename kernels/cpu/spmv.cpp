@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "csr_rows.hpp"
+#include "for_each.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 
@@ -26,17 +27,21 @@ void spmv_typed(CpuContext& context, const SpmvArgs& s) {
   const std::int64_t min_chunk = std::max<std::int64_t>(1, kMinEntriesPerChunk / per_row);
   with_csr_rows<T, I>(s.a, [&](const auto& entries) {
     context.parallel_for(0, rows, min_chunk, [&](std::int64_t begin, std::int64_t end) {
-      // The same final expression as detail::spmv_row, the CUDA backend's body.
-      const auto store = [&](std::int64_t r, T sum) {
-        y[r] = beta == T(0) ? alpha * sum : alpha * sum + beta * y[r];
-      };
-      std::int64_t r = begin;
-      for (; r + 4 <= end; r += 4) {
-        T sums[4];
-        entries.four_row_sums(x, r, sums);
-        for (int k = 0; k < 4; ++k) store(r + k, sums[k]);
-      }
-      for (; r < end; ++r) store(r, entries.row_sum(x, r));
+      detail::call_best([&]() __attribute__((always_inline)) {
+        // The same final expression as detail::spmv_row, the CUDA backend's body.
+        const auto store = [&](std::int64_t r, T sum) {
+          y[r] = beta == T(0) ? alpha * sum : alpha * sum + beta * y[r];
+        };
+        std::int64_t r = begin;
+        // Groups of four from a multiple of four, where the compact index describes their shape.
+        for (; r < end && r % 4 != 0; ++r) store(r, entries.row_sum(x, r));
+        for (; r + 4 <= end; r += 4) {
+          T sums[4];
+          entries.four_row_sums(x, r, sums);
+          for (int k = 0; k < 4; ++k) store(r + k, sums[k]);
+        }
+        for (; r < end; ++r) store(r, entries.row_sum(x, r));
+      });
     });
   });
 }

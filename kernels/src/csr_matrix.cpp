@@ -276,6 +276,44 @@ std::pair<Tensor, Tensor> value_codes(std::int64_t nnz, const T* values, DType d
   return {std::move(codes), std::move(table_tensor)};
 }
 
+// The shape of each group of four rows (CsrCompactIndex::row_quads), or an undefined tensor when
+// no group has the same columns.
+template <class T, class I>
+Tensor row_quads(std::int64_t rows, const I* row_ptr, const I* col_idx, const T* values) {
+  using Index = kernels::detail::CsrCompactIndex;
+  const std::int64_t groups = rows / 4;
+  if (groups == 0) return {};
+  Tensor quads = Tensor::empty({groups}, DType::u8);
+  std::uint8_t* out = quads.data_as<std::uint8_t>();
+  bool any = false;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t first = 4 * g;
+    const std::int64_t s0 = row_ptr[first];
+    const std::int64_t length = row_ptr[first + 1] - s0;
+    bool same_columns = row_ptr[first + 2] - row_ptr[first + 1] == length &&
+                        row_ptr[first + 3] - row_ptr[first + 2] == length &&
+                        row_ptr[first + 4] - row_ptr[first + 3] == length;
+    bool same_values = same_columns;
+    for (std::int64_t i = 1; i < 4 && same_columns; ++i) {
+      for (std::int64_t k = 0; k < length; ++k) {
+        const std::int64_t j = s0 + i * length + k;
+        if (static_cast<std::int64_t>(col_idx[j]) - i !=
+            static_cast<std::int64_t>(col_idx[s0 + k])) {
+          same_columns = false;
+          break;
+        }
+        same_values = same_values && std::memcmp(&values[j], &values[s0 + k], sizeof(T)) == 0;
+      }
+    }
+    out[g] = same_columns ? static_cast<std::uint8_t>(Index::kQuadSameColumns |
+                                                      (same_values ? Index::kQuadSameValues : 0))
+                          : std::uint8_t{0};
+    any = any || same_columns;
+  }
+  if (!any) return {};
+  return quads;
+}
+
 template <class T, class I>
 kernels::detail::CsrCompactIndex compact_index_of(const CsrMatrix& a) {
   kernels::detail::CsrCompactIndex index;
@@ -284,6 +322,8 @@ kernels::detail::CsrCompactIndex compact_index_of(const CsrMatrix& a) {
   auto [codes, table] = value_codes(a.nnz(), a.values().data_as<const T>(), a.dtype());
   index.value_codes = std::move(codes);
   index.value_table = std::move(table);
+  index.row_quads = row_quads(a.rows(), a.row_ptr().data_as<const I>(),
+                              a.col_idx().data_as<const I>(), a.values().data_as<const T>());
   return index;
 }
 
@@ -312,7 +352,7 @@ CsrMatrix CsrMatrix::compacted() const {
                                    : compact_index_of<double, std::int32_t>(*this))
                             : (i64 ? compact_index_of<float, std::int64_t>(*this)
                                    : compact_index_of<float, std::int32_t>(*this));
-  if (!index.has_offsets() && !index.has_codes()) return *this;
+  if (!index.has_offsets() && !index.has_codes() && !index.has_quads()) return *this;
   CsrMatrix compact = *this;
   compact.compact_ = std::make_shared<const kernels::detail::CsrCompactIndex>(std::move(index));
   return compact;
@@ -324,7 +364,8 @@ std::int64_t CsrMatrix::product_bytes() const noexcept {
   const std::int64_t value = static_cast<std::int64_t>(size_of(dtype()));
   const bool offsets = compact_ != nullptr && compact_->has_offsets();
   const bool codes = compact_ != nullptr && compact_->has_codes();
-  return (rows_ + 1) * index + nnz_ * ((offsets ? 2 : index) + (codes ? 1 : value));
+  const std::int64_t quads = compact_ != nullptr && compact_->has_quads() ? rows_ / 4 : 0;
+  return (rows_ + 1) * index + nnz_ * ((offsets ? 2 : index) + (codes ? 1 : value)) + quads;
 }
 
 }  // namespace tenax

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kernels/linalg_test_helpers.hpp"
+#include "kernels/nan_aware_comparison.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/detail/csr_compact_index.hpp"
@@ -201,15 +203,160 @@ TEST(CsrCompact, ProductsHaveTheBitsOfTheStoredIndexForEveryEncodingAndThreadCou
   }
 }
 
+// A five-point stencil on an ny x nx grid (rows in grid order, entries in column order), the
+// value of each entry from `value(row, k)`, k its position in the row.
+template <class Value>
+Entries stencil_entries(std::int64_t ny, std::int64_t nx, Value value) {
+  Entries e;
+  for (std::int64_t y = 0; y < ny; ++y) {
+    for (std::int64_t x = 0; x < nx; ++x) {
+      const std::int64_t row = y * nx + x;
+      std::int64_t k = 0;
+      const auto add = [&](std::int64_t col) {
+        e.col_idx.push_back(col);
+        e.values.push_back(value(row, k++));
+      };
+      if (y > 0) add(row - nx);
+      if (x > 0) add(row - 1);
+      add(row);
+      if (x + 1 < nx) add(row + 1);
+      if (y + 1 < ny) add(row + nx);
+      e.row_ptr.push_back(static_cast<std::int64_t>(e.col_idx.size()));
+    }
+  }
+  return e;
+}
+
+std::vector<std::uint8_t> quads_of(const CsrMatrix& compact) {
+  const kernels::detail::CsrCompactIndex* index = compact.compact_index();
+  if (index == nullptr || !index->has_quads()) return {};
+  const Tensor& quads = index->row_quads;
+  const std::uint8_t* q = quads.data_as<const std::uint8_t>();
+  return {q, q + quads.numel()};
+}
+
+TEST(CsrCompact, RowQuadsMarkGroupsOfFourRowsWithOneShape) {
+  using Index = kernels::detail::CsrCompactIndex;
+  constexpr std::uint8_t kColumns = Index::kQuadSameColumns;
+  constexpr std::uint8_t kBoth = Index::kQuadSameColumns | Index::kQuadSameValues;
+  // 5 x 8 grid: each grid row is two groups, one touching the left edge (row 8y has no left
+  // neighbour), one the right edge: no group has one shape, so there are no quads at all.
+  const auto constant = [](std::int64_t, std::int64_t k) { return k == 2 ? 4.0 : -1.0; };
+  const CsrMatrix a =
+      matrix_of(40, 40, stencil_entries(5, 8, constant), DType::f64, DType::i32).compacted();
+  ASSERT_NE(a.compact_index(), nullptr);
+  EXPECT_FALSE(a.compact_index()->has_quads());
+  // 4 x 12 grid: per grid row groups {0-3: left edge}, {4-7: interior}, {8-11: right edge}; grid
+  // rows 0 and 3 lack the neighbour above (below) in all four rows, which keeps one shape.
+  const CsrMatrix b =
+      matrix_of(48, 48, stencil_entries(4, 12, constant), DType::f64, DType::i64).compacted();
+  EXPECT_EQ(quads_of(b),
+            (std::vector<std::uint8_t>{0, kBoth, 0, 0, kBoth, 0, 0, kBoth, 0, 0, kBoth, 0}));
+  // Values that differ between rows: the same columns, not the same values.
+  const auto varying = [](std::int64_t row, std::int64_t k) { return 1.0 + row + 0.25 * k; };
+  const CsrMatrix c =
+      matrix_of(48, 48, stencil_entries(4, 12, varying), DType::f32, DType::i32).compacted();
+  EXPECT_EQ(quads_of(c), (std::vector<std::uint8_t>{0, kColumns, 0, 0, kColumns, 0, 0, kColumns, 0,
+                                                    0, kColumns, 0}));
+  // -0.0 and 0.0 are different values; so are two NaN payloads.
+  const double nan_a = std::bit_cast<double>(std::uint64_t{0x7FF8000000000001});
+  const double nan_b = std::bit_cast<double>(std::uint64_t{0x7FF8000000000002});
+  for (const auto& [first, other] : {std::pair{0.0, -0.0}, std::pair{nan_a, nan_b}}) {
+    const auto split = [&](std::int64_t row, std::int64_t k) {
+      return k == 2 ? (row == 5 ? other : first) : -1.0;
+    };
+    const CsrMatrix d =
+        matrix_of(48, 48, stencil_entries(4, 12, split), DType::f64, DType::i32).compacted();
+    EXPECT_EQ(quads_of(d)[1], kColumns);
+    EXPECT_EQ(quads_of(d)[4], kBoth);
+  }
+  // A last partial group is not described; fewer than four rows: no quads.
+  EXPECT_EQ(
+      quads_of(
+          matrix_of(50, 50, stencil_entries(5, 10, constant), DType::f64, DType::i32).compacted())
+          .size(),
+      12u);
+  EXPECT_TRUE(
+      quads_of(matrix_of(3, 3, stencil_entries(1, 3, constant), DType::f64, DType::i32).compacted())
+          .empty());
+  // Four rows of equal length whose offsets differ in one entry: not the same columns.
+  Entries skew = stencil_entries(1, 16, constant);
+  skew.col_idx[skew.row_ptr[5] + 1] = 7;  // row 5's second entry: column 7, not 5
+  EXPECT_EQ(quads_of(matrix_of(16, 16, skew, DType::f64, DType::i32).compacted()),
+            (std::vector<std::uint8_t>{0, 0, kBoth, 0}));
+}
+
+TEST(CsrCompact, RowQuadsAloneMakeAnIndex) {
+  // Entries 40000 columns apart (no 16-bit offsets) with a value per row (no codes): the four
+  // rows of each group still share a shape, and the index holds only that.
+  const std::int64_t rows = 4000;
+  const std::int64_t far = 40000;
+  Entries e;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (const std::int64_t col : {r, r + far}) {
+      e.col_idx.push_back(col);
+      e.values.push_back(1.0 + static_cast<double>(r) / 7.0);
+    }
+    e.row_ptr.push_back(static_cast<std::int64_t>(e.col_idx.size()));
+  }
+  const CsrMatrix plain = matrix_of(rows, rows + far, e, DType::f64, DType::i64);
+  const CsrMatrix compact = plain.compacted();
+  ASSERT_NE(compact.compact_index(), nullptr);
+  EXPECT_FALSE(compact.compact_index()->has_offsets());
+  EXPECT_FALSE(compact.compact_index()->has_codes());
+  EXPECT_EQ(quads_of(compact), std::vector<std::uint8_t>(
+                                   rows / 4, kernels::detail::CsrCompactIndex::kQuadSameColumns));
+  EXPECT_EQ(compact.product_bytes(), plain.product_bytes() + rows / 4);
+  CpuContext one(1);
+  expect_products_match(plain, 3, one);
+}
+
+TEST(CsrCompact, ProductsOverRowQuadsHaveTheBitsOfTheStoredIndex) {
+  // Stencil matrices, constant and varying coefficients, grid widths that put the groups at every
+  // phase of the grid rows, with thread counts that split the rows at non-multiples of four.
+  CpuContext one(1);
+  CpuContext three(3);
+  std::uint32_t seed = 500;
+  const auto constant = [](std::int64_t, std::int64_t k) { return k == 2 ? 4.0 : -1.0; };
+  const auto varying = [](std::int64_t row, std::int64_t k) {
+    return 1.0 / (3.0 + static_cast<double>(row % 97) + 0.5 * static_cast<double>(k));
+  };
+  for (const auto& [ny, nx] : {std::pair<std::int64_t, std::int64_t>{1, 4},
+                               {3, 5},
+                               {9, 12},
+                               {31, 33},
+                               {64, 64},
+                               {150, 257}}) {
+    for (const DType dtype : {DType::f64, DType::f32}) {
+      for (const DType index : {DType::i32, DType::i64}) {
+        const std::int64_t n = ny * nx;
+        for (const bool vary : {false, true}) {
+          const CsrMatrix a =
+              vary ? matrix_of(n, n, stencil_entries(ny, nx, varying), dtype, index)
+                   : matrix_of(n, n, stencil_entries(ny, nx, constant), dtype, index);
+          if (nx >= 12) {  // a group away from both edges
+            EXPECT_FALSE(quads_of(a.compacted()).empty()) << ny << "x" << nx;
+          }
+          expect_products_match(a, ++seed, one);
+          expect_products_match(a, seed, three);
+        }
+      }
+    }
+  }
+}
+
 TEST(CsrCompact, SignedZerosAndNanPayloadsKeepTheirBits) {
+  // Each row holds at most one NaN, so its sum is that NaN (quieted) whatever the order of the
+  // operands of each add: the products must keep the bits. Rows of one shape (quads, lane by
+  // lane) and rows of others (the wrap-around at the end) both occur.
   const double nan_a = std::bit_cast<double>(std::uint64_t{0x7FF8000000000001});
   const double nan_b = std::bit_cast<double>(std::uint64_t{0xFFF8000000000002});
+  const std::vector<double> middle = {nan_a, nan_b, -0.0, 0.0};
   Entries e;
-  const std::vector<double> palette = {0.0, -0.0, nan_a, nan_b, 1.5};
   for (int r = 0; r < 40; ++r) {
     for (int k = 0; k < 3; ++k) {
       e.col_idx.push_back((r + k) % 40);
-      e.values.push_back(palette[(r * 3 + k) % palette.size()]);
+      e.values.push_back(k == 1 ? middle[r % 4] : (k == 0 ? -0.0 : 1.5));
     }
     e.row_ptr.push_back(static_cast<std::int64_t>(e.col_idx.size()));
   }
@@ -217,9 +364,33 @@ TEST(CsrCompact, SignedZerosAndNanPayloadsKeepTheirBits) {
   const CsrMatrix compact = a.compacted();
   ASSERT_NE(compact.compact_index(), nullptr);
   ASSERT_TRUE(compact.compact_index()->has_codes());
-  EXPECT_EQ(compact.compact_index()->value_table.numel(), 5);
+  EXPECT_EQ(compact.compact_index()->value_table.numel(), 4 + 1);
+  EXPECT_FALSE(quads_of(compact).empty());
   CpuContext one(1);
   expect_products_match(a, 7, one);
+}
+
+TEST(CsrCompact, TwoNanPayloadsInOneRowGiveANan) {
+  // Where two NaNs meet in an add, IEEE 754 does not say whose payload the result carries (x86
+  // keeps the first operand's, and the compiler orders the operands): the contract is a NaN,
+  // compared as a NaN (nan_aware_comparison.hpp); every other element keeps its bits.
+  const double nan_a = std::bit_cast<double>(std::uint64_t{0x7FF8000000000001});
+  const double nan_b = std::bit_cast<double>(std::uint64_t{0xFFF8000000000002});
+  const auto two_nans = [&](std::int64_t row, std::int64_t k) {
+    if (row % 3 == 0 && k == 1) return nan_a;
+    if (row % 3 == 0 && k == 3) return nan_b;
+    return k == 2 ? 4.0 : -1.0;
+  };
+  const CsrMatrix a = matrix_of(48, 48, stencil_entries(4, 12, two_nans), DType::f64, DType::i32);
+  const CsrMatrix compact = a.compacted();
+  ASSERT_FALSE(quads_of(compact).empty());
+  const Tensor x = make_tensor({48}, DType::f64, random_reals(48, DType::f64, 3));
+  const Tensor y_plain = Tensor::empty({48}, DType::f64);
+  const Tensor y_compact = Tensor::empty({48}, DType::f64);
+  ops::spmv(a, x, y_plain);
+  ops::spmv(compact, x, y_compact);
+  EXPECT_EQ(testing::count_differences(y_plain, y_compact), 0);
+  EXPECT_TRUE(std::isnan(y_compact.data_as<double>()[3 * 5]));  // row 15: both NaNs
 }
 
 TEST(CsrCompact, TheOpsUseTheCompactIndexAndAStaleIndexWouldShow) {

@@ -70,13 +70,13 @@ class CsrMatrix {
   /// "csr f64[4, 5] (nnz 7, i64 indices) on cpu", or "empty csr matrix" when not defined.
   [[nodiscard]] std::string describe() const;
 
-  /// This matrix with a compact index for the CPU products (ops::spmv, spmv_dot, spmv_dots):
-  /// 16-bit column offsets from the row where every entry lies within 32767 columns of its row,
-  /// and 8-bit codes into a table of values where the matrix has at most 256 distinct values.
-  /// The products read fewer bytes and give the same bits. Shares the storage; the index is a
-  /// snapshot, so row_ptr, col_idx and values must not change afterwards (a solver's operator
-  /// is built once: CsrOperator compacts its matrix). Returns *this for a matrix on a CUDA
-  /// device, one that is already compact, one that allows neither encoding, and any matrix
+  /// This matrix with a compact index for the CPU products (ops::spmv, spmv_dot, spmv_dots): 16-bit
+  /// column offsets where every entry lies within 32767 columns of its row, 8-bit codes into a
+  /// table where the matrix has at most 256 distinct values, and which groups of four rows share
+  /// a shape (vector loads). Fewer bytes and instructions, the same bits (but a NaN's payload where
+  /// two NaNs meet in a row). Shares the storage; the index is a snapshot: row_ptr, col_idx and
+  /// values must not change afterwards (CsrOperator compacts once). Returns *this for a matrix on
+  /// a CUDA device, one that is already compact, one that allows none of the three, and any matrix
   /// when the environment sets TENAX_CSR_COMPACT=0 (UsageError for a value other than 0, off,
   /// 1 or on). The index is allocated from the CPU's memory resource (OutOfMemoryError as for
   /// any tensor).

@@ -8,10 +8,17 @@
 ///  - column offsets: col_idx[j] - row as a 16-bit integer, when every entry lies within 32767
 ///    columns of its row's index (banded matrices: stencils, most PDE discretisations);
 ///  - value codes: an 8-bit index into a table of the matrix's distinct values, when it has at
-///    most 256 distinct bit patterns (constant-coefficient operators).
-/// Both are exact: the column is row + offset, the value table[code] has the stored bits, and the
+///    most 256 distinct bit patterns (constant-coefficient operators);
+/// and one description the products use to need fewer instructions, not fewer bytes:
+///  - row quads: for each group of four rows 4g … 4g+3, whether they have the same shape (as
+///    interior rows of a stencil matrix do): the same number of entries, entry k of row 4g+i in
+///    column c_k + i (so the four read x[c_k … c_k+3], one vector load) and, besides, whether
+///    entry k has the same value bits in all four (one broadcast value).
+/// All are exact: the column is row + offset, the value table[code] has the stored bits, and the
 /// products sum each row in storage order as before, so the results are bitwise those of the
-/// uncompressed matrix.
+/// uncompressed matrix. One exception, which IEEE 754 leaves open: where two NaNs meet in an
+/// add, which payload the result carries depends on the operands' order in the instruction (x86
+/// keeps the first), which the compiler chooses; the result is a NaN either way.
 #pragma once
 
 #include <cstdint>
@@ -29,8 +36,19 @@ struct CsrCompactIndex {
   /// The distinct values (the matrix's dtype), in order of first appearance.
   Tensor value_table;
 
+  /// One byte per group of four rows (rows 4g … 4g+3, for g < rows / 4): 0, kQuadSameColumns,
+  /// or kQuadSameColumns | kQuadSameValues; undefined when no group has the same columns.
+  Tensor row_quads;
+
+  /// The four rows have equally many entries, and entry k of row 4g+i is in column c_k + i, where
+  /// c_k is the column of row 4g's entry k.
+  static constexpr std::uint8_t kQuadSameColumns = 1;
+  /// Besides kQuadSameColumns: entry k has the same value bits in all four rows.
+  static constexpr std::uint8_t kQuadSameValues = 2;
+
   [[nodiscard]] bool has_offsets() const noexcept { return column_offsets.defined(); }
   [[nodiscard]] bool has_codes() const noexcept { return value_codes.defined(); }
+  [[nodiscard]] bool has_quads() const noexcept { return row_quads.defined(); }
   [[nodiscard]] const std::int16_t* offsets() const noexcept {
     return reinterpret_cast<const std::int16_t*>(column_offsets.data_as<const std::uint8_t>());
   }

@@ -9,7 +9,8 @@
 /// use half.hpp's branch-free code, which the compiler vectorises. half_arrays_test checks every
 /// f16 pattern and, in its slow case, every float pattern against the scalar functions.
 ///
-/// Single-threaded: callers split arrays over their workers. Not a public header.
+/// Single-threaded: callers split arrays over their workers. Which copy runs follows cpu_simd()
+/// (UsageError for a bad TENAX_CPU_SIMD). Not a public header.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +19,12 @@
 
 namespace tenax::kernels::cpu {
 
-void widen_to_float(const Half* in, float* out, std::int64_t count) noexcept;
-void widen_to_float(const BFloat16* in, float* out, std::int64_t count) noexcept;
-void narrow_from_float(const float* in, Half* out, std::int64_t count) noexcept;
-void narrow_from_float(const float* in, BFloat16* out, std::int64_t count) noexcept;
+void widen_to_float(const Half* in, float* out, std::int64_t count);
+void widen_to_float(const BFloat16* in, float* out, std::int64_t count);
+void narrow_from_float(const float* in, Half* out, std::int64_t count);
+void narrow_from_float(const float* in, BFloat16* out, std::int64_t count);
 
 /// Whether the f16 conversions above use the F16C instructions on this CPU.
-[[nodiscard]] bool half_arrays_use_f16c() noexcept;
+[[nodiscard]] bool half_arrays_use_f16c();
 
 }  // namespace tenax::kernels::cpu
