@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "for_each.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/reduce_bodies.hpp"
 
@@ -49,10 +50,14 @@ void for_each_reduce_block(CpuContext& context, std::int64_t n, std::int64_t min
                            const Block& block) {
   context.parallel_for(0, reduce_block_count(n), min_blocks,
                        [&block, n](std::int64_t first, std::int64_t last) {
-                         for (std::int64_t b = first; b < last; ++b) {
-                           const std::int64_t begin = b * kReduceBlock;
-                           block(b, begin, std::min(n, begin + kReduceBlock));
-                         }
+                         // The blocks of a chunk as an AVX2 copy where the CPU has it (the same
+                         // bits: lane-wise operations).
+                         detail::call_best([&] {
+                           for (std::int64_t b = first; b < last; ++b) {
+                             const std::int64_t begin = b * kReduceBlock;
+                             block(b, begin, std::min(n, begin + kReduceBlock));
+                           }
+                         });
                        });
 }
 

@@ -53,11 +53,13 @@ void run_chunk_best(const Body& body, std::int64_t begin, std::int64_t end) {
 }
 
 // f() compiled twice on x86-64, like run_chunk_best's loop, for loops that are not a body over
-// contiguous indices (the sparse products' groups of rows). For the AVX2 copy to be AVX2 code, f
-// and what it calls must be inlined into it: mark f __attribute__((always_inline)).
+// contiguous indices (the sparse products' groups of rows, the stencils, the blocks of the
+// reductions). The AVX2 copy is flattened: f and everything it calls are inlined into it, so that
+// they are compiled for AVX2 too (a call left out of line would run baseline code, correct but no
+// faster).
 #if defined(__x86_64__) && defined(__GNUC__)
 template <class F>
-__attribute__((target("avx2"))) decltype(auto) call_avx2(const F& f) {
+__attribute__((target("avx2"), flatten)) decltype(auto) call_avx2(const F& f) {
   return f();
 }
 #endif
