@@ -80,6 +80,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::to(Device device) const {
+  if (!defined()) return {};  // nothing to copy (its data() is null)
   if (device == device_) return *this;
   Tensor copy = empty(shape_, dtype_, device);
   copy_bytes(copy.data(), device, data(), device_, nbytes());
@@ -87,6 +88,7 @@ Tensor Tensor::to(Device device) const {
 }
 
 Tensor Tensor::clone() const {
+  if (!defined()) return {};
   Tensor copy = empty(shape_, dtype_, device_);
   copy_bytes(copy.data(), device_, data(), device_, nbytes());
   return copy;

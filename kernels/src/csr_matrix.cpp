@@ -1,5 +1,6 @@
 #include "tenax/kernels/csr_matrix.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -65,6 +66,12 @@ CsrMatrix dense_to_csr(const Tensor& dense, DType index_dtype) {
   const T* d = dense.data_as<const T>();
   std::int64_t nnz = 0;
   for (std::int64_t i = 0; i < rows * cols; ++i) nnz += d[i] != T(0) ? 1 : 0;
+  // The entry count and the last column must be representable in I before any is written.
+  TENAX_EXPECTS(std::max(nnz, cols - 1) <= std::numeric_limits<I>::max(), UsageError,
+                "CsrMatrix::from_dense: " + dense.describe() + " has " + std::to_string(nnz) +
+                    " nonzeros in " + std::to_string(cols) + " columns, more than " +
+                    std::string(to_string(index_dtype)) + " indices can count",
+                "pass DType::i64 as the index dtype");
   Tensor row_ptr = Tensor::empty({rows + 1}, index_dtype);
   Tensor col_idx = Tensor::empty({nnz}, index_dtype);
   Tensor values = Tensor::empty({nnz}, dtype_of<T>);

@@ -8,6 +8,7 @@
 
 #include "detail/format.hpp"
 #include "detail/residual.hpp"
+#include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
@@ -34,12 +35,22 @@ void read_host_tensor(const StateDict& state, std::string_view name, std::vector
   std::copy(values, values + into.size(), into.begin());
 }
 
+// The (restart + 1) x restart Hessenberg matrix's entry count, checked: a restart length typed
+// with a few digits too many must end in a usage error that names it, not in a wrapped product.
+std::size_t hessenberg_entries(std::int64_t restart) {
+  const std::string what = "gmres restart = " + std::to_string(restart);
+  const std::string fix = "use a restart length of at most a few hundred (30 is common)";
+  const std::int64_t rows = size_sum(what + ": the Hessenberg matrix's rows", restart, 1, fix);
+  return static_cast<std::size_t>(
+      size_product(what + ": the Hessenberg matrix's entries", {rows, restart}, fix));
+}
+
 }  // namespace
 
 Gmres::Gmres(SolverOptions options)
     : KrylovSolver(std::move(options)),
       restart_(this->options().restart),
-      hessenberg_(static_cast<std::size_t>((restart_ + 1) * restart_)),
+      hessenberg_(hessenberg_entries(restart_)),
       cosines_(static_cast<std::size_t>(restart_)),
       sines_(static_cast<std::size_t>(restart_)),
       g_(static_cast<std::size_t>(restart_ + 1)),

@@ -1,6 +1,7 @@
 #include "tenax/solvers/krylov_solver.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -31,7 +32,12 @@ void KrylovSolver::set_preconditioner(PreconditionerPtr m) { preconditioner_ = s
 
 SolveResult KrylovSolver::solve(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
   start(a, b, x);
-  while (!iterate(options_.max_iterations + 1)) {
+  // Enough steps for the whole solve in one call (the limit itself stops it), without overflowing
+  // at max_iters = INT64_MAX.
+  const std::int64_t all_steps = options_.max_iterations < std::numeric_limits<std::int64_t>::max()
+                                     ? options_.max_iterations + 1
+                                     : options_.max_iterations;
+  while (!iterate(all_steps)) {
   }
   return result_;
 }

@@ -1,9 +1,11 @@
 #include "tenax/solvers/laplacian_operator.hpp"
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "detail/format.hpp"
+#include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
@@ -22,6 +24,12 @@ std::int64_t checked_extent(const char* op, const char* name, std::int64_t n) {
                     " but the grid needs at least one point along each axis",
                 "pass the number of interior grid points (boundary points are implicit zeros)");
   return n;
+}
+
+// The grid's point count, each extent checked and the product checked for overflow.
+std::int64_t grid_points(const char* op, std::initializer_list<std::int64_t> extents) {
+  return size_product(std::string(op) + ": the grid's points", extents,
+                      "use a grid whose point count fits in 64 bits (and in memory)");
 }
 
 double checked_spacing(const char* op, const char* name, double h) {
@@ -43,9 +51,10 @@ Tensor constant_vector(std::int64_t n, double value, DType dtype, Device device)
 
 Laplacian2dOperator::Laplacian2dOperator(std::int64_t ny, std::int64_t nx, double hy, double hx,
                                          DType dtype, Device device)
-    : LinearOperator(checked_extent("Laplacian2dOperator", "ny", ny) *
-                         checked_extent("Laplacian2dOperator", "nx", nx),
-                     ny * nx, dtype, device),
+    : LinearOperator(
+          grid_points("Laplacian2dOperator", {checked_extent("Laplacian2dOperator", "ny", ny),
+                                              checked_extent("Laplacian2dOperator", "nx", nx)}),
+          grid_points("Laplacian2dOperator", {ny, nx}), dtype, device),
       ny_(ny),
       nx_(nx),
       hy_(checked_spacing("Laplacian2dOperator", "hy", hy)),
@@ -80,10 +89,11 @@ std::shared_ptr<const LinearOperator> Laplacian2dOperator::with_dtype_impl(DType
 Laplacian3dOperator::Laplacian3dOperator(std::int64_t nz, std::int64_t ny, std::int64_t nx,
                                          double hz, double hy, double hx, DType dtype,
                                          Device device)
-    : LinearOperator(checked_extent("Laplacian3dOperator", "nz", nz) *
-                         checked_extent("Laplacian3dOperator", "ny", ny) *
-                         checked_extent("Laplacian3dOperator", "nx", nx),
-                     nz * ny * nx, dtype, device),
+    : LinearOperator(
+          grid_points("Laplacian3dOperator", {checked_extent("Laplacian3dOperator", "nz", nz),
+                                              checked_extent("Laplacian3dOperator", "ny", ny),
+                                              checked_extent("Laplacian3dOperator", "nx", nx)}),
+          grid_points("Laplacian3dOperator", {nz, ny, nx}), dtype, device),
       nz_(nz),
       ny_(ny),
       nx_(nx),

@@ -61,6 +61,14 @@ TEST(Tensor, CloneCopiesAndReshapeShares) {
   EXPECT_EQ(t.to(Device::cpu()).data(), t.data());
 }
 
+TEST(Tensor, CloneAndToOfAnUndefinedTensorAreUndefined) {
+  // An undefined tensor has no storage: copying it used to read bytes from a null pointer.
+  const Tensor undefined;
+  EXPECT_FALSE(undefined.clone().defined());
+  EXPECT_FALSE(undefined.to(Device::cpu()).defined());
+  EXPECT_FALSE(undefined.to(Device::cuda(0)).defined());  // no device needed: nothing to copy
+}
+
 TEST(Shape, RejectsNegativeExtentsAndTooManyAxes) {
   EXPECT_THROW((Shape{2, -1}), UsageError);
   EXPECT_THROW((Shape{1, 1, 1, 1, 1, 1, 1, 1, 1}), UsageError);

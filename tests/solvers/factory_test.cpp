@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -113,6 +115,22 @@ TEST(Factory, MakesEachSolverByName) {
               (void)make_solver("cg", bad);
             }),
             "");
+}
+
+TEST(Factory, AGmresRestartBeyondAnyMemoryIsNamed) {
+  // (restart + 1) * restart Hessenberg entries: 99999999999 overflows the product, INT64_MAX the
+  // row count. Both must be a usage error naming the restart, not a wrapped allocation.
+  for (const std::int64_t restart :
+       {std::int64_t{99999999999}, std::numeric_limits<std::int64_t>::max()}) {
+    SolverOptions options;
+    options.restart = restart;
+    const std::string error = usage_error_of([&] { (void)make_solver("gmres", options); });
+    EXPECT_NE(error.find("gmres restart = " + std::to_string(restart)), std::string::npos) << error;
+    EXPECT_NE(error.find("30 is common"), std::string::npos) << error;
+  }
+  SolverOptions fine;
+  fine.restart = 3000;  // 72 MB of Hessenberg: allowed
+  EXPECT_EQ(make_solver("gmres", fine)->options().restart, 3000);
 }
 
 TEST(Factory, MakesEachPreconditionerByName) {

@@ -152,6 +152,18 @@ TEST(KrylovStatus, TheIterationLimitIsAStatusNotAnError) {
   }
 }
 
+TEST(KrylovStatus, TheLargestIterationLimitSolvesLikeAnyOther) {
+  // solve() runs max_iters + 1 steps at most in one call; at INT64_MAX that count must not wrap.
+  const OperatorPtr a = make_csr_operator(testing::poisson(16));
+  SolverOptions options;
+  options.max_iterations = std::numeric_limits<std::int64_t>::max();
+  for (const std::string_view method : solver_names()) {
+    const SolveResult result =
+        make_solver(method, options)->solve(a, random_vector(256, 2), zeros(256));
+    EXPECT_EQ(result.status, SolveStatus::converged) << method << ": " << result.detail;
+  }
+}
+
 TEST(KrylovStatus, SameInputsGiveTheSameBits) {
   const OperatorPtr a = make_csr_operator(testing::convection_diffusion(12, 30.0, 10.0));
   const Tensor b = random_vector(144, 6);

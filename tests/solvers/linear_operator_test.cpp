@@ -227,6 +227,13 @@ TEST(LaplacianOperator, RejectsEmptyGridsAndBadSpacings) {
   EXPECT_NE(usage_error_of([] { Laplacian3dOperator(2, 2, 2, 1.0, NAN, 1.0); }), "no UsageError");
   EXPECT_NE(usage_error_of([] { Laplacian2dOperator(4, 4, 1.0, 1.0, DType::f16); }),
             "no UsageError");
+  // Point counts past 2^63 - 1 are named, not wrapped into a small grid.
+  const std::string wide =
+      usage_error_of([] { Laplacian2dOperator(6074001000, 6074001000, 1.0, 1.0); });
+  EXPECT_NE(wide.find("the grid's points (6074001000 * 6074001000)"), std::string::npos) << wide;
+  const std::string deep =
+      usage_error_of([] { Laplacian3dOperator(3037000, 3037000, 3037000, 1.0, 1.0, 1.0); });
+  EXPECT_NE(deep.find("Laplacian3dOperator: the grid's points"), std::string::npos) << deep;
 }
 
 TEST(CallableOperator, CallsTheFunctionWithValidatedOperands) {

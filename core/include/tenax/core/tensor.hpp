@@ -102,11 +102,11 @@ class Tensor {
   /// The same elements under another shape with the same element count, sharing storage;
   /// UsageError when the counts differ.
   [[nodiscard]] Tensor reshape(const Shape& shape) const;
-  /// A copy on `device` (same shape and dtype) from that device's current_resource(); returns
-  /// *this (sharing storage) when already there. Synchronous (copy_bytes()); throws what
-  /// allocation and copy throw.
+  /// A copy on `device` (same shape and dtype) from that device's current_resource(); *this
+  /// (sharing storage) when already there, an undefined tensor for an undefined one. Synchronous
+  /// (copy_bytes()); throws what allocation and copy throw.
   [[nodiscard]] Tensor to(Device device) const;
-  /// A deep copy on the same device, from its current_resource(); synchronous.
+  /// A deep copy on the same device, from its current_resource(); synchronous; undefined stays so.
   [[nodiscard]] Tensor clone() const;
 
   /// `"f32[2, 3] on cpu"`, or `"undefined tensor"`, for messages.
