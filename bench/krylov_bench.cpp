@@ -196,15 +196,26 @@ void BM_Xpay(benchmark::State& state) {
 
 // ---- operator application with p.q ----
 
-void BM_Spmv(benchmark::State& state) {
-  const CsrMatrix& a = five_point_matrix();
+// q = A p, and q = A p with p.q, of matrix `a`, counted as `bytes` per product.
+void spmv_loop(benchmark::State& state, const CsrMatrix& a, double bytes) {
   const Tensor p = vector(1), q = vector(2);
   for (auto _ : state) {
     tenax::ops::spmv(a, p, q);
     benchmark::ClobberMemory();
   }
-  set_bytes(state, spmv_bytes());
+  set_bytes(state, bytes);
 }
+
+void spmv_dot_loop(benchmark::State& state, const CsrMatrix& a, double bytes) {
+  const Tensor p = vector(1), q = vector(2);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tenax::ops::spmv_dot(a, p, q));
+    benchmark::ClobberMemory();
+  }
+  set_bytes(state, bytes);
+}
+
+void BM_Spmv(benchmark::State& state) { spmv_loop(state, five_point_matrix(), spmv_bytes()); }
 
 void BM_SpmvThenDot(benchmark::State& state) {
   const CsrMatrix& a = five_point_matrix();
@@ -218,33 +229,17 @@ void BM_SpmvThenDot(benchmark::State& state) {
 }
 
 void BM_SpmvDot(benchmark::State& state) {
-  const CsrMatrix& a = five_point_matrix();
-  const Tensor p = vector(1), q = vector(2);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(tenax::ops::spmv_dot(a, p, q));
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, spmv_bytes());
+  spmv_dot_loop(state, five_point_matrix(), spmv_bytes());
 }
 
 void BM_SpmvCompact(benchmark::State& state) {
   const CsrMatrix& a = compact_five_point_matrix();
-  const Tensor p = vector(1), q = vector(2);
-  for (auto _ : state) {
-    tenax::ops::spmv(a, p, q);
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, static_cast<double>(a.product_bytes()) + 16.0 * kN);
+  spmv_loop(state, a, static_cast<double>(a.product_bytes()) + 16.0 * kN);
 }
 
 void BM_SpmvDotCompact(benchmark::State& state) {
   const CsrMatrix& a = compact_five_point_matrix();
-  const Tensor p = vector(1), q = vector(2);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(tenax::ops::spmv_dot(a, p, q));
-    benchmark::ClobberMemory();
-  }
-  set_bytes(state, static_cast<double>(a.product_bytes()) + 16.0 * kN);
+  spmv_dot_loop(state, a, static_cast<double>(a.product_bytes()) + 16.0 * kN);
 }
 
 void BM_Laplacian5pt(benchmark::State& state) {
