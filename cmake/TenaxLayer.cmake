@@ -6,6 +6,20 @@
 # becomes the object
 # library tenax_<layer>_cuda, folded into tenax_<layer> when the CUDA backend is enabled;
 # otherwise <layer>/stub supplies the same symbols, throwing NotCompiledError.
+# tenax_sanitize(<target> <layer>)
+#
+# Compiles <target> with TENAX_SANITIZE's sanitizers (e.g. address,undefined) when <layer> is one
+# of TENAX_SANITIZE_LAYERS: at -O1 with debug info, as the sanitizers advise. The other targets
+# keep the build type's flags, so their objects are those of the plain build (the compiler cache
+# serves them); every program and library links the sanitizers' run-time (top-level
+# CMakeLists.txt).
+function(tenax_sanitize target layer)
+  if(TENAX_SANITIZE AND layer IN_LIST TENAX_SANITIZE_LAYERS)
+    target_compile_options(${target} PRIVATE -fsanitize=${TENAX_SANITIZE} -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=undefined -O1 -g)
+  endif()
+endfunction()
+
 function(tenax_add_layer layer)
   cmake_parse_arguments(ARG "" "" "DEPENDS;PRIVATE_DEPENDS;CUDA_DEPENDS" ${ARGN})
   set(dir ${PROJECT_SOURCE_DIR}/${layer})
@@ -38,12 +52,19 @@ function(tenax_add_layer layer)
       target_link_libraries(tenax_${layer}_cuda PRIVATE CUDA::cudart ${ARG_CUDA_DEPENDS})
       target_compile_definitions(tenax_${layer}_cuda PRIVATE TENAX_WITH_CUDA=1)
       target_sources(tenax_${layer} PRIVATE $<TARGET_OBJECTS:tenax_${layer}_cuda>)
-      target_link_libraries(tenax_${layer} PRIVATE CUDA::cudart ${ARG_CUDA_DEPENDS})
+      # Link only: the CUDA headers are for tenax_<layer>_cuda. The layer's CPU sources then
+      # compile with the same command as in a build without CUDA, so the compiler cache serves
+      # one preset's objects to the other.
+      foreach(dep IN ITEMS CUDA::cudart ${ARG_CUDA_DEPENDS})
+        target_link_libraries(tenax_${layer} PRIVATE $<LINK_ONLY:${dep}>)
+      endforeach()
     endif()
   else()
     file(GLOB_RECURSE stub_sources CONFIGURE_DEPENDS ${dir}/stub/*.cpp)
     target_sources(tenax_${layer} PRIVATE ${stub_sources})
   endif()
+
+  tenax_sanitize(tenax_${layer} ${layer})
 
   install(TARGETS tenax_${layer} EXPORT tenaxTargets)
   install(DIRECTORY ${dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
