@@ -19,8 +19,18 @@ if ! { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }
 fi
 cmake --preset release -DTENAX_WITH_CUDA=$cuda >/dev/null
 # Only what the demo runs (the libraries, heat2d and the tenax tool): scripts/test.sh builds the
-# tests and benchmarks.
-cmake --build --preset release -j "$(nproc)" --target heat2d tenax_cli
+# tests and benchmarks. One line on the console, the compiler's output in a log (its end is shown
+# when the build fails).
+mkdir -p build
+build_log=build/demo-build.log
+echo "demo: building the libraries, heat2d and the tenax tool (log: $build_log)"
+build_start=$(date +%s)
+if ! cmake --build --preset release -j "$(nproc)" --target heat2d tenax_cli >"$build_log" 2>&1; then
+  echo "demo: the build failed; the end of $build_log:" >&2
+  tail -n 40 "$build_log" >&2
+  exit 1
+fi
+echo "demo: built in $(($(date +%s) - build_start)) s"
 
 bin=build/bin
 runs=build/demo-runs
