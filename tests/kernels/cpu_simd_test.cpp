@@ -31,7 +31,7 @@ TEST(CpuSimd, FollowsTheEnvironment) {
 #else
     EXPECT_FALSE(simd.avx2);
 #endif
-  } else if (setting == "baseline" || setting == " Baseline ") {
+  } else if (setting == "baseline") {
     const kernels::cpu::CpuSimd& simd = kernels::cpu::cpu_simd();
     EXPECT_FALSE(simd.avx2);
     EXPECT_FALSE(simd.fma);
