@@ -22,8 +22,6 @@
 // smaller block after an out-of-memory backoff gives the same field bit for bit, and every
 // buffer is allocated before the field changes, so a step that fails leaves the state as it was
 // and can be retried.
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,7 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "run_flags.hpp"
+#include "tenax/app/app.hpp"
+#include "tenax/app/problem_size.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/random.hpp"
@@ -56,20 +55,60 @@ using tenax::DType;
 using tenax::StateDict;
 using tenax::Tensor;
 
-struct Options {
-  std::int64_t n = 256;
-  std::int64_t steps = 1000;
-  double alpha = 1.0;
-  double courant = 0.9;  // dt as a fraction of the FTCS stability limit h^2 / (4 alpha)
-  std::string scheme = "explicit";
-  double dt = 0.0;  // 0: courant * h^2 / (4 alpha)
-  double solver_tol = 1e-10;
-  std::string initial = "sine";
-  std::uint64_t seed = 1;
-  std::string device = "auto";
-  tenax::examples::RunFlags run{.run_dir = "runs/heat2d", .checkpoint_every = 100};
-  std::string output;
-  bool json = false;
+// heat2d's settings, each declared once: the flag, its check, its help and what a resume may
+// change. --steps changes freely (a longer or shorter run of the same steps); the time step
+// (--courant, --dt) and the implicit solve's tolerance with --allow-config-change (the field stays
+// a valid state at its time t; the steps still to run are computed differently). The grid, the
+// diffusivity, the scheme (whose state the checkpoint holds) and the initial condition define
+// the problem being run and never change.
+struct Settings {
+  explicit Settings(tenax::app::App& app)
+      : n(app.setting("n", std::int64_t{256}, "interior grid points per side").at_least(1)),
+        alpha(app.setting("alpha", 1.0, "diffusivity").above(0.0)),
+        scheme(app.setting("scheme", "explicit",
+                           "time scheme: explicit (FTCS), rk4, implicit (backward Euler) or cn "
+                           "(Crank-Nicolson)")
+                   .one_of({"explicit", "rk4", "implicit", "cn"})),
+        // Recorded only without --dt: with one, the fraction has no effect.
+        courant(app.setting("courant", 0.9,
+                            "dt as a fraction of the FTCS stability limit h^2/(4 alpha)")
+                    .above(0.0)
+                    .at_most(1.0)
+                    .safe_to_change()
+                    .recorded_when([this] { return dt() == 0; })),
+        dt(app.setting("dt", 0.0, "time step (0: --courant times the FTCS limit)")
+               .at_least(0.0)
+               .safe_to_change()),
+        // Recorded only for the schemes that solve.
+        solver_tol(app.setting("solver-tol", 1e-10,
+                               "relative tolerance of the implicit schemes' CG solve per step")
+                       .above(0.0)
+                       .safe_to_change()
+                       .recorded_when([this] { return by_points(); })),
+        initial(app.setting("initial", "sine", "initial condition: sine, gauss or random")
+                    .one_of({"sine", "gauss", "random"})),
+        // Recorded only for a random initial field.
+        seed(
+            app.setting("seed", std::uint64_t{1}, "seed of --initial random").recorded_when([this] {
+              return initial() == "random";
+            })),
+        output(app.setting("output", "", "write the final field to this HDF5 file (dataset /u)")
+                   .not_recorded()),
+        json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()) {}
+
+  // The schemes that solve (on the integrators' split by points; FTCS splits rows).
+  [[nodiscard]] bool by_points() const { return scheme() != "explicit"; }
+
+  tenax::app::Setting<std::int64_t>& n;
+  tenax::app::Setting<double>& alpha;
+  tenax::app::Setting<std::string>& scheme;
+  tenax::app::Setting<double>& courant;  // dt as a fraction of the FTCS limit h^2 / (4 alpha)
+  tenax::app::Setting<double>& dt;       // 0: courant * h^2 / (4 alpha)
+  tenax::app::Setting<double>& solver_tol;
+  tenax::app::Setting<std::string>& initial;
+  tenax::app::Setting<std::uint64_t>& seed;
+  tenax::app::Setting<std::string>& output;
+  tenax::app::Setting<bool>& json;
 };
 
 // Bytes of one FTCS block buffer: two of them (4 MiB) stay in a server CPU's last-level cache.
@@ -77,33 +116,34 @@ constexpr std::int64_t kBlockBytes = std::int64_t{2} << 20;
 
 class Heat2d final : public tenax::runtime::Workload {
  public:
-  Heat2d(const Options& options, Device device, tenax::runtime::Communicator& comm)
+  Heat2d(const Settings& options, Device device, tenax::runtime::Communicator& comm)
       : options_(options),
         device_(device),
         comm_(comm),
-        h_(1.0 / static_cast<double>(options.n + 1)),
-        dt_(options.dt > 0 ? options.dt : options.courant * h_ * h_ / (4.0 * options.alpha)),
-        by_points_(options.scheme != "explicit"),
+        h_(1.0 / static_cast<double>(options.n() + 1)),
+        dt_(options.dt() > 0 ? options.dt()
+                             : options.courant() * h_ * h_ / (4.0 * options.alpha())),
+        by_points_(options.by_points()),
         range_(points_of(comm.rank())),
-        rows_(by_points_ ? 0 : range_.count / options.n),
+        rows_(by_points_ ? 0 : range_.count / options.n()),
         ghost_top_(!by_points_ && comm.rank() > 0 ? 1 : 0),
         ghost_bottom_(!by_points_ && comm.rank() + 1 < comm.size() ? 1 : 0) {
     if (by_points_) {
       tenax::solvers::IntegratorOptions integrator;
       integrator.scheme =
-          tenax::solvers::time_scheme_from_string(options.scheme == "implicit" ? "implicit_euler"
-                                                  : options.scheme == "cn"     ? "crank_nicolson"
-                                                                               : options.scheme);
-      integrator.solver_options.tolerance = options.solver_tol;
+          tenax::solvers::time_scheme_from_string(options.scheme() == "implicit" ? "implicit_euler"
+                                                  : options.scheme() == "cn"     ? "crank_nicolson"
+                                                                             : options.scheme());
+      integrator.solver_options.tolerance = options.solver_tol();
       tenax::solvers::OperatorPtr laplacian;
       if (comm.size() > 1) {
         laplacian = std::make_shared<const tenax::runtime::DistributedLaplacian2dOperator>(
-            comm, range_, options.n, options.n, h_, h_);
+            comm, range_, options.n(), options.n(), h_, h_);
       } else {
         laplacian = std::make_shared<const tenax::solvers::Laplacian2dOperator>(
-            options.n, options.n, h_, h_, DType::f64, device);
+            options.n(), options.n(), h_, h_, DType::f64, device);
       }
-      integrator_.emplace(std::move(laplacian), options.alpha, integrator);
+      integrator_.emplace(std::move(laplacian), options.alpha(), integrator);
     }
   }
 
@@ -112,8 +152,8 @@ class Heat2d final : public tenax::runtime::Workload {
   [[nodiscard]] const Tensor& field() const noexcept { return u_; }
   // The whole field on the CPU, gathered on rank 0 (undefined on the others). Collective.
   [[nodiscard]] Tensor gather_field() const {
-    if (comm_.size() == 1) return u_.to(Device::cpu()).reshape({options_.n, options_.n});
-    const std::int64_t n = options_.n;
+    if (comm_.size() == 1) return u_.to(Device::cpu()).reshape({options_.n(), options_.n()});
+    const std::int64_t n = options_.n();
     const Tensor mine = u_.to(Device::cpu()).reshape({range_.count}).clone();
     if (comm_.rank() != 0) {
       if (range_.count > 0) comm_.send(mine, 0, kGatherTag);
@@ -140,14 +180,14 @@ class Heat2d final : public tenax::runtime::Workload {
   [[nodiscard]] double time() const noexcept { return time_; }
 
   void init() override {
-    const std::int64_t n = options_.n;
+    const std::int64_t n = options_.n();
     Tensor host = Tensor::empty({n, n}, DType::f64);
     double* u = host.data_as<double>();
-    if (options_.initial == "random") {
-      tenax::Generator generator(options_.seed);
+    if (options_.initial() == "random") {
+      tenax::Generator generator(options_.seed());
       generator.fill_uniform(u, static_cast<std::size_t>(n * n));
     } else {
-      const bool gauss = options_.initial == "gauss";
+      const bool gauss = options_.initial() == "gauss";
       for (std::int64_t j = 0; j < n; ++j) {
         const double y = h_ * static_cast<double>(j + 1);
         for (std::int64_t i = 0; i < n; ++i) {
@@ -199,7 +239,7 @@ class Heat2d final : public tenax::runtime::Workload {
   // between their computation and their copy, which keeps memory traffic at a read and a write
   // of the field per step.
   void ftcs(std::int64_t micro_batch) {
-    const std::int64_t n = options_.n;
+    const std::int64_t n = options_.n();
     if (micro_batch >= rows_) {
       // The whole grid in one pass into a second field from the pool (one parallel sweep, no
       // per-block dispatch): the fast path while memory allows. Under memory pressure the
@@ -220,10 +260,10 @@ class Heat2d final : public tenax::runtime::Workload {
   // It runs over this rank's rows of the slab (the field with its halo rows from the
   // neighbouring ranks, which are read, never written).
   void sweep_in_place(const Tensor& buffers, std::int64_t rows) {
-    const std::int64_t n = options_.n;
+    const std::int64_t n = options_.n();
     const std::int64_t m = slab_.shape()[0];
     const std::int64_t end = ghost_top_ + rows_;
-    const double factor = options_.alpha * dt_;
+    const double factor = options_.alpha() * dt_;
     Tensor pending;  // the previous block's new rows, not yet in u
     std::int64_t pending_row = 0;
     for (std::int64_t r0 = ghost_top_, block = 0; r0 < end; r0 += rows, ++block) {
@@ -284,7 +324,7 @@ class Heat2d final : public tenax::runtime::Workload {
     last_solve_ = result;
     problem_.reset();
     if (!result.converged()) {
-      problem_ = "the " + options_.scheme + " step " + std::to_string(step + 1) + " ended with " +
+      problem_ = "the " + options_.scheme() + " step " + std::to_string(step + 1) + " ended with " +
                  std::string(tenax::solvers::to_string(result.status)) + " after " +
                  std::to_string(result.iterations) + " iterations (relative residual " +
                  std::to_string(result.relative_residual) + ")" +
@@ -302,7 +342,7 @@ class Heat2d final : public tenax::runtime::Workload {
       exchange_halos();
       const Tensor next = staged_->field;
       tenax::ops::laplacian_5pt_update(slab_, next.slice(ghost_top_, ghost_top_ + rows_),
-                                       ghost_top_, options_.alpha * dt_, h_, h_);
+                                       ghost_top_, options_.alpha() * dt_, h_, h_);
       slab_ = next;
       u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
     } else {
@@ -341,8 +381,8 @@ class Heat2d final : public tenax::runtime::Workload {
     const Tensor& u = state.tensor("u");
     TENAX_EXPECTS(u.shape() == local_shape() && u.dtype() == DType::f64, tenax::UsageError,
                   "the checkpoint holds u as " + u.describe() +
-                      " but this rank of a run with --n " + std::to_string(options_.n) +
-                      " and --scheme " + options_.scheme + " holds it as f64" +
+                      " but this rank of a run with --n " + std::to_string(options_.n()) +
+                      " and --scheme " + options_.scheme() + " holds it as f64" +
                       tenax::to_string(local_shape()),
                   "resume with the same --n and --scheme, or use a new --run-dir");
     adopt(u.to(device_).clone(), state.real("t"));
@@ -355,7 +395,7 @@ class Heat2d final : public tenax::runtime::Workload {
   // u is split across the ranks: FTCS by rows of the [n, n] grid, the integrators by points of
   // its n * n flattening.
   [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
-    const std::int64_t n = options_.n;
+    const std::int64_t n = options_.n();
     if (by_points_) {
       return {.shards = {{"u", 0, range_.first, range_.first + range_.count, n * n}},
               .rank_local = {}};
@@ -368,13 +408,13 @@ class Heat2d final : public tenax::runtime::Workload {
   // The points of `rank`: whole rows split as evenly as they go (FTCS), or block-aligned ranges
   // of points (the integrators, whose reductions across the ranks need whole reduction blocks).
   [[nodiscard]] tenax::kernels::ShardRange points_of(int rank) const {
-    const std::int64_t n = options_.n;
+    const std::int64_t n = options_.n();
     if (by_points_) return tenax::kernels::block_aligned_range(n * n, comm_.size(), rank);
     const auto first_row = [&](int r) { return n * static_cast<std::int64_t>(r) / comm_.size(); };
     return {first_row(rank) * n, (first_row(rank + 1) - first_row(rank)) * n, n * n};
   }
   [[nodiscard]] tenax::Shape local_shape() const {
-    return by_points_ ? tenax::Shape{range_.count} : tenax::Shape{rows_, options_.n};
+    return by_points_ ? tenax::Shape{range_.count} : tenax::Shape{rows_, options_.n()};
   }
 
   // This rank's part becomes the field; FTCS keeps it inside a slab with a halo row for each
@@ -385,7 +425,8 @@ class Heat2d final : public tenax::runtime::Workload {
       slab_ = mine;
       u_ = slab_;
     } else {
-      slab_ = Tensor::empty({rows_ + ghost_top_ + ghost_bottom_, options_.n}, DType::f64, device_);
+      slab_ =
+          Tensor::empty({rows_ + ghost_top_ + ghost_bottom_, options_.n()}, DType::f64, device_);
       tenax::ops::copy(slab_.slice(ghost_top_, ghost_top_ + rows_), mine);
       u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
     }
@@ -396,7 +437,7 @@ class Heat2d final : public tenax::runtime::Workload {
   static constexpr int kUpTag = 2;      // a rank's first row, to the rank above
   static constexpr int kGatherTag = 3;  // rows to rank 0 for the output
 
-  Options options_;
+  const Settings& options_;
   Device device_;
   tenax::runtime::Communicator& comm_;
   double h_;
@@ -425,133 +466,80 @@ class Heat2d final : public tenax::runtime::Workload {
   std::vector<double> step_seconds_;  // of every step taken by this process
 };
 
-// The settings that decide the field, stored in every checkpoint; a resume compares them with
-// its own (see config_policy). The Courant fraction matters only without --dt, the seed only for
-// a random initial field and the solver tolerance only for the schemes that solve, so they are
-// recorded only then.
-std::string config_json(const Options& o) {
-  tenax::io::ConfigWriter config("heat2d");
-  config.set("n", o.n).set("steps", o.steps).set("alpha", o.alpha);
-  if (o.dt == 0) config.set("courant", o.courant);
-  config.set("scheme", o.scheme).set("dt", o.dt).set("initial", o.initial);
-  if (o.initial == "random") config.set("seed", o.seed);
-  if (o.scheme == "implicit" || o.scheme == "cn") config.set("solver_tol", o.solver_tol);
-  return config.text();
+// The stability limit of an explicit scheme, set by the largest eigenvalue of -Δh, 8/h^2: FTCS
+// for alpha dt <= h^2/4, classical RK4 for alpha dt <= 2.78 h^2/8; 0 for the implicit ones.
+double stability_limit(const Settings& s) {
+  const double h = 1.0 / static_cast<double>(s.n() + 1);
+  return s.scheme() == "explicit" ? h * h / (4.0 * s.alpha())
+         : s.scheme() == "rk4"    ? 2.78 * h * h / (8.0 * s.alpha())
+                                  : 0.0;
 }
 
-// What a resume may change: --steps freely (a longer or shorter run of the same steps); the time
-// step (--courant, --dt) and the implicit solve's tolerance with --allow-config-change (the field
-// stays a valid state at its time t; the steps still to run are computed differently). The grid,
-// the diffusivity, the scheme (whose state the checkpoint holds) and the initial condition
-// define the problem being run and never change.
-tenax::io::ConfigPolicy config_policy() {
-  return {.free_keys = {"steps"}, .safe_keys = {"courant", "dt", "solver_tol"}};
-}
-
-int run(const Options& options) {
-  TENAX_EXPECTS(options.n >= 1, tenax::UsageError, "--n " + std::to_string(options.n),
-                "use at least 1 interior point per side");
-  TENAX_EXPECTS(options.alpha > 0 && std::isfinite(options.alpha), tenax::UsageError,
-                "--alpha " + std::to_string(options.alpha), "use a positive diffusivity");
-  TENAX_EXPECTS(options.courant > 0 && options.courant <= 1, tenax::UsageError,
-                "--courant " + std::to_string(options.courant) + " is outside (0, 1]",
-                "FTCS is stable only for dt <= h^2/(4 alpha): pick a fraction in (0, 1]");
-  TENAX_EXPECTS(options.scheme == "explicit" || options.scheme == "rk4" ||
-                    options.scheme == "implicit" || options.scheme == "cn",
-                tenax::UsageError, "--scheme " + options.scheme + " is not known",
-                "use explicit, rk4, implicit or cn");
-  TENAX_EXPECTS(options.dt >= 0 && std::isfinite(options.dt), tenax::UsageError,
-                "--dt " + std::to_string(options.dt), "use a positive time step (or 0: default)");
-  {
-    // Explicit schemes are stable only below a limit set by the largest eigenvalue of -Δh,
-    // 8/h^2: FTCS for alpha dt <= h^2/4, classical RK4 for alpha dt <= 2.78 h^2/8.
-    const double h = 1.0 / static_cast<double>(options.n + 1);
-    const double limit = options.scheme == "explicit" ? h * h / (4.0 * options.alpha)
-                         : options.scheme == "rk4"    ? 2.78 * h * h / (8.0 * options.alpha)
-                                                      : 0.0;
-    TENAX_EXPECTS(limit == 0.0 || options.dt <= limit, tenax::UsageError,
-                  "--dt " + std::to_string(options.dt) + " is above the stability limit " +
-                      std::to_string(limit) + " of --scheme " + options.scheme,
-                  "lower --dt, or use --scheme implicit or cn (unconditionally stable)");
-  }
-  TENAX_EXPECTS(
-      options.initial == "sine" || options.initial == "gauss" || options.initial == "random",
-      tenax::UsageError, "--initial " + options.initial + " is not known",
-      "use sine, gauss or random");
-  tenax::examples::apply_inject_flag(options.run);
-  const auto comm = tenax::examples::make_communicator(options.run, "heat2d", true);
-  TENAX_EXPECTS(
-      options.n >= comm->size(), tenax::UsageError,
-      "--n " + std::to_string(options.n) + " on " + std::to_string(comm->size()) + " ranks",
-      "give every rank at least one row: use --n >= the number of ranks");
-  Device device = tenax::select_device(options.device);
+int run(const Settings& options, tenax::app::Job& job) {
+  const double limit = stability_limit(options);
+  TENAX_EXPECTS(limit == 0.0 || options.dt() <= limit, tenax::UsageError,
+                options.dt.given() + " is above the stability limit " + std::to_string(limit) +
+                    " of --scheme " + options.scheme(),
+                "lower --dt, or use --scheme implicit or cn (unconditionally stable)");
+  tenax::runtime::Communicator& comm = job.comm();
+  TENAX_EXPECTS(options.n() >= comm.size(), tenax::UsageError,
+                options.n.given() + " on " + std::to_string(comm.size()) + " ranks",
+                "give every rank at least one row: use --n >= the number of ranks");
+  const Device device = job.device();
   // The field itself, before anything is allocated (FTCS adds only cache-sized buffers; the
   // integrators' vectors come on top and meet the pool's own limit).
-  (void)tenax::examples::expect_grid_fits(device, "--n " + std::to_string(options.n), options.n, 2,
-                                          sizeof(double));
-  // Several ranks on one host: each takes the GPU of its local rank (unless --device names one).
-  if (device.is_cuda() && comm->size() > 1 && options.device.find(':') == std::string::npos) {
-    device = Device::cuda(comm->local_rank());
-  }
-  TENAX_EXPECTS(comm->size() == 1 || options.scheme == "explicit" || device.is_cpu(),
+  (void)tenax::app::expect_grid_fits(device, "--n " + std::to_string(options.n()), options.n(), 2,
+                                     sizeof(double));
+  TENAX_EXPECTS(comm.size() == 1 || options.scheme() == "explicit" || device.is_cpu(),
                 tenax::UsageError,
-                "--scheme " + options.scheme + " on " + std::to_string(comm->size()) +
+                "--scheme " + options.scheme() + " on " + std::to_string(comm.size()) +
                     " ranks with --device " + tenax::to_string(device),
                 "run the integrators of several ranks with --device cpu (their distributed "
                 "operator is CPU-only for now), or use --scheme explicit (FTCS), which runs on "
                 "GPUs across ranks");
-  Heat2d heat(options, device, *comm);
-  const bool leader = comm->rank() == 0;
-  tenax::runtime::Runner runner(
-      heat,
-      tenax::examples::runner_options(options.run, options.steps, "heat2d", config_json(options),
-                                      config_policy()),
-      comm);
-  const tenax::runtime::RunResult result = runner.run();
-  if (result.status != tenax::runtime::RunStatus::completed) {
-    std::fprintf(stderr, "heat2d: %s: %s\n", std::string(to_string(result.status)).c_str(),
-                 result.message.c_str());
-    return result.exit_code;
-  }
+  Heat2d heat(options, device, comm);
+  const tenax::runtime::RunResult result = job.run(heat);
+  if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
 
   const double max_u = heat.max_value();
-  const Tensor whole = options.output.empty() ? Tensor{} : heat.gather_field();
-  if (!leader) return 0;
+  const Tensor whole = options.output().empty() ? Tensor{} : heat.gather_field();
+  if (!job.leader()) return 0;
   const std::string where =
       tenax::to_string(device) +
-      (comm->size() > 1 ? " x " + std::to_string(comm->size()) + " ranks" : std::string());
+      (comm.size() > 1 ? " x " + std::to_string(comm.size()) + " ranks" : std::string());
   // The step the state reached: --steps, or more when a resume asked for fewer than the run had.
   const std::int64_t steps = result.step;
   std::printf("heat2d: %lld steps of %lldx%lld on %s done, t = %.9g, max u = %.17g\n",
-              static_cast<long long>(steps), static_cast<long long>(options.n),
-              static_cast<long long>(options.n), where.c_str(), heat.time(), max_u);
-  if (!options.output.empty()) {
+              static_cast<long long>(steps), static_cast<long long>(options.n()),
+              static_cast<long long>(options.n()), where.c_str(), heat.time(), max_u);
+  if (!options.output().empty()) {
     tenax::io::FileMetadata metadata;
     metadata.step = steps;
-    metadata.config = config_json(options);
+    metadata.config = job.config();
     tenax::io::write_tensor_file(
-        options.output, "u", whole,
-        {{"t", heat.time()}, {"alpha", options.alpha}, {"steps", static_cast<double>(steps)}},
+        options.output(), "u", whole,
+        {{"t", heat.time()}, {"alpha", options.alpha()}, {"steps", static_cast<double>(steps)}},
         metadata);
-    std::printf("heat2d: final field written to %s (dataset /u)\n", options.output.c_str());
+    std::printf("heat2d: final field written to %s (dataset /u)\n", options.output().c_str());
   }
   // An FTCS step reads and writes the field once: 16 bytes per point (f64) at the least.
   // Per rank: its own rows (the ranks run side by side).
   const double points = static_cast<double>(heat.field().numel());
   const double step_seconds = heat.median_step_seconds();
   const double gbps =
-      options.scheme == "explicit" && step_seconds > 0 ? 16.0 * points / step_seconds / 1e9 : 0.0;
+      options.scheme() == "explicit" && step_seconds > 0 ? 16.0 * points / step_seconds / 1e9 : 0.0;
   if (heat.timed_steps() > 0) {
     std::printf("heat2d: %.3f ms per step (median of %zu)", 1e3 * step_seconds, heat.timed_steps());
     if (gbps > 0) std::printf(", %.1f GB/s at 16 bytes per point", gbps);
     std::printf("\n");
   }
-  if (options.json) {
+  if (options.json()) {
     std::printf(
         "{\"scheme\":\"%s\",\"n\":%lld,\"steps\":%lld,\"timed_steps\":%zu,"
         "\"ms_per_step\":%.9g,\"bytes_per_step\":%.17g,\"gbps\":%.9g,\"t\":%.17g}\n",
-        options.scheme.c_str(), static_cast<long long>(options.n), static_cast<long long>(steps),
-        heat.timed_steps(), 1e3 * step_seconds, 16.0 * points, gbps, heat.time());
+        options.scheme().c_str(), static_cast<long long>(options.n()),
+        static_cast<long long>(steps), heat.timed_steps(), 1e3 * step_seconds, 16.0 * points, gbps,
+        heat.time());
   }
   return 0;
 }
@@ -559,28 +547,10 @@ int run(const Options& options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "2-D heat equation (FTCS, RK4, implicit Euler or Crank-Nicolson), run with "
-      "checkpoints and fault recovery"};
-  app.add_option("--n", o.n, "interior grid points per side")->capture_default_str();
-  app.add_option("--steps", o.steps, "time steps")->capture_default_str();
-  app.add_option("--alpha", o.alpha, "diffusivity")->capture_default_str();
-  app.add_option("--courant", o.courant, "dt as a fraction of the stable limit h^2/(4 alpha)")
-      ->capture_default_str();
-  app.add_option("--scheme", o.scheme, "time scheme: explicit (FTCS), rk4, implicit or cn")
-      ->capture_default_str();
-  app.add_option("--dt", o.dt, "time step (default: --courant times the FTCS limit)");
-  app.add_option("--solver-tol", o.solver_tol,
-                 "relative tolerance of the implicit schemes' CG solve per step")
-      ->capture_default_str();
-  app.add_option("--initial", o.initial, "initial condition: sine, gauss or random")
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of --initial random")->capture_default_str();
-  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--output", o.output, "write the final field to this HDF5 file (dataset /u)");
-  app.add_flag("--json", o.json, "print a JSON summary as the last line");
-  tenax::examples::add_run_flags(app, o.run);
-  CLI11_PARSE(app, argc, argv);
-  return tenax::examples::run_program("heat2d", [&] { return run(o); });
+  tenax::app::App app("heat2d",
+                      "2-D heat equation (FTCS, RK4, implicit Euler or Crank-Nicolson), run with "
+                      "checkpoints and fault recovery",
+                      {.steps = 1000, .checkpoint_every = 100, .divides_work_across_ranks = true});
+  const Settings settings(app);
+  return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });
 }

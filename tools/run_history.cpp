@@ -375,7 +375,9 @@ std::optional<HistoryLine> parse_history_line(std::string_view text, int rank) {
     step.step = integer_field(line, "step").value_or(0);
     step.time = time;
     step.seconds = number_or(line, "seconds", 0.0);
-    step.slowest_seconds = number_or(line, "slowest_seconds", step.seconds);
+    // The slowest rank's compute time (logs before it was measured apart: its step time).
+    step.slowest_seconds = number_or(line, "slowest_compute_seconds",
+                                     number_or(line, "slowest_seconds", step.seconds));
     step.slowest_rank = static_cast<int>(integer_field(line, "slowest_rank").value_or(rank));
     step.micro_batch = integer_field(line, "micro_batch").value_or(0);
     step.allocated = number_or(line, "allocated", 0.0);

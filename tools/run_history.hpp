@@ -30,9 +30,9 @@ namespace tenax::tools {
 // One committed step of one rank (an "event":"step" line).
 struct StepRecord {
   std::int64_t step = 0;
-  double time = 0.0;     // seconds since the epoch
-  double seconds = 0.0;  // this rank's time for the step
-  double slowest_seconds = 0.0;
+  double time = 0.0;             // seconds since the epoch
+  double seconds = 0.0;          // this rank's time for the whole step (every phase)
+  double slowest_seconds = 0.0;  // the slowest rank's compute time (its step less its waits)
   int slowest_rank = 0;
   std::int64_t micro_batch = 0;
   double allocated = 0.0;  // bytes of the device pool

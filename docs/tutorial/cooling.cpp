@@ -1,20 +1,17 @@
 // The tutorial's job (docs/tutorial.md): N bodies cooling towards the room's temperature,
-// T' = -k (T - T_room), stepped with explicit Euler on tenax tensors. The Runner around it gives
-// checkpoints, resume after a kill, NaN rollback and the event log that `tenax report` reads.
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-#include <vector>
+// T' = -k (T - T_room), stepped with explicit Euler on tenax tensors. The App gives it the
+// standard flags; the Runner gives checkpoints, resume after a kill, NaN rollback and the event
+// log that `tenax report` reads.
+#include <tenax/tenax.hpp>
 
-#include "tenax/core/tensor.hpp"
-#include "tenax/kernels/ops.hpp"
-#include "tenax/runtime/runner.hpp"
+#include <cstdio>
 
 namespace rt = tenax::runtime;
 
 class Cooling final : public rt::Workload {
  public:
-  explicit Cooling(std::int64_t bodies) : bodies_(bodies) {}
+  Cooling(std::int64_t bodies, double rate, double room, double dt)
+      : bodies_(bodies), decay_(1.0 - dt * rate), inflow_(dt * rate * room) {}
 
   void init() override {  // body i starts at 20 + i degrees
     t_ = tenax::Tensor::empty({bodies_}, tenax::DType::f64);
@@ -26,9 +23,9 @@ class Cooling final : public rt::Workload {
   // Computes the next temperatures into `next_` without touching the state: a step that fails
   // (out of memory, say) leaves it as it was, and the Runner takes the step again.
   void step(std::int64_t /*step*/, std::int64_t /*micro_batch*/) override {
-    next_ = tenax::Tensor::empty_like(t_);                 // memory from the pool: may run out
-    tenax::ops::fill(next_, kDt * kRate * kRoom);          // dt k T_room
-    tenax::ops::axpby(1.0 - kDt * kRate, t_, 1.0, next_);  // + (1 - dt k) T
+    next_ = tenax::Tensor::empty_like(t_);      // memory from the pool: may run out
+    tenax::ops::fill(next_, inflow_);           // dt k T_room
+    tenax::ops::axpby(decay_, t_, 1.0, next_);  // + (1 - dt k) T
   }
   void commit_step() override { t_ = next_; }
 
@@ -46,20 +43,20 @@ class Cooling final : public rt::Workload {
   }
 
  private:
-  static constexpr double kDt = 0.01, kRate = 0.5, kRoom = 18.0;
   std::int64_t bodies_;
+  double decay_, inflow_;
   tenax::Tensor t_, next_;
 };
 
 int main(int argc, char** argv) {
-  const std::string run_dir = argc > 1 ? argv[1] : "runs/cooling";
-  Cooling job(1000);
-  rt::RunnerOptions options;
-  options.run_dir = run_dir;
-  options.total_steps = 2000;
-  options.checkpoint_every = 100;
-  const rt::RunResult result = rt::Runner(job, options).run();
-  std::printf("cooling: %s at step %lld\n", std::string(rt::to_string(result.status)).c_str(),
-              static_cast<long long>(result.step));
-  return result.exit_code;
+  tenax::app::App app("cooling", "bodies cooling towards the room's temperature",
+                      {.steps = 2000, .checkpoint_every = 100});
+  auto& bodies = app.setting("bodies", std::int64_t{1000}, "bodies to cool").at_least(1);
+  auto& rate = app.setting("rate", 0.5, "cooling rate k, per second").above(0.0);
+  auto& room = app.setting("room", 18.0, "the room's temperature, degrees");
+  auto& dt = app.setting("dt", 0.01, "time step, seconds").above(0.0).safe_to_change();
+  return app.main(argc, argv, [&](tenax::app::Job& job) {
+    Cooling cooling(bodies(), rate(), room(), dt());
+    return job.run(cooling).exit_code;
+  });
 }

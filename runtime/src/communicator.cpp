@@ -1,6 +1,7 @@
 #include "tenax/runtime/communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -148,9 +149,31 @@ Communicator::Call Communicator::next_call(std::string_view name, bool counted) 
   return Call{name, counted ? ++sequence_ : sequence_, step_};
 }
 
+namespace {
+
+// Adds the time of one communicator call to a rank's total (Communicator::seconds_communicating),
+// however the call ends.
+class CommunicationTimer {
+ public:
+  explicit CommunicationTimer(double& total) noexcept
+      : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~CommunicationTimer() {
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  CommunicationTimer(const CommunicationTimer&) = delete;
+  CommunicationTimer& operator=(const CommunicationTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 template <class F>
 void Communicator::collective(std::string_view name, F&& body) {
   const Call call = next_call(name, /*counted=*/true);
+  const CommunicationTimer timer(seconds_communicating_);
   try {
     body(call);
   } catch (const CommFaultError& e) {
@@ -162,6 +185,7 @@ void Communicator::collective(std::string_view name, F&& body) {
 template <class F>
 void Communicator::point_to_point(std::string_view name, F&& body) {
   const Call call = next_call(name, /*counted=*/false);
+  const CommunicationTimer timer(seconds_communicating_);
   try {
     body(call);
   } catch (const CommFaultError& e) {

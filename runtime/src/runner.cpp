@@ -34,10 +34,12 @@
 #include "checkpoint_schedule.hpp"
 #include "collective_checkpoint.hpp"
 #include "micro_batch_policy.hpp"
+#include "step_clock.hpp"
 #include "stop_signals.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/core/memory/history_resource.hpp"
+#include "tenax/core/memory/pool_resource.hpp"
 #include "tenax/core/profiler.hpp"
 #include "tenax/io/async_checkpointer.hpp"
 #include "tenax/io/checkpoint_store.hpp"
@@ -290,7 +292,8 @@ struct Runner::Impl {
   std::chrono::steady_clock::time_point sampled_at = started_at;
   std::int64_t interval_steps = 0;
   double interval_seconds = 0;          // this rank's step time summed over the interval
-  double interval_slowest_seconds = 0;  // the slowest rank's, summed
+  double interval_compute_seconds = 0;  // this rank's compute time (StepClock), summed
+  double interval_slowest_seconds = 0;  // the slowest rank's compute time, summed
   int interval_slowest_rank = 0;
 
   // A line on stderr, prefixed with the rank in a job of several, written with one call so that
@@ -324,7 +327,9 @@ struct Runner::Impl {
     if (interval_steps > 0) {
       sample.steps_per_second = interval > 0 ? static_cast<double>(interval_steps) / interval : 0;
       sample.step_seconds = interval_seconds / static_cast<double>(interval_steps);
-      sample.slowest_step_seconds = interval_slowest_seconds / static_cast<double>(interval_steps);
+      sample.compute_seconds = interval_compute_seconds / static_cast<double>(interval_steps);
+      sample.slowest_compute_seconds =
+          interval_slowest_seconds / static_cast<double>(interval_steps);
     }
     sample.rank = rank;
     sample.slowest_rank = interval_slowest_rank;
@@ -343,15 +348,18 @@ struct Runner::Impl {
     sampled_at = now;
     interval_steps = 0;
     interval_seconds = 0;
+    interval_compute_seconds = 0;
     interval_slowest_seconds = 0;
   }
 
   // Counts a completed step into the interval and writes a telemetry line when one is due.
-  void after_step_telemetry(double seconds, double slowest_seconds, int slowest_rank) {
+  void after_step_telemetry(double seconds, double compute_seconds, double slowest_compute_seconds,
+                            int slowest_rank) {
     if (options.telemetry_seconds == 0) return;
     ++interval_steps;
     interval_seconds += seconds;
-    interval_slowest_seconds += slowest_seconds;
+    interval_compute_seconds += compute_seconds;
+    interval_slowest_seconds += slowest_compute_seconds;
     interval_slowest_rank = slowest_rank;
     const double since =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - sampled_at).count();
@@ -784,7 +792,9 @@ struct Runner::Impl {
 
   // The state agreement after a commit (or at the start): health, signals, the checkpoint
   // trigger, finished(), timing.
-  StepAgreement agree_on_state(bool scan, double seconds, std::optional<std::string>& anomaly) {
+  // `clock`: the step's, whose compute time goes into the proposal (nullptr outside a step).
+  StepAgreement agree_on_state(bool scan, const detail::StepClock* clock,
+                               std::optional<std::string>& anomaly) {
     anomaly = find_anomaly(scan);
     StepProposal proposal;
     proposal.step = step;
@@ -795,7 +805,7 @@ struct Runner::Impl {
     proposal.signal = StopSignals::pending();
     proposal.checkpoint_due = schedule.due(step);
     proposal.finished = workload.finished();
-    proposal.seconds = seconds;
+    proposal.seconds = clock != nullptr ? clock->compute() : 0.0;
     const profiling::Span span("wait.agree_state", step);
     return communicator->agree(proposal);
   }
@@ -851,6 +861,8 @@ struct Runner::Impl {
     } else {
       progress.emplace(ProgressMode::quiet, options.total_steps, step);
     }
+    // Metric names are checked before the first step, not after it.
+    for (const StepMetric& metric : workload.step_metrics()) (void)metric_field(metric.name);
     record_telemetry(resumed ? "resumed" : "started");
     if (resumed && step > options.total_steps) {
       say("the run in %s is at step %lld, past the %lld steps asked for: nothing to do (its state "
@@ -864,13 +876,13 @@ struct Runner::Impl {
     }
 
     std::optional<std::string> anomaly;
-    StepAgreement state = agree_on_state(false, 0.0, anomaly);
+    StepAgreement state = agree_on_state(false, nullptr, anomaly);
     while (true) {
       if (state.decision == StepDecision::rollback) {
         const std::string reason =
             anomaly.value_or(std::string("an anomaly") + on_rank(state.asking_rank));
         if (auto stopped = roll_back(step, reason)) return *stopped;
-        state = agree_on_state(false, 0.0, anomaly);
+        state = agree_on_state(false, nullptr, anomaly);
         continue;
       }
       if (state.signal != 0) {
@@ -890,6 +902,7 @@ struct Runner::Impl {
       if (step >= options.total_steps || state.finished) break;
 
       const profiling::Span step_span("step", step + 1);
+      const detail::StepClock clock(*communicator);
       set_allocation_step(step + 1);
       communicator->set_step(step + 1);
       micro.begin_step();
@@ -943,7 +956,7 @@ struct Runner::Impl {
           workload.discard_step();
           anomaly = combined;
           if (auto stopped = roll_back(step + 1, *anomaly)) return *stopped;
-          state = agree_on_state(false, 0.0, anomaly);
+          state = agree_on_state(false, nullptr, anomaly);
           continue;
         }
       }
@@ -952,7 +965,7 @@ struct Runner::Impl {
                       ? std::optional<std::string>(mine.report)
                       : std::optional<std::string>(peer_report(outcome, mine));
         if (auto stopped = roll_back(step + 1, *anomaly)) return *stopped;
-        state = agree_on_state(false, 0.0, anomaly);
+        state = agree_on_state(false, nullptr, anomaly);
         continue;
       }
       if (outcome.decision == StepDecision::restart) {
@@ -1009,12 +1022,17 @@ struct Runner::Impl {
       // Every rank computed the step: apply it everywhere.
       {
         const profiling::Span span("step.commit", step + 1);
+        const NoAllocationScope no_allocation("Workload::commit_step()");
         workload.commit_step();
       }
       ++step;
       const bool checkpoint_ahead = schedule.due(step);
-      state = agree_on_state(scan_due(checkpoint_ahead), mine.proposal.seconds, anomaly);
+      state = agree_on_state(scan_due(checkpoint_ahead), &clock, anomaly);
       if (state.decision == StepDecision::rollback) continue;
+      // The whole step, every phase and the Runner's own work in it; its compute leaves out the
+      // waits in collectives, so that ranks compare what they computed.
+      const double step_seconds = clock.elapsed();
+      const double compute_seconds = clock.compute();
       anomalies.on_healthy(step);
 
       const MemoryStats memory = memory_stats(workload.device());
@@ -1025,8 +1043,9 @@ struct Runner::Impl {
       std::vector<EventLog::Field> fields{
           {"step", step},
           {"micro_batch", micro.micro_batch()},
-          {"seconds", mine.proposal.seconds},
-          {"slowest_seconds", state.slowest_seconds},
+          {"seconds", step_seconds},
+          {"compute_seconds", compute_seconds},
+          {"slowest_compute_seconds", state.slowest_seconds},
           {"slowest_rank", std::int64_t{state.slowest_rank}},
           {"allocated", static_cast<std::int64_t>(memory.allocated_bytes.current)},
           {"reserved", static_cast<std::int64_t>(memory.reserved_bytes.current)}};
@@ -1035,7 +1054,8 @@ struct Runner::Impl {
       }
       events->append("step", fields, /*durable=*/false);
       progress->update(step, memory.reserved_bytes.current);
-      after_step_telemetry(mine.proposal.seconds, state.slowest_seconds, state.slowest_rank);
+      after_step_telemetry(step_seconds, compute_seconds, state.slowest_seconds,
+                           state.slowest_rank);
       std::int64_t previous = 0;
       if (micro.after_clean_step(full_micro_batch(), step >= options.total_steps, previous)) {
         events->append("regrow", {{"step", step + 1},
@@ -1052,7 +1072,7 @@ struct Runner::Impl {
       // is never written (a rollback is taken above instead).
       if (state.checkpoint_due && scanned_step != step) {
         std::optional<std::string> late;
-        state = agree_on_state(true, mine.proposal.seconds, late);
+        state = agree_on_state(true, &clock, late);
         anomaly = late;
         if (state.decision == StepDecision::rollback) continue;
       }

@@ -31,7 +31,8 @@ std::vector<EventLog::Field> telemetry_fields(const TelemetrySample& s) {
       {"wall_seconds", s.wall_seconds},
       {"steps_per_second", s.steps_per_second},
       {"step_seconds", s.step_seconds},
-      {"slowest_step_seconds", s.slowest_step_seconds},
+      {"compute_seconds", s.compute_seconds},
+      {"slowest_compute_seconds", s.slowest_compute_seconds},
       {"slowest_rank", std::int64_t{s.slowest_rank}},
       {"rank", std::int64_t{s.rank}},
       {"device", to_string(s.device)},
@@ -213,13 +214,16 @@ std::vector<TelemetryWarning> TelemetryMonitor::observe(const TelemetrySample& s
                    "allocate the large, long-lived tensors first and reuse them across steps; "
                    "an out-of-memory retry empties the cache, which defragments it"});
   }
-  const bool slow = s.slowest_rank != s.rank && s.step_seconds > 0 &&
-                    s.slowest_step_seconds > limits_.slow_rank_ratio * s.step_seconds;
+  // Compute, not waits: a rank that waits for a slow peer would otherwise look as slow as it. A
+  // difference below slow_rank_min_seconds is noise, whatever the ratio of two tiny times.
+  const bool slow = s.slowest_rank != s.rank && s.compute_seconds > 0 &&
+                    s.slowest_compute_seconds > limits_.slow_rank_ratio * s.compute_seconds &&
+                    s.slowest_compute_seconds - s.compute_seconds > limits_.slow_rank_min_seconds;
   if (starts("slow_rank", slow)) {
     char ratio[32];
-    std::snprintf(ratio, sizeof ratio, "%.1f", s.slowest_step_seconds / s.step_seconds);
+    std::snprintf(ratio, sizeof ratio, "%.1f", s.slowest_compute_seconds / s.compute_seconds);
     out.push_back({"slow_rank",
-                   "rank " + std::to_string(s.slowest_rank) + " takes " + ratio +
+                   "rank " + std::to_string(s.slowest_rank) + " computes " + ratio +
                        " times as long per step as rank " + std::to_string(s.rank) +
                        ": every rank waits for it",
                    "check that rank's node (tenax doctor there: a throttling GPU, another job, "

@@ -31,9 +31,9 @@ fs::path fresh_dir(const std::string& name) {
   return dir;
 }
 
-testing::CommandOutput cooling(const fs::path& run_dir, const std::string& faults = "") {
-  return testing::run_command((faults.empty() ? "" : "TENAX_FAULTS=" + faults + " ") + "'" +
-                              std::string(TUTORIAL_PATH) + "' '" + run_dir.string() + "' 2>&1");
+testing::CommandOutput cooling(const fs::path& run_dir, const std::string& flags = "") {
+  return testing::run_command("'" + std::string(TUTORIAL_PATH) + "' --run-dir '" +
+                              run_dir.string() + "' " + flags + " 2>&1");
 }
 
 // The final temperatures of a run directory's newest checkpoint.
@@ -56,8 +56,7 @@ TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
   const fs::path whole = fresh_dir("whole");
   const testing::CommandOutput first = cooling(whole);
   ASSERT_EQ(first.exit_code, 0) << first.output;
-  EXPECT_NE(first.output.find("cooling: completed at step 2000"), std::string::npos)
-      << first.output;
+  EXPECT_NE(first.output.find("tenax: completed at step 2000"), std::string::npos) << first.output;
   const Tensor expected = final_temperatures(whole);
   // The closed form of 2000 Euler steps: T = T_room + (1 - dt k)^2000 (T0 - T_room).
   const double* t = expected.data_as<double>();
@@ -68,7 +67,7 @@ TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
   }
 
   const fs::path killed = fresh_dir("killed");
-  const testing::CommandOutput dies = cooling(killed, "kill@step=1234");
+  const testing::CommandOutput dies = cooling(killed, "--inject kill@step=1234");
   EXPECT_NE(dies.exit_code, 0) << "the injected kill must end the process: " << dies.output;
   const testing::CommandOutput resumes = cooling(killed);
   ASSERT_EQ(resumes.exit_code, 0) << resumes.output;
@@ -88,6 +87,42 @@ TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
             std::string::npos);
   fs::remove_all(whole);
   fs::remove_all(killed);
+}
+
+// The program's settings come from its declarations alone: --help lists them with the standard
+// flags, --print-config shows them, a bad value is refused naming it, and a resume that changes a
+// recorded setting is refused unless it is safe to change and allowed.
+TEST(Tutorial, TheProgramGetsTheStandardFlagsAndTheConfigurationCheck) {
+  const testing::CommandOutput help =
+      testing::run_command("'" + std::string(TUTORIAL_PATH) + "' --help 2>&1");
+  EXPECT_EQ(help.exit_code, 0) << help.output;
+  for (const char* flag : {"--bodies N", "--rate X", "--dt X", "--steps N", "--run-dir",
+                           "--checkpoint-every N", "--inject", "--print-config"}) {
+    EXPECT_NE(help.output.find(flag), std::string::npos) << flag << " in\n" << help.output;
+  }
+  const fs::path dir = fresh_dir("flags");
+  const testing::CommandOutput printed = cooling(dir, "--bodies 7 --print-config");
+  EXPECT_EQ(printed.exit_code, 0) << printed.output;
+  EXPECT_NE(printed.output.find("bodies = 7"), std::string::npos) << printed.output;
+  EXPECT_FALSE(fs::exists(dir)) << "--print-config must run nothing";
+  const testing::CommandOutput bad = cooling(dir, "--rate -1");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_NE(bad.output.find("cooling: tenax usage error: --rate -1: expected a finite number > 0"),
+            std::string::npos)
+      << bad.output;
+  ASSERT_EQ(cooling(dir, "--steps 20").exit_code, 0);
+  const testing::CommandOutput refused = cooling(dir, "--steps 40 --rate 0.25");
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_NE(refused.output.find("rate: 0.5 -> 0.25"), std::string::npos) << refused.output;
+  const testing::CommandOutput unsafe = cooling(dir, "--steps 40 --dt 0.02");
+  EXPECT_EQ(unsafe.exit_code, 1) << unsafe.output;
+  EXPECT_NE(unsafe.output.find("pass --allow-config-change dt"), std::string::npos)
+      << unsafe.output;
+  const testing::CommandOutput allowed =
+      cooling(dir, "--steps 40 --dt 0.02 --allow-config-change dt");
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
+  EXPECT_NE(allowed.output.find("completed at step 40"), std::string::npos) << allowed.output;
+  fs::remove_all(dir);
 }
 
 }  // namespace

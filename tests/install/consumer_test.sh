@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the build tree into a fresh prefix, then configures, builds and runs the consumer
-# project against it: proves find_package(tenax) + tenax::tenax work from an installed prefix.
+# project against it: proves find_package(tenax) + tenax::tenax work from an installed prefix,
+# and that a user's job written on the installed app layer (consumer/job.cpp) gets the standard
+# flags, --help, --print-config, checked values, fault injection, a bitwise resume after a kill
+# and the configuration check on resume.
 # Usage: consumer_test.sh <build dir> <source dir of the consumer> <scratch dir>
 set -euo pipefail
 build_dir=$1
@@ -15,3 +18,40 @@ cmake --build "$scratch/build"
 # Run from outside both trees so nothing but the installed libraries can be picked up.
 cd /
 "$scratch/build/consumer"
+
+job="$scratch/build/oscillators"
+runs="$scratch/runs"
+fail() { echo "consumer_test: $*" >&2; exit 1; }
+# expect <exit code> <text the output must hold> -- <command...>
+expect() {
+  local want=$1 text=$2
+  shift 3
+  local out code=0
+  out=$("$@" 2>&1) || code=$?
+  [ "$code" = "$want" ] || fail "'$*' exited $code, expected $want: $out"
+  grep -qF -- "$text" <<<"$out" || fail "'$*' did not say '$text': $out"
+  printf '%s\n' "$out"
+}
+
+expect 0 "--checkpoint-every N" -- "$job" --help >/dev/null
+expect 0 "--omega X" -- "$job" --help >/dev/null
+expect 0 "n = 10" -- "$job" --print-config --n 10 >/dev/null
+expect 1 "--n 0: expected an integer >= 1" -- "$job" --n 0 --run-dir "$runs/bad"
+expect 1 "did you mean --steps?" -- "$job" --stesp 3 --run-dir "$runs/bad"
+expect 1 "--omega nan: 'nan' is not a finite number" -- "$job" --omega nan --run-dir "$runs/bad"
+
+whole=$(expect 0 "oscillators: energy" -- "$job" --run-dir "$runs/whole" --progress quiet |
+          grep "oscillators: energy")
+code=0
+"$job" --run-dir "$runs/killed" --inject kill@step=23 --progress quiet >/dev/null 2>&1 || code=$?
+[ "$code" = 137 ] || fail "kill@step=23 did not kill the job (exit $code)"
+resumed=$(expect 0 "resumed from the checkpoint of step 20" -- \
+            "$job" --run-dir "$runs/killed" --progress quiet | grep "oscillators: energy")
+[ "$whole" = "$resumed" ] || fail "the resumed run ended at '$resumed', the whole run at '$whole'"
+
+expect 1 "omega: 2.0 -> 3.0" -- "$job" --run-dir "$runs/killed" --steps 50 --omega 3 >/dev/null
+expect 1 "pass --allow-config-change dt" -- "$job" --run-dir "$runs/killed" --steps 50 \
+  --dt 0.02 >/dev/null
+expect 0 "completed at step 50" -- "$job" --run-dir "$runs/killed" --steps 50 --dt 0.02 \
+  --allow-config-change dt >/dev/null
+echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume"

@@ -178,15 +178,26 @@ TEST(TelemetryMonitor, ARankMuchSlowerThanThisOneIsNamed) {
   TelemetryMonitor monitor;
   TelemetrySample s;
   s.rank = 0;
-  s.step_seconds = 0.010;
+  s.step_seconds = 0.031;  // this rank waited for rank 3: its step is as long, its compute is not
+  s.compute_seconds = 0.010;
   s.slowest_rank = 3;
-  s.slowest_step_seconds = 0.012;  // within 1.5x: load imbalance, not a slow rank
+  s.slowest_compute_seconds = 0.012;  // within 1.5x: load imbalance, not a slow rank
   EXPECT_TRUE(monitor.observe(s).empty());
-  s.slowest_step_seconds = 0.031;
+  s.slowest_compute_seconds = 0.031;
   const std::vector<TelemetryWarning> w = monitor.observe(s);
   ASSERT_EQ(kinds(w), std::vector<std::string>{"slow_rank"});
-  EXPECT_NE(w[0].cause.find("rank 3 takes 3.1 times as long"), std::string::npos) << w[0].cause;
+  EXPECT_NE(w[0].cause.find("rank 3 computes 3.1 times as long"), std::string::npos) << w[0].cause;
   s.slowest_rank = 0;  // this rank is the slowest: nothing to say about others
+  EXPECT_TRUE(monitor.observe(s).empty());
+}
+
+TEST(TelemetryMonitor, TinyComputeTimesAreNotASlowRankWhateverTheirRatio) {
+  TelemetryMonitor monitor;
+  TelemetrySample s;
+  s.rank = 0;
+  s.compute_seconds = 2e-6;  // a step whose work is all in collectives on this rank
+  s.slowest_rank = 1;
+  s.slowest_compute_seconds = 40e-6;  // 20 times as long, but 38 microseconds
   EXPECT_TRUE(monitor.observe(s).empty());
 }
 

@@ -17,6 +17,8 @@
 namespace tenax {
 namespace {
 
+thread_local const char* current_no_allocation_phase = nullptr;
+
 // Tag of address space no stream has used since it was last synchronised: open to every stream.
 constexpr std::uintptr_t kAnyStream = ~std::uintptr_t{0};
 constexpr std::size_t kSmallSize = std::size_t{1} << 20;
@@ -448,7 +450,23 @@ std::size_t PoolResource::capacity() const noexcept { return state_->capacity; }
 
 Device PoolResource::do_device() const noexcept { return state_->device; }
 
+NoAllocationScope::NoAllocationScope(const char* phase) noexcept
+    : previous_(current_no_allocation_phase) {
+  current_no_allocation_phase = phase;
+}
+
+NoAllocationScope::~NoAllocationScope() { current_no_allocation_phase = previous_; }
+
+const char* no_allocation_phase() noexcept { return current_no_allocation_phase; }
+
 void* PoolResource::do_allocate(std::size_t bytes, StreamRef stream) {
+  if (const char* phase = current_no_allocation_phase; phase != nullptr) [[unlikely]] {
+    throw UsageError(std::string(phase) + " asked the memory pool for " + format_bytes(bytes) +
+                         ", but it runs after every rank agreed to take the step and must not "
+                         "acquire memory (an out-of-memory error there could not be retried)",
+                     "acquire what the step needs in Workload::step() and keep it staged for "
+                     "the later phase");
+  }
   State& s = *state_;
   const std::size_t rounded = rounded_size(bytes);
   const std::uintptr_t tag = tag_of(stream);

@@ -77,7 +77,10 @@ struct StepProposal {
   int signal = 0;               ///< a stop signal this rank received (SIGTERM...), 0: none
   bool checkpoint_due = false;  ///< this rank's checkpoint trigger (steps or time) fired
   bool finished = false;        ///< the workload reached its goal (Workload::finished)
-  double seconds = 0;           ///< this rank's time for the step (the slowest is reported)
+  /// This rank's compute time for the step: the step's wall-clock time less the time spent in
+  /// communicator calls (waiting for peers, moving data), so that the slowest rank is the one
+  /// that computes longest, not the one that waited longest.
+  double seconds = 0;
 };
 
 /// The settled outcome, the same on every rank.
@@ -90,7 +93,7 @@ struct StepAgreement {
   int signal_rank = -1;         ///< the rank that saw it
   bool checkpoint_due = false;  ///< any rank's trigger fired
   bool finished = false;        ///< any rank's workload reached its goal
-  double slowest_seconds = 0;   ///< the largest StepProposal::seconds of any rank
+  double slowest_seconds = 0;   ///< the largest StepProposal::seconds (compute) of any rank
   int slowest_rank = 0;         ///< the lowest rank that took `slowest_seconds` (0 if all are 0)
 };
 
@@ -176,6 +179,11 @@ class Communicator {
   [[nodiscard]] std::int64_t step() const noexcept { return step_; }
   /// Collectives started so far on this rank.
   [[nodiscard]] std::uint64_t sequence() const noexcept { return sequence_; }
+  /// Seconds this rank spent inside this communicator's calls (collectives, agreements and
+  /// point-to-point transfers) since it was made: time waiting for peers or moving data. The
+  /// Runner subtracts it from a step's time to compare the ranks' compute. A GPU communicator
+  /// whose calls only enqueue work counts the enqueueing.
+  [[nodiscard]] double seconds_communicating() const noexcept { return seconds_communicating_; }
   /// The options given at construction.
   [[nodiscard]] const CommOptions& options() const noexcept { return options_; }
 
@@ -259,6 +267,7 @@ class Communicator {
   std::uint64_t sequence_ = 0;
   std::int64_t step_ = 0;
   std::string abort_reason_;
+  double seconds_communicating_ = 0;
 };
 
 /// One rank: collectives return the rank's own data, and accepts() takes memory of any device,

@@ -36,9 +36,12 @@ struct TelemetrySample {
   std::int64_t step = 0;    ///< the state's step
   double steps_per_second = 0;  ///< over the interval since the previous sample; 0 without steps
   double step_seconds = 0;      ///< this rank's mean step time over the interval
-  double slowest_step_seconds = 0;         ///< the slowest rank's mean step time over the interval
-  int rank = 0;                            ///< this process's rank
-  int slowest_rank = 0;                    ///< the rank slowest in the last step of the interval
+  /// This rank's mean compute time per step over the interval: the step time less the waits in
+  /// collectives (the slow-rank warning compares it across ranks).
+  double compute_seconds = 0;
+  double slowest_compute_seconds = 0;  ///< the slowest rank's mean compute time over the interval
+  int rank = 0;                        ///< this process's rank
+  int slowest_rank = 0;                ///< the rank slowest in the last step of the interval
   std::int64_t host_resident_bytes = -1;   ///< -1 when the system does not say
   Device device;                           ///< the workload's device
   MemoryStats pool;                        ///< the device's memory pool (memory_stats())
@@ -88,8 +91,11 @@ struct TelemetryThresholds {
   double growth_fraction = 0.10;
   /// ... and by at least this many bytes (16 MiB).
   std::int64_t growth_min_bytes = 16LL << 20;
-  /// Another rank is slow when its mean step time exceeds this rank's by this factor.
+  /// Another rank is slow when its mean compute time per step (TelemetrySample::compute_seconds)
+  /// exceeds this rank's by this factor...
   double slow_rank_ratio = 1.5;
+  /// ... and by at least this many seconds (two tiny times differ by large ratios).
+  double slow_rank_min_seconds = 1e-3;
 };
 
 /// A condition a sample showed; the Runner logs it as a `"warning"` event and a console line.

@@ -45,7 +45,20 @@ class Workload {
   /// micro-batches of this size and halves them when memory runs out; must be >= 1.
   [[nodiscard]] virtual std::int64_t work_units() const = 0;
 
-  /// A step is a transaction across ranks, in two calls:
+  /// A step is a transaction across ranks. Its phases, in the order the Runner calls them on
+  /// every rank:
+  ///  1. step() -- ACQUIRE and stage: take everything that can fail for a reason the Runner
+  ///     retries (memory above all) and compute what may be computed before the ranks agree;
+  ///  2. the agreement (the Runner's: one collective) -- every rank's step() succeeded, or all
+  ///     act on the most severe fault any rank met;
+  ///  3. combine_step() -- COMBINE the staged results across ranks (data parallel: gradients);
+  ///  4. commit_step() -- APPLY: make the staged result the state; the compute and the
+  ///     communication that cannot fail for a retryable reason may run here (a halo exchange and
+  ///     the stencil after it, a solver's iterations in memory step() reserved).
+  /// The step time the Runner reports (events, telemetry, `tenax watch`, the report) covers all
+  /// of it, and the Runner's own work inside it (the agreement, the NaN scan, check()); the
+  /// slow-rank warning compares the ranks' compute: that time less their waits in the
+  /// communicator's calls. So a workload may put its work in either computing phase.
   ///
   /// step() computes step `step` -> `step + 1` and STAGES the result: the state that
   /// save_state() shows must not change yet. It processes the step's work in micro-batches of at
@@ -58,8 +71,8 @@ class Workload {
   ///    OutOfMemoryError drives the out-of-memory policy, AnomalyError (a NaN/Inf the step cannot
   ///    go on with) the anomaly policy, OverflowError the overflow stop, device and communication
   ///    faults the restart; anything else ends the run.
-  /// Collectives of the step (gradient all-reduce, halo exchange) belong in step(): every rank
-  /// reaches them, or a rank's failure reaches its peers as a timeout, never as a hang.
+  /// Collectives in step() are allowed: every rank reaches them, or a rank's failure reaches its
+  /// peers as a timeout, never as a hang.
   virtual void step(std::int64_t step, std::int64_t micro_batch) = 0;
 
   /// Combines the staged result with the other ranks' (data parallel: the gradients), after every
@@ -70,9 +83,12 @@ class Workload {
   /// back without another agreement), or nothing. The default combines nothing.
   [[nodiscard]] virtual std::optional<std::string> combine_step() { return std::nullopt; }
 
-  /// Makes the staged result of the last successful step() the state. The Runner calls it once
-  /// every rank's step() succeeded and all agreed to go on; it must not throw OutOfMemoryError or
-  /// AnomalyError (a device fault may still escape: the job then restarts from its checkpoint).
+  /// Makes the staged result of the last successful step() the state, computing what remains of
+  /// the step (see the phases above). The Runner calls it once every rank's step() succeeded and
+  /// all agreed to go on; it must not throw OutOfMemoryError or AnomalyError (a device fault may
+  /// still escape: the job then restarts from its checkpoint). The rule is checked: while it
+  /// runs, the memory pool refuses every allocation of this thread with a UsageError naming
+  /// commit_step() (NoAllocationScope); take the memory in step().
   virtual void commit_step() = 0;
 
   /// Drops the staged result: a peer's step failed, so this rank's successful step is not applied

@@ -109,4 +109,25 @@ class PoolResource final : public MemoryResource {
   std::unique_ptr<State> state_;
 };
 
+/// While alive, every PoolResource refuses the allocations requested on the calling thread: a
+/// UsageError that names `phase` and the bytes asked for. The Runner holds one around the phase
+/// of a step that must not fail for a retryable reason (Workload::commit_step): an allocation
+/// there could run out of memory after the ranks agreed to commit, so the rule is checked, not
+/// trusted. Scopes nest; the innermost phase is named. Destroy on the thread that made it.
+class NoAllocationScope {
+ public:
+  /// `phase` (a string literal: only the pointer is kept) names the phase in the refusal, e.g.
+  /// "Workload::commit_step()".
+  explicit NoAllocationScope(const char* phase) noexcept;
+  ~NoAllocationScope();  ///< allows allocations again (or the enclosing scope's rule)
+  NoAllocationScope(const NoAllocationScope&) = delete;
+  NoAllocationScope& operator=(const NoAllocationScope&) = delete;
+
+ private:
+  const char* previous_;
+};
+
+/// The phase of the innermost NoAllocationScope on the calling thread, or nullptr.
+[[nodiscard]] const char* no_allocation_phase() noexcept;
+
 }  // namespace tenax
