@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "tenax/app/app.hpp"
+#include "tenax/app/problem_size.hpp"
 #include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
@@ -156,74 +158,10 @@ inline runtime::RunnerOptions runner_options(const RunFlags& flags, std::int64_t
   return options;
 }
 
-// Refuses, before anything is built, a problem whose smallest footprint (`bytes`, the arrays it
-// cannot run without) exceeds what the memory pool of `device` may hold: TENAX_MEMORY_LIMIT, or
-// the device's memory. `what` names the flags ("--n 20000 --dim 2"), `fix` the largest size
-// that fits. Without this a grid of 20000^2 would reach the pool only after gigabytes of host
-// assembly, or the kernel's OOM killer.
-inline void expect_fits_memory(Device device, std::int64_t bytes, const std::string& what,
-                               const std::string& fix) {
-  const std::size_t capacity = memory_stats(device).capacity;
-  if (capacity == 0 || static_cast<std::uint64_t>(bytes) <= capacity) return;
-  throw OutOfMemoryError(what + " needs at least " + format_bytes(static_cast<std::size_t>(bytes)) +
-                             " on " + to_string(device) + ", more than the " +
-                             format_bytes(capacity) +
-                             " this process may use there (TENAX_MEMORY_LIMIT, or the memory "
-                             "the device has)",
-                         fix + ", or raise TENAX_MEMORY_LIMIT where the machine has the memory");
-}
-
-// The points of a grid with `side` points along each of `dims` axes, checked: UsageError when
-// side^dims * bytes_per_point overflows, and expect_fits_memory's refusal when it exceeds the
-// pool of `device`, both naming `flag` ("--n 6074001000") and the largest side that fits.
-// `bytes_per_point`: the smallest footprint per point (the arrays the program cannot run
-// without).
-inline std::int64_t expect_grid_fits(Device device, const std::string& flag, std::int64_t side,
-                                     int dims, std::int64_t bytes_per_point) {
-  const std::size_t capacity = memory_stats(device).capacity;
-  const auto limit = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(capacity == 0 ? INT64_MAX : capacity, INT64_MAX));
-  const std::string largest = "use at most " +
-                              std::to_string(largest_root(limit / bytes_per_point, dims)) +
-                              " points per side here";
-  std::int64_t points = 1;
-  for (int axis = 0; axis < dims; ++axis) {
-    points = size_product(flag + ": the grid's points", {points, side}, largest);
-  }
-  const std::int64_t bytes =
-      size_product(flag + ": the grid's bytes", {points, bytes_per_point}, largest);
-  expect_fits_memory(device, bytes,
-                     flag + " (" + std::to_string(points) + " points, " +
-                         std::to_string(bytes_per_point) + " bytes each)",
-                     largest);
-  return points;
-}
-
-// Runs a program's body and reports what escapes it on stderr, prefixed with the program's
-// name, with the exit status of its fault class. A std::bad_alloc (a host allocation outside the
-// memory pool) is an out-of-memory report and a std::length_error (a container asked for more
-// than it can index) a usage error: neither ends the process with an uncaught exception.
-template <class Body>
-int run_program(const char* program, Body&& body) {
-  try {
-    return body();
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
-    return exit_code_for(e.fault_class());
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr,
-                 "%s: tenax out_of_memory error: a host allocation outside the memory pool "
-                 "failed (std::bad_alloc) -- fix: lower the problem size, free host memory, or "
-                 "run on a machine with more\n",
-                 program);
-    return exit_code_for(FaultClass::out_of_memory);
-  } catch (const std::length_error& e) {
-    std::fprintf(stderr,
-                 "%s: tenax usage error: a size computed from the input is larger than a "
-                 "container can hold (%s) -- fix: lower the problem size\n",
-                 program, e.what());
-    return exit_code_for(FaultClass::usage);
-  }
-}
+// The checks of a problem's size and the end of a program are the app layer's
+// (tenax/app/problem_size.hpp, tenax/app/app.hpp), as heat2d and the tutorial use them.
+using app::expect_fits_memory;
+using app::expect_grid_fits;
+using app::run_program;
 
 }  // namespace tenax::examples

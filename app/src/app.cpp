@@ -361,10 +361,13 @@ void App::read_file(const std::string& path) {
     std::string text = trim(comment == std::string::npos ? line : line.substr(0, comment));
     if (text.empty() || text.front() == '#') continue;
     const std::size_t equals = text.find('=');
-    TENAX_EXPECTS(equals != std::string::npos, UsageError,
-                  "'" + text.substr(0, 80) + "'" + where + " is not `name = value`",
-                  "write each setting as `name = value` (" + program_ +
-                      " --print-config writes such a file)");
+    if (equals == std::string::npos) {
+      if (text.size() > 80) text.resize(80);
+      throw UsageError(
+          std::string("'").append(text).append("'").append(where).append(" is not `name = value`"),
+          "write each setting as `name = value` (" + program_ +
+              " --print-config writes such a file)");
+    }
     const std::string name = trim(text.substr(0, equals));
     std::string value = trim(text.substr(equals + 1));
     if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {

@@ -52,10 +52,11 @@ class SettingBase {
   SettingBase(const SettingBase&) = delete;
   SettingBase& operator=(const SettingBase&) = delete;
 
-  /// The name, as the flag spells it without `--`: letters, digits, `-`, and `.` between a
-  /// component and its own settings (`solver.tol`).
+  /// The name, as the flag spells it without its two dashes: letters, digits, dashes, and a dot
+  /// between a component and its own settings ("solver.tol").
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  /// Its key in the stored configuration: the name with `-` written `_` (`solver_tol`).
+  /// Its key in the stored configuration: the name with each dash written as an underscore
+  /// ("solver_tol").
   [[nodiscard]] std::string config_key() const;
   /// What it sets, for `--help`.
   [[nodiscard]] const std::string& help() const noexcept { return help_; }
@@ -87,19 +88,20 @@ class SettingBase {
   virtual void record(io::ConfigWriter& config) const = 0;
 
  protected:
+  /// A setting named `name` with its `help`, listed under `section`.
   SettingBase(std::string name, std::string help, std::string section);
   /// Parses and checks `text`; throws UsageError(cause) with `where` in it.
   virtual void parse(std::string_view text, const std::string& where, bool append) = 0;
   /// The value's check after a change, throwing UsageError naming given().
   void refuse(const std::string& what_is_wrong, const std::string& fix) const;
 
-  std::string name_;
-  std::string help_;
-  std::string section_;
-  OnResume on_resume_ = OnResume::must_match;
-  Source source_ = Source::default_value;
-  std::string given_;
-  std::function<bool()> recorded_when_;
+  std::string name_;                           ///< name()
+  std::string help_;                           ///< help()
+  std::string section_;                        ///< section()
+  OnResume on_resume_ = OnResume::must_match;  ///< on_resume()
+  Source source_ = Source::default_value;      ///< source()
+  std::string given_;                          ///< given()
+  std::function<bool()> recorded_when_;        ///< the condition of recorded(), if any
 };
 
 /// A setting of type T: bool, int, std::int64_t, std::uint64_t, double, std::string or
