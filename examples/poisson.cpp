@@ -21,19 +21,20 @@
 //
 // Prints iterations, residual, time per iteration and the bandwidth achieved under the bytes
 // model of the method (see bytes_per_iteration); --json adds one JSON object as the last line.
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "run_flags.hpp"
+#include "tenax/app/app.hpp"
+#include "tenax/app/problem_size.hpp"
+#include "tenax/app/solver_settings.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
@@ -58,28 +59,72 @@ using tenax::Tensor;
 using tenax::UsageError;
 namespace solvers = tenax::solvers;
 
-struct Options {
-  int dim = 2;
-  std::int64_t n = 256;
-  std::string problem = "poisson";
-  double beta_h = 0.5;
-  std::string matrix;
-  std::string rhs;
-  std::string op = "csr";
-  std::string solver = "cg";
-  std::string precond = "none";
-  double tol = 1e-8;
-  double atol = 0.0;
-  std::int64_t max_iters = 10000;
-  std::int64_t restart = 30;
-  std::string solver_options;
-  std::string precision = "f64";
-  std::string index = "i32";
-  std::string device = "auto";
-  tenax::examples::RunFlags run{.run_dir = "runs/poisson", .checkpoint_every = 20};
-  std::int64_t iterations_per_step = 50;
-  std::string output;
-  bool json = false;
+// poisson's settings, each declared once: the flag, its check, its help and what a resume may
+// change. The iteration limit and the input files' paths change freely (the iterates do not
+// depend on the limit; the files' contents are recorded as digests); with --allow-config-change
+// the stopping tolerances (the iterates are the same, the solve stops elsewhere) and how the same
+// operator is applied (assembled or matrix-free, the CSR index type: the same matrix, possibly
+// other rounding). The system, the method, its preconditioner and restart length, the precision,
+// the iterations per Runner step (which fix what a step count in the checkpoint means) and GMRES's
+// Gram-Schmidt never change. The solver's settings are its component's (SolverSettings) under
+// poisson's flag names.
+struct Settings {
+  explicit Settings(tenax::app::App& app)
+      : dim(app.setting("dim", 2, "2 or 3 (the manufactured problem)")
+                .at_least(2)
+                .at_most(3)
+                .recorded_when([this] { return generated(); })),
+        n(app.setting("n", std::int64_t{256}, "interior grid points per side")
+              .at_least(1)
+              .recorded_when([this] { return generated(); })),
+        problem(app.setting("problem", "poisson", "poisson or convdiff")
+                    .one_of({"poisson", "convdiff"})
+                    .recorded_when([this] { return generated(); })),
+        beta_h(app.setting("beta-h", 0.5, "convection strength beta*h of --problem convdiff")
+                   .recorded_when([this] { return generated() && problem() == "convdiff"; })),
+        matrix(app.setting("matrix", "", "solve the system of this Matrix Market file instead")
+                   .free_to_change()
+                   .recorded_when([this] { return !generated(); })),
+        rhs(app.setting("rhs", "", "right-hand side of --matrix (Matrix Market); default b = A*1")
+                .free_to_change()
+                .recorded_when([this] { return !rhs().empty(); })),
+        op(app.setting("operator", "csr", "csr (assembled) or stencil (matrix-free)")
+               .one_of({"csr", "stencil"})
+               .safe_to_change()),
+        index(app.setting("index", "i32", "CSR index type: i32 or i64")
+                  .one_of({"i32", "i64"})
+                  .safe_to_change()),
+        precision(
+            app.setting("precision", "f64", "f64, f32, or mixed (f32 inner solves refined in f64)")
+                .one_of({"f64", "f32", "mixed"})),
+        solve(app, {.method = "cg", .options = {.tolerance = 1e-8, .max_iterations = 10000}},
+              {.method = "solver",
+               .preconditioner = "precond",
+               .prefix = "",
+               .options = "solver-options"}),
+        iterations_per_step(app.setting("iterations-per-step", std::int64_t{50},
+                                        "solver iterations in one Runner step")
+                                .at_least(1)),
+        output(app.setting("output", "", "write the solution to this HDF5 file (dataset /x)")
+                   .not_recorded()),
+        json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()) {}
+
+  // The manufactured or convection-diffusion system (not a Matrix Market file).
+  [[nodiscard]] bool generated() const { return matrix().empty(); }
+
+  tenax::app::Setting<int>& dim;
+  tenax::app::Setting<std::int64_t>& n;
+  tenax::app::Setting<std::string>& problem;
+  tenax::app::Setting<double>& beta_h;
+  tenax::app::Setting<std::string>& matrix;
+  tenax::app::Setting<std::string>& rhs;
+  tenax::app::Setting<std::string>& op;
+  tenax::app::Setting<std::string>& index;
+  tenax::app::Setting<std::string>& precision;
+  tenax::app::SolverSettings solve;
+  tenax::app::Setting<std::int64_t>& iterations_per_step;
+  tenax::app::Setting<std::string>& output;
+  tenax::app::Setting<bool>& json;
 };
 
 // The system to solve and what is known about its solution.
@@ -258,88 +303,89 @@ Tensor read_rhs(const std::string& path, std::int64_t rows, DType dtype, Device 
   return host_vector(b, dtype, device);
 }
 
-System build_whole_system(const Options& o, DType dtype, Device device) {
-  const DType index_dtype = o.index == "i64" ? DType::i64 : DType::i32;
+System build_whole_system(const Settings& o, DType dtype, Device device) {
+  const DType index_dtype = o.index() == "i64" ? DType::i64 : DType::i32;
   System system;
-  if (!o.matrix.empty()) {
-    const tenax::io::CooMatrix coo = tenax::io::read_matrix_market(o.matrix);
+  if (!o.matrix().empty()) {
+    const tenax::io::CooMatrix coo = tenax::io::read_matrix_market(o.matrix());
     TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
-                  "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " +
+                  "--matrix " + o.matrix() + " is " + std::to_string(coo.rows) + " x " +
                       std::to_string(coo.cols),
                   "Krylov solvers need a square, non-empty matrix");
-    expect_no_empty_rows(o.matrix, coo.nnz(), coo.rows, coo.rows - coo.nnz());
+    expect_no_empty_rows(o.matrix(), coo.nnz(), coo.rows, coo.rows - coo.nnz());
     const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
     CsrMatrix matrix(coo.rows, coo.cols, arrays.row_ptr, arrays.col_idx,
                      tenax::ops::cast(arrays.values, dtype));
     matrix = with_index_dtype(matrix, index_dtype, device);
     use_csr_operator(system, std::move(matrix));
-    if (o.rhs.empty()) {
+    if (o.rhs().empty()) {
       system.b = times_ones(*system.a);
       system.exact = std::vector<double>(static_cast<std::size_t>(coo.rows), 1.0);
     } else {
-      system.b = read_rhs(o.rhs, coo.rows, dtype, device);
+      system.b = read_rhs(o.rhs(), coo.rows, dtype, device);
     }
-    system.description = o.matrix;
+    system.description = o.matrix();
     return system;
   }
-  if (o.problem == "convdiff") {
-    TENAX_EXPECTS(o.dim == 2 && o.op == "csr", UsageError,
+  if (o.problem() == "convdiff") {
+    TENAX_EXPECTS(o.dim() == 2 && o.op() == "csr", UsageError,
                   "--problem convdiff is assembled in 2-D only",
                   "use --dim 2 --operator csr with --problem convdiff");
-    CsrMatrix matrix = convection_diffusion(o.n, o.beta_h);
+    CsrMatrix matrix = convection_diffusion(o.n(), o.beta_h());
     matrix = CsrMatrix(matrix.rows(), matrix.cols(), matrix.row_ptr(), matrix.col_idx(),
                        tenax::ops::cast(matrix.values(), dtype));
     matrix = with_index_dtype(matrix, index_dtype, device);
     use_csr_operator(system, std::move(matrix));
     system.b = times_ones(*system.a);
-    system.exact = std::vector<double>(static_cast<std::size_t>(o.n * o.n), 1.0);
-    system.description =
-        "convection-diffusion " + std::to_string(o.n) + "^2, beta h " + std::to_string(o.beta_h);
+    system.exact = std::vector<double>(static_cast<std::size_t>(o.n() * o.n()), 1.0);
+    system.description = "convection-diffusion " + std::to_string(o.n()) + "^2, beta h " +
+                         std::to_string(o.beta_h());
     return system;
   }
-  const double h = 1.0 / static_cast<double>(o.n + 1);
-  const std::int64_t rows = o.dim == 2 ? o.n * o.n : o.n * o.n * o.n;
-  if (o.op == "stencil") {
-    if (o.dim == 2) {
-      system.a = std::make_shared<solvers::Laplacian2dOperator>(o.n, o.n, h, h, dtype, device);
+  const double h = 1.0 / static_cast<double>(o.n() + 1);
+  const std::int64_t rows = o.dim() == 2 ? o.n() * o.n() : o.n() * o.n() * o.n();
+  if (o.op() == "stencil") {
+    if (o.dim() == 2) {
+      system.a = std::make_shared<solvers::Laplacian2dOperator>(o.n(), o.n(), h, h, dtype, device);
     } else {
-      system.a =
-          std::make_shared<solvers::Laplacian3dOperator>(o.n, o.n, o.n, h, h, h, dtype, device);
+      system.a = std::make_shared<solvers::Laplacian3dOperator>(o.n(), o.n(), o.n(), h, h, h, dtype,
+                                                                device);
     }
   } else {
     CsrMatrix matrix =
-        o.dim == 2 ? solvers::poisson_2d_csr(o.n, o.n, h, h, dtype, index_dtype, device)
-                   : solvers::poisson_3d_csr(o.n, o.n, o.n, h, h, h, dtype, index_dtype, device);
+        o.dim() == 2
+            ? solvers::poisson_2d_csr(o.n(), o.n(), h, h, dtype, index_dtype, device)
+            : solvers::poisson_3d_csr(o.n(), o.n(), o.n(), h, h, h, dtype, index_dtype, device);
     use_csr_operator(system, std::move(matrix));
   }
   std::vector<double> f(static_cast<std::size_t>(rows));
   std::vector<double> u(static_cast<std::size_t>(rows));
   for (std::int64_t k = 0; k < rows; ++k) {
-    const Manufactured m = manufactured(o.dim, k, o.n, h);
+    const Manufactured m = manufactured(o.dim(), k, o.n(), h);
     u[static_cast<std::size_t>(k)] = m.u;
     f[static_cast<std::size_t>(k)] = m.f;
   }
   system.b = host_vector(f, dtype, device);
   system.exact = std::move(u);
-  system.description = "Poisson " + std::to_string(o.dim) + "-D " + std::to_string(o.n) + "^" +
-                       std::to_string(o.dim);
+  system.description = "Poisson " + std::to_string(o.dim()) + "-D " + std::to_string(o.n()) + "^" +
+                       std::to_string(o.dim());
   return system;
 }
 
 // A user's matrix on several ranks: each rank reads the file and keeps only the entries of its
 // block-aligned rows (read_matrix_market_rows), so no rank holds the whole matrix. The rows are
 // those csr_rows would cut from the whole matrix, so every product has the same bits.
-System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Communicator& comm) {
+System read_distributed_system(const Settings& o, DType dtype, tenax::runtime::Communicator& comm) {
   System system;
   tenax::io::CooMatrix coo =
-      tenax::io::read_matrix_market_rows(o.matrix, [&](std::int64_t rows, std::int64_t /*cols*/) {
+      tenax::io::read_matrix_market_rows(o.matrix(), [&](std::int64_t rows, std::int64_t /*cols*/) {
         system.range = tenax::kernels::block_aligned_range(rows, comm.size(), comm.rank());
         return tenax::io::RowRange{system.range.first, system.range.count};
       });
-  TENAX_EXPECTS(
-      coo.rows == coo.cols && coo.rows > 0, UsageError,
-      "--matrix " + o.matrix + " is " + std::to_string(coo.rows) + " x " + std::to_string(coo.cols),
-      "Krylov solvers need a square, non-empty matrix");
+  TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
+                "--matrix " + o.matrix() + " is " + std::to_string(coo.rows) + " x " +
+                    std::to_string(coo.cols),
+                "Krylov solvers need a square, non-empty matrix");
   system.rows = coo.rows;
   system.comm = &comm;
   const std::int64_t first = system.range.first;
@@ -353,7 +399,7 @@ System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Co
     comm.all_reduce(read, tenax::runtime::ReduceOp::sum);
     const std::int64_t entries = read.data_as<std::int64_t>()[0];
     const std::int64_t short_rows = read.data_as<std::int64_t>()[1];
-    expect_no_empty_rows(o.matrix, entries, coo.rows, short_rows);
+    expect_no_empty_rows(o.matrix(), entries, coo.rows, short_rows);
   }
   for (std::int64_t& row : coo.row) row -= first;
   coo.rows = count;
@@ -366,28 +412,29 @@ System read_distributed_system(const Options& o, DType dtype, tenax::runtime::Co
   system.nnz = entries.data_as<std::int64_t>()[0];
   std::printf("poisson [rank %d/%d]: read rows [%lld, %lld) of %s: %lld of its %lld entries\n",
               comm.rank(), comm.size(), static_cast<long long>(first),
-              static_cast<long long>(first + count), o.matrix.c_str(),
+              static_cast<long long>(first + count), o.matrix().c_str(),
               static_cast<long long>(rows.nnz()), static_cast<long long>(system.nnz));
   use_distributed_operator(
       system, comm,
-      with_index_dtype(rows, o.index == "i64" ? DType::i64 : DType::i32, Device::cpu()));
-  if (o.rhs.empty()) {
+      with_index_dtype(rows, o.index() == "i64" ? DType::i64 : DType::i32, Device::cpu()));
+  if (o.rhs().empty()) {
     system.b = times_ones(*system.a);
     system.exact = std::vector<double>(static_cast<std::size_t>(count), 1.0);
   } else {
     // The right-hand side is one value per row: read whole, this rank's part kept.
-    system.b = read_rhs(o.rhs, coo.cols, dtype, Device::cpu()).slice(first, first + count).clone();
+    system.b =
+        read_rhs(o.rhs(), coo.cols, dtype, Device::cpu()).slice(first, first + count).clone();
   }
-  system.description = o.matrix;
+  system.description = o.matrix();
   return system;
 }
 
 // The system, and on several ranks this rank's rows of it: every rank builds the whole generated
 // matrix and keeps its block-aligned range of rows, right-hand side and known solution; a user's
 // matrix is read by rows (read_distributed_system).
-System build_system(const Options& o, DType dtype, Device device,
+System build_system(const Settings& o, DType dtype, Device device,
                     tenax::runtime::Communicator& comm) {
-  if (!o.matrix.empty() && comm.size() > 1) return read_distributed_system(o, dtype, comm);
+  if (!o.matrix().empty() && comm.size() > 1) return read_distributed_system(o, dtype, comm);
   System system = build_whole_system(o, dtype, device);
   system.rows = system.a->rows();
   system.range = tenax::kernels::block_aligned_range(system.rows, comm.size(), comm.rank());
@@ -427,7 +474,7 @@ System build_system(const Options& o, DType dtype, Device device,
 //                 subtraction the basis and w and writes w, its norm fused); cgs2 twice that
 //                 work: 2 + 4 (j + 1) + 6.
 // ILU(0) and mixed precision are not modelled (0: no bandwidth figure).
-double bytes_per_iteration(const Options& o, const solvers::SolverOptions& options,
+double bytes_per_iteration(const Settings& o, const solvers::SolverOptions& options,
                            const System& system, DType dtype, std::int64_t iterations) {
   const double n = static_cast<double>(system.rows);
   const double value = static_cast<double>(tenax::size_of(dtype));
@@ -436,9 +483,9 @@ double bytes_per_iteration(const Options& o, const solvers::SolverOptions& optio
   if (pc != "none" && pc != "jacobi") return 0.0;
   const bool jacobi = pc == "jacobi";
   const double pass = n * value;
-  if (o.solver == "cg") return apply + (jacobi ? 10 : 8) * pass;
-  if (o.solver == "bicgstab") return 2 * apply + (jacobi ? 21 : 16) * pass;
-  if (o.solver == "gmres") {
+  if (o.solve.method() == "cg") return apply + (jacobi ? 10 : 8) * pass;
+  if (o.solve.method() == "bicgstab") return 2 * apply + (jacobi ? 21 : 16) * pass;
+  if (o.solve.method() == "gmres") {
     const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
         1, std::min(options.restart, std::max<std::int64_t>(iterations, 1))));
     const double basis_reads = (steps_in_cycle + 1) / 2;  // j + 1 averaged over a cycle
@@ -552,71 +599,42 @@ class PoissonSolve final : public tenax::runtime::Workload {
   double solve_seconds_ = 0.0;
 };
 
-void validate(const Options& o) {
-  TENAX_EXPECTS(o.dim == 2 || o.dim == 3, UsageError, "--dim " + std::to_string(o.dim),
-                "use --dim 2 or --dim 3");
-  TENAX_EXPECTS(o.n >= 1, UsageError, "--n " + std::to_string(o.n),
-                "use at least 1 interior point per side");
-  TENAX_EXPECTS(o.problem == "poisson" || o.problem == "convdiff", UsageError,
-                "--problem " + o.problem + " is not known", "use poisson or convdiff");
-  TENAX_EXPECTS(o.op == "csr" || o.op == "stencil", UsageError,
-                "--operator " + o.op + " is not known", "use csr or stencil");
-  TENAX_EXPECTS(o.matrix.empty() || o.op == "csr", UsageError, "--matrix with --operator " + o.op,
-                "a matrix from a file is assembled: drop "
-                "--operator or use csr");
-  TENAX_EXPECTS(o.rhs.empty() || !o.matrix.empty(), UsageError, "--rhs without --matrix",
+// The checks between settings (each setting checks its own value).
+void validate(const Settings& o) {
+  TENAX_EXPECTS(o.matrix().empty() || o.op() == "csr", UsageError,
+                "--matrix with --operator " + o.op(),
+                "a matrix from a file is assembled: drop --operator or use csr");
+  TENAX_EXPECTS(o.rhs().empty() || !o.matrix().empty(), UsageError, "--rhs without --matrix",
                 "give the matrix with --matrix A.mtx");
-  TENAX_EXPECTS(o.precision == "f64" || o.precision == "f32" || o.precision == "mixed", UsageError,
-                "--precision " + o.precision + " is not known", "use f64, f32 or mixed");
-  TENAX_EXPECTS(o.index == "i32" || o.index == "i64", UsageError,
-                "--index " + o.index + " is not known", "use i32 or i64");
-  TENAX_EXPECTS(o.iterations_per_step >= 1, UsageError,
-                "--iterations-per-step " + std::to_string(o.iterations_per_step), "use at least 1");
 }
 
-// The settings that decide the solution and the solver's iterates, stored in every checkpoint; a
-// resume compares them with its own (see config_policy). Solver settings are the effective ones
-// (after --solver-options). A matrix or right-hand side from a file is recorded by path and by
-// the XXH64 of its bytes, so a file edited in place is a change and a file moved is not.
-std::string config_json(const Options& o, const solvers::SolverOptions& solver) {
-  tenax::io::ConfigWriter config("poisson");
-  if (o.matrix.empty()) {
-    config.set("problem", o.problem).set("dim", o.dim).set("n", o.n);
-    if (o.problem == "convdiff") config.set("beta_h", o.beta_h);
-  } else {
-    config.set("matrix", o.matrix)
-        .set("matrix_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.matrix)));
-    if (!o.rhs.empty()) {
-      config.set("rhs", o.rhs).set("rhs_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.rhs)));
+// The XXH64 of each input file, recorded beside its path so that a file edited in place is a
+// change on resume and a file moved is not. Computed once per file; a file that cannot be read is
+// recorded as such (the system's reader then says why).
+class InputDigests {
+ public:
+  explicit InputDigests(const Settings& settings) : settings_(settings) {}
+  void record(tenax::io::ConfigWriter& config) {
+    if (!settings_.matrix().empty()) config.set("matrix_xxh64", digest(settings_.matrix()));
+    if (!settings_.rhs().empty()) config.set("rhs_xxh64", digest(settings_.rhs()));
+  }
+
+ private:
+  const std::string& digest(const std::string& path) {
+    auto found = digests_.find(path);
+    if (found == digests_.end()) {
+      std::string text = "(unreadable)";
+      try {
+        text = tenax::io::to_hex64(tenax::io::xxh64_file(path));
+      } catch (const tenax::Error&) {
+      }
+      found = digests_.emplace(path, std::move(text)).first;
     }
+    return found->second;
   }
-  config.set("operator", o.matrix.empty() ? o.op : "csr").set("index", o.index);
-  config.set("precision", o.precision)
-      .set("solver", o.solver)
-      .set("precond", solver.preconditioner);
-  if (o.solver == "gmres") {
-    config.set("restart", solver.restart);
-    // Recorded when not the default, so that run directories of mgs runs from before the option
-    // existed still resume.
-    if (solver.orthogonalization != "mgs") config.set("orthog", solver.orthogonalization);
-  }
-  config.set("tol", solver.tolerance).set("atol", solver.absolute_tolerance);
-  config.set("divtol", solver.divergence_factor).set("max_iters", solver.max_iterations);
-  config.set("iterations_per_step", o.iterations_per_step);
-  return config.text();
-}
-
-// What a resume may change: the iteration limit freely (the iterates do not depend on it), and
-// the files' paths (their contents are the digests). With --allow-config-change: the stopping
-// tolerances (the iterates are the same, the solve stops elsewhere), and how the same operator is
-// applied (assembled or matrix-free, the CSR index type: the same matrix, possibly other
-// rounding). The system, the method, its preconditioner and restart length, the precision and
-// the iterations per Runner step (which fix what a step count in the checkpoint means), and
-// GMRES's Gram-Schmidt (orthog) never change.
-tenax::io::ConfigPolicy config_policy() {
-  return {.free_keys = {"max_iters", "matrix", "rhs"},
-          .safe_keys = {"tol", "atol", "divtol", "operator", "index"}};
-}
+  const Settings& settings_;
+  std::map<std::string, std::string> digests_;
+};
 
 // Largest and root-mean-square difference between x and the known solution, over the whole
 // system (on several ranks, a reduction across them with the single-process bits).
@@ -670,48 +688,41 @@ int exit_code_of(const solvers::SolveResult& result) {
 // whole matrix on the host (and keeps its rows), with the right-hand side, the known solution
 // and the solver's vectors, so a grid that cannot fit is refused with the largest --n that can,
 // and an entry count beyond --index i32 names the flag that widens it.
-void expect_generated_problem_fits(const Options& o, DType dtype, DType index_dtype) {
+void expect_generated_problem_fits(const Settings& o, DType dtype, DType index_dtype) {
   const std::int64_t value = static_cast<std::int64_t>(tenax::size_of(dtype));
   const std::int64_t index = static_cast<std::int64_t>(tenax::size_of(index_dtype));
-  const std::int64_t per_row = 1 + 2 * o.dim;  // the stencil's entries in an interior row
-  const bool assembled = o.op == "csr";
+  const std::int64_t per_row = 1 + 2 * o.dim();  // the stencil's entries in an interior row
+  const bool assembled = o.op() == "csr";
   // Stored entries and row pointers, and the compact index the operator adds (2-byte column
   // offsets and 1-byte value codes, CsrMatrix::compacted).
   const std::int64_t matrix_bytes = assembled ? per_row * (value + index + 3) + index : 0;
   // b, x and the residual in the solver's dtype, and the Krylov method's own vectors (CG's
   // direction, product and residual: 3; BiCGSTAB and GMRES need more and are refused later if
   // they do not fit); the known solution in f64.
-  const std::int64_t rows = tenax::examples::expect_grid_fits(
-      Device::cpu(), "--n " + std::to_string(o.n) + " --dim " + std::to_string(o.dim), o.n, o.dim,
-      matrix_bytes + 6 * value + 8);
+  const std::int64_t rows = tenax::app::expect_grid_fits(
+      Device::cpu(), "--n " + std::to_string(o.n()) + " --dim " + std::to_string(o.dim()), o.n(),
+      o.dim(), matrix_bytes + 6 * value + 8);
   if (!assembled || index_dtype != DType::i32) return;
   // The diagonal, and two entries for each pair of neighbours along each axis.
-  const std::int64_t entries = rows + 2 * o.dim * (rows / o.n) * (o.n - 1);
+  const std::int64_t entries = rows + 2 * o.dim() * (rows / o.n()) * (o.n() - 1);
   TENAX_EXPECTS(entries <= std::numeric_limits<std::int32_t>::max(), UsageError,
                 "--index i32 cannot hold the " + std::to_string(entries) + " entries of --n " +
-                    std::to_string(o.n) + " --dim " + std::to_string(o.dim),
+                    std::to_string(o.n()) + " --dim " + std::to_string(o.dim()),
                 "use --index i64");
 }
 
-int run(const Options& o) {
+int run(const Settings& o, tenax::app::Job& job) {
   validate(o);
-  tenax::examples::apply_inject_flag(o.run);
-  const Device device = tenax::select_device(o.device);
-  const DType dtype = o.precision == "f32" ? DType::f32 : DType::f64;
-  const DType index_dtype = o.index == "i64" ? DType::i64 : DType::i32;
+  const Device device = job.device();
+  const DType dtype = o.precision() == "f32" ? DType::f32 : DType::f64;
+  const DType index_dtype = o.index() == "i64" ? DType::i64 : DType::i32;
 
-  solvers::SolverOptions solver_options;
-  solver_options.tolerance = o.tol;
-  solver_options.absolute_tolerance = o.atol;
-  solver_options.max_iterations = o.max_iters;
-  solver_options.restart = o.restart;
-  solver_options.preconditioner = o.precond;
-  solver_options = solvers::parse_solver_options(o.solver_options, solver_options);
-
-  const auto comm = tenax::examples::make_communicator(o.run, "poisson", true);
+  const solvers::SolverOptions solver_options = o.solve.options();
+  const std::string& method = o.solve.method();
+  tenax::runtime::Communicator* comm = &job.comm();
   if (comm->size() > 1) {
     const std::string ranks = std::to_string(comm->size()) + " ranks";
-    TENAX_EXPECTS(o.precision != "mixed", UsageError,
+    TENAX_EXPECTS(o.precision() != "mixed", UsageError,
                   "--precision mixed on " + ranks + ": refinement runs on one process",
                   "use --precision f64 or f32 on several ranks");
     TENAX_EXPECTS(
@@ -726,25 +737,24 @@ int run(const Options& o) {
                   "use --device cpu on several ranks");
   }
   const bool speaker = comm->rank() == 0;  // rank 0 prints the results
-  if (o.matrix.empty()) expect_generated_problem_fits(o, dtype, index_dtype);
+  if (o.matrix().empty()) expect_generated_problem_fits(o, dtype, index_dtype);
 
   const auto setup_start = std::chrono::steady_clock::now();
   System system = build_system(o, dtype, device, *comm);
   wait_for(device);
-  const std::string config = config_json(o, solver_options);  // after the files proved readable
 
   solvers::SolveResult result;
   double solve_seconds = 0.0;
   double setup_seconds = 0.0;
   std::int64_t inner_iterations = -1;
   Tensor x;
-  if (o.precision == "mixed") {
+  if (o.precision() == "mixed") {
     solvers::RefinementOptions refinement;
-    refinement.outer.tolerance = o.tol;
-    refinement.outer.absolute_tolerance = o.atol;
-    refinement.inner_solver = o.solver;
-    refinement.inner.preconditioner = o.precond;
-    refinement.inner.restart = o.restart;
+    refinement.outer.tolerance = solver_options.tolerance;
+    refinement.outer.absolute_tolerance = solver_options.absolute_tolerance;
+    refinement.inner_solver = method;
+    refinement.inner.preconditioner = solver_options.preconditioner;
+    refinement.inner.restart = solver_options.restart;
     solvers::MixedPrecisionRefinement solve(refinement);
     x = Tensor::empty({system.a->rows()}, dtype, device);
     tenax::ops::fill(x, 0.0);
@@ -757,22 +767,17 @@ int run(const Options& o) {
     result = refined.outer;
     inner_iterations = refined.inner_iterations;
   } else {
-    PoissonSolve workload(system, solvers::make_solver(o.solver, solver_options),
-                          o.iterations_per_step);
-    const tenax::runtime::RunnerOptions runner_options = tenax::examples::runner_options(
-        o.run,
-        std::max<std::int64_t>(
-            1, (solver_options.max_iterations + o.iterations_per_step - 1) / o.iterations_per_step),
-        "poisson", config, config_policy());
+    PoissonSolve workload(system, solvers::make_solver(method, solver_options),
+                          o.iterations_per_step());
+    // A Runner step is --iterations-per-step iterations: the run ends when the iteration limit
+    // is reached (or the solve converged: PoissonSolve::finished).
+    tenax::runtime::RunnerOptions runner_options = job.runner_options();
+    runner_options.total_steps = std::max<std::int64_t>(
+        1, (solver_options.max_iterations + o.iterations_per_step() - 1) / o.iterations_per_step());
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
-    tenax::runtime::Runner runner(workload, runner_options, comm);
-    const tenax::runtime::RunResult run = runner.run();
-    if (run.status != tenax::runtime::RunStatus::completed) {
-      std::fprintf(stderr, "poisson: %s: %s\n", std::string(to_string(run.status)).c_str(),
-                   run.message.c_str());
-      return run.exit_code;
-    }
+    const tenax::runtime::RunResult run = job.run(workload, runner_options);
+    if (run.status != tenax::runtime::RunStatus::completed) return run.exit_code;
     result = workload.result();
     solve_seconds = workload.solve_seconds();
     x = workload.solution();
@@ -780,16 +785,16 @@ int run(const Options& o) {
 
   const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
   const double ms_per_iteration = 1e3 * solve_seconds / static_cast<double>(iterations);
-  const double bytes = o.precision == "mixed" ? 0.0
-                                              : bytes_per_iteration(o, solver_options, system,
-                                                                    dtype, result.iterations);
+  const double bytes = o.precision() == "mixed" ? 0.0
+                                                : bytes_per_iteration(o, solver_options, system,
+                                                                      dtype, result.iterations);
   const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
   double error_max = -1.0;
   double error_rms = -1.0;
   if (system.exact) std::tie(error_max, error_rms) = error_against(system, x, *system.exact);
-  const Tensor solution = o.output.empty() ? Tensor() : gather_solution(system, x);
+  const Tensor solution = o.output().empty() ? Tensor() : gather_solution(system, x);
   if (!speaker) return exit_code_of(result);
-  std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s%s\n", o.solver.c_str(),
+  std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s%s\n", method.c_str(),
               system.description.c_str(), system.a->describe().c_str(),
               static_cast<long long>(system.rows), static_cast<long long>(system.nnz),
               tenax::to_string(device).c_str(),
@@ -809,27 +814,28 @@ int run(const Options& o) {
     std::printf("poisson: error against the known solution: max %.6e, rms %.6e\n", error_max,
                 error_rms);
   }
-  if (!o.output.empty()) {
+  if (!o.output().empty()) {
     tenax::io::FileMetadata metadata;
     metadata.step = result.iterations;
-    metadata.config = config;
+    metadata.config = job.config();
     tenax::io::write_tensor_file(
-        o.output, "x", tenax::ops::cast(solution, DType::f64).to(Device::cpu()),
+        o.output(), "x", tenax::ops::cast(solution, DType::f64).to(Device::cpu()),
         {{"iterations", static_cast<double>(result.iterations)}, {"residual", result.residual}},
         metadata, {{"status", std::string(solvers::to_string(result.status))}});
-    std::printf("poisson: solution written to %s (dataset /x)\n", o.output.c_str());
+    std::printf("poisson: solution written to %s (dataset /x)\n", o.output().c_str());
   }
-  if (o.json) {
+  if (o.json()) {
     std::printf(
         "{\"solver\":\"%s\",\"precond\":\"%s\",\"operator\":\"%s\",\"precision\":\"%s\","
         "\"dim\":%d,\"n\":%lld,\"rows\":%lld,\"nnz\":%lld,\"iterations\":%lld,"
         "\"residual\":%.17g,\"relative_residual\":%.17g,\"status\":\"%s\",\"setup_s\":%.9g,"
         "\"solve_s\":%.9g,\"ms_per_iteration\":%.9g,\"bytes_per_iteration\":%.17g,"
         "\"gbps\":%.9g,\"error_max\":%.17g,\"error_rms\":%.17g}\n",
-        o.solver.c_str(), o.precond.c_str(), o.matrix.empty() ? o.op.c_str() : "csr",
-        o.precision.c_str(), o.dim, static_cast<long long>(o.n),
-        static_cast<long long>(system.rows), static_cast<long long>(system.nnz),
-        static_cast<long long>(result.iterations), result.residual, result.relative_residual,
+        method.c_str(), solver_options.preconditioner.c_str(),
+        o.matrix().empty() ? o.op().c_str() : "csr", o.precision().c_str(), o.dim(),
+        static_cast<long long>(o.n()), static_cast<long long>(system.rows),
+        static_cast<long long>(system.nnz), static_cast<long long>(result.iterations),
+        result.residual, result.relative_residual,
         std::string(solvers::to_string(result.status)).c_str(), setup_seconds, solve_seconds,
         ms_per_iteration, bytes, gbps, error_max, error_rms);
   }
@@ -850,39 +856,13 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "poisson: a sparse linear solve (manufactured Poisson problem, convection-diffusion "
-      "or Matrix Market input) with tenax Krylov solvers, resumable mid-solve"};
-  app.add_option("--dim", o.dim, "2 or 3 (the manufactured problem)")->capture_default_str();
-  app.add_option("--n", o.n, "interior grid points per side")->capture_default_str();
-  app.add_option("--problem", o.problem, "poisson or convdiff")->capture_default_str();
-  app.add_option("--beta-h", o.beta_h, "convection strength beta*h of --problem convdiff")
-      ->capture_default_str();
-  app.add_option("--matrix", o.matrix, "solve the system of this Matrix Market file instead");
-  app.add_option("--rhs", o.rhs, "right-hand side of --matrix (Matrix Market); default b = A*1");
-  app.add_option("--operator", o.op, "csr (assembled) or stencil (matrix-free)")
-      ->capture_default_str();
-  app.add_option("--solver", o.solver, "cg, bicgstab or gmres")->capture_default_str();
-  app.add_option("--precond", o.precond, "none, jacobi or ilu0")->capture_default_str();
-  app.add_option("--tol", o.tol, "relative residual tolerance (0: run --max-iters)")
-      ->capture_default_str();
-  app.add_option("--atol", o.atol, "absolute residual tolerance")->capture_default_str();
-  app.add_option("--max-iters", o.max_iters, "iteration limit")->capture_default_str();
-  app.add_option("--restart", o.restart, "GMRES restart length")->capture_default_str();
-  app.add_option("--solver-options", o.solver_options,
-                 "more options as key=value text (tol, atol, max_iters, restart, divtol, pc); "
-                 "overrides the flags above");
-  app.add_option("--precision", o.precision, "f64, f32, or mixed (f32 inner solves refined in f64)")
-      ->capture_default_str();
-  app.add_option("--index", o.index, "CSR index type: i32 or i64")->capture_default_str();
-  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--iterations-per-step", o.iterations_per_step,
-                 "solver iterations in one Runner step")
-      ->capture_default_str();
-  app.add_option("--output", o.output, "write the solution to this HDF5 file (dataset /x)");
-  app.add_flag("--json", o.json, "print a JSON summary as the last line");
-  tenax::examples::add_run_flags(app, o.run);
-  CLI11_PARSE(app, argc, argv);
-  return tenax::examples::run_program("poisson", [&] { return run(o); });
+  tenax::app::App app(
+      "poisson",
+      "a sparse linear solve (manufactured Poisson problem, convection-diffusion or "
+      "Matrix Market input) with tenax Krylov solvers, resumable mid-solve",
+      {.steps = 0, .checkpoint_every = 20, .divides_work_across_ranks = true});
+  const Settings settings(app);
+  InputDigests digests(settings);
+  app.record_also([&](tenax::io::ConfigWriter& config) { digests.record(config); });
+  return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });
 }

@@ -141,7 +141,7 @@ runtime::RunnerOptions Job::runner_options() const {
   options.config = app_.stored_config();
   options.config_policy = app_.config_policy();
   options.run_dir = (*s.run_dir)();
-  options.total_steps = (*s.steps)();
+  options.total_steps = s.steps != nullptr ? (*s.steps)() : 0;
   options.checkpoint_every = (*s.checkpoint_every)();
   options.checkpoint_seconds = (*s.checkpoint_seconds)();
   options.keep_last = (*s.keep_last)();
@@ -184,8 +184,13 @@ App::App(std::string program, std::string description, RunDefaults defaults)
                "resumes from the newest valid checkpoint in it")
            .not_recorded()
            .expect([](const std::string& v) { return !v.empty(); }, "a directory's path");
-  standard_.steps =
-      &setting("steps", defaults_.steps, "the step the run ends at").at_least(1).free_to_change();
+  TENAX_EXPECTS(defaults_.steps >= 0, UsageError,
+                "RunDefaults::steps is " + std::to_string(defaults_.steps),
+                "give the default step count (>= 1), or 0 for a program that derives it");
+  if (defaults_.steps > 0) {
+    standard_.steps =
+        &setting("steps", defaults_.steps, "the step the run ends at").at_least(1).free_to_change();
+  }
   standard_.checkpoint_every = &setting("checkpoint-every", defaults_.checkpoint_every,
                                         "steps between checkpoints (0: no step-count trigger)")
                                     .at_least(0)
@@ -416,6 +421,7 @@ int App::parse(int argc, const char* const* argv) {
   if (!config_file.empty()) read_file(config_file);
   apply(environment, Source::environment, std::string(" (in ") + kArgsVariable + ")");
   apply(command_line, Source::command_line, "");
+  for (const std::function<void()>& hook : parsed_hooks_) hook();
   if (std::find(command_line.begin(), command_line.end(), "--print-config") != command_line.end()) {
     std::fputs(config_text().c_str(), stdout);
     return 0;
@@ -529,6 +535,7 @@ std::string App::stored_config() const {
   for (const SettingBase* setting : settings()) {
     if (setting->recorded()) setting->record(config);
   }
+  for (const auto& entries : derived_entries_) entries(config);
   return config.text();
 }
 

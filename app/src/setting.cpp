@@ -132,7 +132,9 @@ std::string Setting<T>::expectation() const {
   } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
     out = "a list of names separated by commas";
   } else {
-    out = std::is_same_v<T, double> ? "a finite number" : "an integer";
+    out = !std::is_same_v<T, double> ? "an integer"
+          : allow_infinity_          ? "a number (inf allowed)"
+                                     : "a finite number";
     if (has_low_ && has_high_) {
       out += std::string(" in ") + (low_open_ ? "(" : "[") + bound_text(low_) + ", " +
              bound_text(high_) + "]";
@@ -205,7 +207,10 @@ void Setting<T>::parse(std::string_view text, const std::string& where, bool app
     }
   } else if constexpr (std::is_same_v<T, double>) {
     if (!parse_real(text, parsed)) bad("'" + shown(text) + "' is not a number");
-    if (!std::isfinite(parsed)) bad("'" + shown(text) + "' is not a finite number");
+    const bool infinity_allowed = allow_infinity_ && std::isinf(parsed) && parsed > 0;
+    if (!std::isfinite(parsed) && !infinity_allowed) {
+      bad("'" + shown(text) + "' is not a finite number");
+    }
   } else {
     if (!parse_integer(text, parsed)) {
       double real = 0;

@@ -210,7 +210,7 @@ TEST_F(Poisson, BadFlagsAreRefusedWithTheFix) {
     std::string expected;
   };
   for (const Case& c : std::vector<Case>{
-           {"--dim 4", "use --dim 2 or --dim 3"},
+           {"--dim 4", "--dim 4: expected an integer in [2, 3]"},
            {"--precond ilu0 --operator stencil", "ilu0"},
            {"--rhs b.mtx", "--rhs without --matrix"},
            {"--solver sor", "sor"},

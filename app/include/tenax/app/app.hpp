@@ -50,7 +50,9 @@ namespace tenax::app {
 
 /// A program's own defaults of the standard settings (App's constructor).
 struct RunDefaults {
-  std::int64_t steps = 100;           ///< `--steps`
+  /// `--steps`; 0: the program derives its step count itself (no `--steps` flag; it sets
+  /// RunnerOptions::total_steps and calls Job::run(workload, options)).
+  std::int64_t steps = 100;
   std::int64_t checkpoint_every = 0;  ///< `--checkpoint-every` (0: off)
   double checkpoint_seconds = 0;      ///< `--checkpoint-seconds` (0: off)
   int keep_last = 3;                  ///< `--keep-last`
@@ -104,14 +106,14 @@ class App {
   /// The handles of the standard settings, for a program that reads them (the step count) or
   /// changes a default after construction.
   struct Standard {
-    Setting<std::string>* run_dir;                           ///< `--run-dir`
-    Setting<std::int64_t>* steps;                            ///< `--steps`
-    Setting<std::int64_t>* checkpoint_every;                 ///< `--checkpoint-every`
-    Setting<double>* checkpoint_seconds;                     ///< `--checkpoint-seconds`
-    Setting<int>* keep_last;                                 ///< `--keep-last`
-    Setting<bool>* async;                                    ///< `--async`
-    Setting<std::string>* inject;                            ///< `--inject`
-    Setting<std::string>* progress;                          ///< `--progress`
+    Setting<std::string>* run_dir;            ///< `--run-dir`
+    Setting<std::int64_t>* steps;             ///< `--steps` (nullptr when RunDefaults::steps is 0)
+    Setting<std::int64_t>* checkpoint_every;  ///< `--checkpoint-every`
+    Setting<double>* checkpoint_seconds;      ///< `--checkpoint-seconds`
+    Setting<int>* keep_last;                  ///< `--keep-last`
+    Setting<bool>* async;                     ///< `--async`
+    Setting<std::string>* inject;             ///< `--inject`
+    Setting<std::string>* progress;           ///< `--progress`
     Setting<std::int64_t>* anomaly_check_every;              ///< `--anomaly-check-every`
     Setting<std::vector<std::string>>* allow_config_change;  ///< `--allow-config-change`
     Setting<std::string>* device;                            ///< `--device`
@@ -146,6 +148,17 @@ class App {
   /// Settings declared from now on are listed under `title` in `--help` (a component's settings:
   /// "Linear solver (--solver.*)").
   void section(std::string title) { section_ = std::move(title); }
+
+  /// Runs `hook` once the sources are read, before the values are checked against each other
+  /// and before `--print-config` prints them: a component that reads a setting of its own to set
+  /// others (the solver's `--solver.options key=value,...`) assigns them here
+  /// (SettingBase::assign). Hooks run in the order added.
+  void on_parsed(std::function<void()> hook) { parsed_hooks_.push_back(std::move(hook)); }
+  /// Appends entries the settings do not hold to the stored configuration: values derived from
+  /// them (the digest of an input file named by a setting). They must match on resume.
+  void record_also(std::function<void(io::ConfigWriter&)> entries) {
+    derived_entries_.push_back(std::move(entries));
+  }
 
   /// The standard settings.
   [[nodiscard]] const Standard& standard() const noexcept { return standard_; }
@@ -194,6 +207,8 @@ class App {
   std::vector<std::unique_ptr<SettingBase>> settings_;
   std::size_t standard_count_ = 0;  // settings_[0, standard_count_) are the standard ones
   Standard standard_{};
+  std::vector<std::function<void()>> parsed_hooks_;
+  std::vector<std::function<void(io::ConfigWriter&)>> derived_entries_;
   bool parsed_ = false;
 };
 

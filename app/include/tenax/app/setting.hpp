@@ -150,6 +150,12 @@ class Setting final : public SettingBase {
     has_high_ = true;
     return checked();
   }
+  /// Accepts `inf` (positive infinity) besides finite numbers: a limit that can be switched off
+  /// (a divergence factor). NaN stays refused.
+  Setting& allow_infinity() requires std::is_same_v<T, double> {
+    allow_infinity_ = true;
+    return *this;
+  }
   /// Only these values are accepted (text).
   Setting& one_of(std::vector<std::string> choices) requires std::is_same_v<T, std::string> {
     choices_ = std::move(choices);
@@ -223,6 +229,7 @@ class Setting final : public SettingBase {
   bool has_low_ = false;
   bool low_open_ = false;
   bool has_high_ = false;
+  bool allow_infinity_ = false;
   std::vector<std::string> choices_;
   std::function<bool(const T&)> custom_;
   std::string custom_expectation_;
