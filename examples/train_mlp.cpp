@@ -13,14 +13,13 @@
 // (mean over the batch), both computed in f32. --output writes the final parameters as
 // /params/fc<i>/weight [out, in] and /params/fc<i>/bias [out] (nn.Linear's layout) and the loss
 // of every optimizer step as /loss (float32); --init reads parameters in that layout.
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <numbers>
 #include <optional>
@@ -28,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "run_flags.hpp"
+#include "tenax/app/app.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
@@ -61,36 +60,177 @@ namespace nn = tenax::solvers::nn;
 namespace ops = tenax::ops;
 namespace runtime = tenax::runtime;
 
-struct Options {
-  std::string task = "spirals";
-  std::string layers = "64,64";
-  std::string activation = "tanh";
-  std::string precision = "f32";
-  std::int64_t batch = 256;
-  std::int64_t micro_batch = 0;
-  std::int64_t grain = 32;
-  std::string optimizer = "adam";
-  double lr = 1e-2;
-  std::string optimizer_options;
-  std::string schedule = "constant";
-  std::int64_t steps = 300;
-  std::string device = "auto";
-  std::int64_t samples = 4096;
-  double noise = 0.05;
-  std::uint64_t seed = 0;
-  std::string data;
-  std::string init;
-  std::int64_t classes = 0;  // 0: inferred from the labels
-  std::string output;
-  bool shuffle = true;
-  double clip_grad_norm = 0;
-  std::string loss_scaler;
-  std::int64_t regrow_after = 0;
-  bool detect_anomaly = false;
-  std::string reduction = "exact";
-  std::int64_t log_every = 0;
-  bool json = false;
-  tenax::examples::RunFlags run{.run_dir = "runs/train_mlp", .checkpoint_every = 50};
+// train_mlp's settings, each declared once: the flag, its check, its help and what a resume may
+// change. Free: --steps (unless the learning-rate schedule is stretched over the run's length,
+// cosine, where it changes the rate of every step still to run: then safe), and the files' paths
+// (their contents are recorded as digests). Safe with --allow-config-change: what the advice after
+// an overflow or an anomaly suggests changing on a resume (--lr, --clip-grad-norm, --loss-scaler,
+// --precision among f32, f16 and bf16, all of which keep f32 master weights). The data, the
+// model, the batch and its order, the optimizer and the schedule never change. The micro-batch is
+// not recorded: whole grains give the same bits at any micro-batch.
+struct Settings {
+  explicit Settings(tenax::app::App& app)
+      : task(app.setting("task", "spirals",
+                         "regression (smooth function of 2 inputs) or spirals (2 classes)")
+                 .one_of({"regression", "spirals"})
+                 .recorded_when([this] { return synthetic(); })),
+        samples(app.setting("samples", std::int64_t{4096}, "size of the synthetic data set")
+                    .at_least(1)
+                    .recorded_when([this] { return synthetic(); })),
+        noise(app.setting("noise", 0.05, "standard deviation of the synthetic data's noise")
+                  .at_least(0.0)
+                  .recorded_when([this] { return synthetic(); })),
+        data(app.setting("data", "",
+                         "train on this HDF5 file: /x [N, d_in] float32, /y [N, d_out] float32 "
+                         "(regression) or [N] int64 (classification)")
+                 .free_to_change()
+                 .recorded_when([this] { return !synthetic(); })),
+        classes(app.setting("classes", std::int64_t{0},
+                            "number of classes of --data's integer labels (0: the largest label + "
+                            "1, at most the number of samples)")
+                    .expect([](const std::int64_t& c) { return c == 0 || c >= 2; },
+                            "0 (the largest label + 1) or a class count of at least 2")
+                    .recorded_when([this] { return !synthetic() && classes() > 0; })),
+        init(
+            app.setting("init", "", "start from the parameters of this HDF5 file (--output layout)")
+                .free_to_change()
+                .recorded_when([this] { return !init().empty(); })),
+        layers(app.setting("layers", "64,64", "hidden widths, comma-separated (\"\" for none)")),
+        activation(app.setting("activation", "tanh", "relu, gelu, tanh or sigmoid")
+                       .one_of({"relu", "gelu", "tanh", "sigmoid"})),
+        precision(app.setting("precision", "f32",
+                              "f32, f16 (dynamic loss scaling) or bf16; master weights stay f32")
+                      .one_of({"f32", "f16", "bf16"})
+                      .safe_to_change()),
+        batch(app.setting("batch", std::int64_t{256}, "global batch (samples per optimizer step)")
+                  .at_least(1)),
+        micro_batch(app.setting("micro-batch", std::int64_t{0},
+                                "samples per forward/backward pass (0: the batch); rounded down to "
+                                "whole grains; halved by itself when memory runs out")
+                        .at_least(0)
+                        .not_recorded()),
+        grain(app.setting("grain", std::int64_t{32},
+                          "samples per gradient grain: gradients are summed grain by grain in a "
+                          "fixed order, so any micro-batch that is a multiple of it gives the same "
+                          "bits; also the smallest micro-batch of the backoff")
+                  .at_least(1)
+                  .not_recorded()),  // recorded as the grain that runs (record_also)
+        shuffle(app.setting("shuffle", true,
+                            "visit the data in a Philox permutation per epoch (--no-shuffle: in "
+                            "file order)")),
+        reduction(app.setting("reduction", "exact",
+                              "on several ranks, how gradients are combined: exact (the "
+                              "single-process bits for any number of ranks) or fast (the native "
+                              "all-reduce; bits depend on the number of ranks)")
+                      .one_of({"exact", "fast"})),
+        seed(app.setting("seed", std::uint64_t{0}, "seed of data, initialisation and shuffling")),
+        optimizer(app.setting("optimizer", "adam", "sgd, adam or adamw")
+                      .one_of({"sgd", "adam", "adamw"})),
+        lr(app.setting("lr", 1e-2, "learning rate (the schedule's base)")
+               .above(0.0)
+               .safe_to_change()),
+        optimizer_options(app.setting("optimizer-options", "",
+                                      "key=value list, e.g. momentum=0.9,nesterov=1,wd=1e-4 or "
+                                      "beta1=0.9,beta2=0.99")),
+        schedule(app.setting("schedule", "constant",
+                             "learning-rate schedule: constant, cosine:warmup=W,min_lr=M or "
+                             "step:every=N,gamma=G[,warmup=W]")),
+        clip_grad_norm(
+            app.setting("clip-grad-norm", 0.0, "maximum gradient 2-norm (0: no clipping)")
+                .at_least(0.0)
+                .safe_to_change()),
+        loss_scaler(app.setting("loss-scaler", "",
+                                "f16 loss scaler: init=65536,growth=2,backoff=0.5,interval=2000,"
+                                "hysteresis=1,min=1,max=16777216,on_min=error|skip|clamp")
+                        .safe_to_change()
+                        .recorded_when([this] { return precision() == "f16"; })),
+        regrow_after(
+            app.setting("regrow-after", std::int64_t{0},
+                        "double a backed-off micro-batch again after this many clean steps "
+                        "(0: never)")
+                .at_least(0)
+                .not_recorded()),
+        detect_anomaly(app.setting("detect-anomaly", false,
+                                   "check every op's output and gradients for NaN/Inf and name the "
+                                   "op that made one")
+                           .not_recorded()),
+        log_every(
+            app.setting("log-every", std::int64_t{0}, "print the loss every N steps (0: never)")
+                .at_least(0)
+                .not_recorded()),
+        output(app.setting("output", "",
+                           "write /params/fc<i>/weight, /params/fc<i>/bias and /loss to this HDF5 "
+                           "file")
+                   .not_recorded()),
+        json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()),
+        steps(*app.standard().steps) {
+    // --steps 0 writes the initial (or --init) parameters without training.
+    steps.at_least(0);
+    app.on_parsed([this] {
+      if (schedule().starts_with("cosine")) steps.safe_to_change();
+    });
+  }
+
+  [[nodiscard]] bool synthetic() const { return data().empty(); }
+  // The grain that runs: never more than the batch.
+  [[nodiscard]] std::int64_t grain_run() const { return std::min(grain(), batch()); }
+
+  tenax::app::Setting<std::string>& task;
+  tenax::app::Setting<std::int64_t>& samples;
+  tenax::app::Setting<double>& noise;
+  tenax::app::Setting<std::string>& data;
+  tenax::app::Setting<std::int64_t>& classes;
+  tenax::app::Setting<std::string>& init;
+  tenax::app::Setting<std::string>& layers;
+  tenax::app::Setting<std::string>& activation;
+  tenax::app::Setting<std::string>& precision;
+  tenax::app::Setting<std::int64_t>& batch;
+  tenax::app::Setting<std::int64_t>& micro_batch;
+  tenax::app::Setting<std::int64_t>& grain;
+  tenax::app::Setting<bool>& shuffle;
+  tenax::app::Setting<std::string>& reduction;
+  tenax::app::Setting<std::uint64_t>& seed;
+  tenax::app::Setting<std::string>& optimizer;
+  tenax::app::Setting<double>& lr;
+  tenax::app::Setting<std::string>& optimizer_options;
+  tenax::app::Setting<std::string>& schedule;
+  tenax::app::Setting<double>& clip_grad_norm;
+  tenax::app::Setting<std::string>& loss_scaler;
+  tenax::app::Setting<std::int64_t>& regrow_after;
+  tenax::app::Setting<bool>& detect_anomaly;
+  tenax::app::Setting<std::int64_t>& log_every;
+  tenax::app::Setting<std::string>& output;
+  tenax::app::Setting<bool>& json;
+  tenax::app::Setting<std::int64_t>& steps;
+};
+
+// The grain that runs and the XXH64 of each input file, recorded beside the settings (a file
+// edited in place is a change on resume, a file moved is not). Digests are computed once per
+// file; a file that cannot be read is recorded as such (its reader then says why).
+class DerivedConfig {
+ public:
+  explicit DerivedConfig(const Settings& settings) : settings_(settings) {}
+  void record(tenax::io::ConfigWriter& config) {
+    config.set("grain", settings_.grain_run());
+    if (!settings_.data().empty()) config.set("data_xxh64", digest(settings_.data()));
+    if (!settings_.init().empty()) config.set("init_xxh64", digest(settings_.init()));
+  }
+
+ private:
+  const std::string& digest(const std::string& path) {
+    auto found = digests_.find(path);
+    if (found == digests_.end()) {
+      std::string text = "(unreadable)";
+      try {
+        text = tenax::io::to_hex64(tenax::io::xxh64_file(path));
+      } catch (const tenax::Error&) {
+      }
+      found = digests_.emplace(path, std::move(text)).first;
+    }
+    return found->second;
+  }
+  const Settings& settings_;
+  std::map<std::string, std::string> digests_;
 };
 
 // ---- data ----
@@ -298,63 +438,64 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
 
 class TrainMlp : public runtime::Workload {
  public:
-  TrainMlp(const Options& o, DataSet data, Device device, runtime::Communicator& comm)
+  TrainMlp(const Settings& o, DataSet data, Device device, runtime::Communicator& comm)
       : o_(o),
         data_(std::move(data)),
         device_(device),
-        policy_{runtime::parse_precision(o.precision)},
-        order_(data_.size(), o.seed, o.shuffle),
-        loss_divisor_(static_cast<double>(o.batch) *
+        policy_{runtime::parse_precision(o.precision())},
+        order_(data_.size(), o.seed(), o.shuffle()),
+        loss_divisor_(static_cast<double>(o.batch()) *
                       (data_.classification ? 1.0 : static_cast<double>(data_.d_out()))) {
     std::vector<std::int64_t> widths{data_.d_in()};
-    for (std::int64_t w : parse_layers(o.layers)) widths.push_back(w);
+    for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
     widths.push_back(data_.d_out());
-    mlp_ = std::make_unique<nn::MLP>(widths, nn::parse_activation(o.activation),
-                                     policy_.master_dtype(), device_, o.seed);
+    mlp_ = std::make_unique<nn::MLP>(widths, nn::parse_activation(o.activation()),
+                                     policy_.master_dtype(), device_, o.seed());
     params_ = mlp_->parameters();
-    std::string optimizer_options = "lr=" + std::to_string(o.lr);
-    if (!o.optimizer_options.empty()) optimizer_options += "," + o.optimizer_options;
-    optimizer_ = nn::make_optimizer(o.optimizer, params_, optimizer_options);
-    schedule_ = std::make_unique<nn::LrSchedule>(nn::parse_lr_schedule(o.schedule, o.lr, o.steps));
-    runtime::LossScalerOptions scaler_options = runtime::parse_loss_scaler_options(o.loss_scaler);
+    std::string optimizer_options = "lr=" + std::to_string(o.lr());
+    if (!o.optimizer_options().empty()) optimizer_options += "," + o.optimizer_options();
+    optimizer_ = nn::make_optimizer(o.optimizer(), params_, optimizer_options);
+    schedule_ =
+        std::make_unique<nn::LrSchedule>(nn::parse_lr_schedule(o.schedule(), o.lr(), o.steps()));
+    runtime::LossScalerOptions scaler_options = runtime::parse_loss_scaler_options(o.loss_scaler());
     scaler_options.enabled = policy_.uses_loss_scaling();
     scaler_ = std::make_unique<runtime::DynamicLossScaler>(scaler_options);
     runtime::TrainerOptions trainer;
-    trainer.batch = o.batch;
-    trainer.grain = std::min(o.grain, o.batch);
+    trainer.batch = o.batch();
+    trainer.grain = std::min(o.grain(), o.batch());
     trainer.loss_divisor = loss_divisor_;
-    trainer.clip_grad_norm = o.clip_grad_norm;
-    trainer.detect_anomaly = o.detect_anomaly;
+    trainer.clip_grad_norm = o.clip_grad_norm();
+    trainer.detect_anomaly = o.detect_anomaly();
     trainer.comm = &comm;
     trainer.rank = comm.rank();
-    trainer.reduction = o.reduction == "fast" ? runtime::GradientReduction::fast
-                                              : runtime::GradientReduction::exact;
+    trainer.reduction = o.reduction() == "fast" ? runtime::GradientReduction::fast
+                                                : runtime::GradientReduction::exact;
     trainer_ =
         std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
     speaks_ = comm.rank() == 0;
     // This rank's items (overflow@step=S:rank=R fires on rank R only).
     faults_ = tenax::FaultPlan::from_environment().for_rank(comm.rank());
-    loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps, 1)}, DType::f32);
+    loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps(), 1)}, DType::f32);
   }
 
   void init() override {
-    if (!o_.init.empty()) {
+    if (!o_.init().empty()) {
       // The model's own entry names (fc<i>/weight, fc<i>/bias); load_state_dict checks the
       // shapes and converts other floating dtypes.
       const StateDict model = mlp_->state_dict();
       StateDict loaded;
       for (const auto& [name, value] : model.entries()) {
-        loaded.set(name, tenax::io::read_dataset(o_.init, "params/" + name));
+        loaded.set(name, tenax::io::read_dataset(o_.init(), "params/" + name));
       }
       mlp_->load_state_dict(loaded);  // names both shapes when one differs
       // A parameter the model does not have means the file is of another model: refuse it
       // rather than start from a part of it.
-      const tenax::io::DatasetListing held = tenax::io::list_datasets(o_.init);
+      const tenax::io::DatasetListing held = tenax::io::list_datasets(o_.init());
       for (const std::string& name : held.names) {
         if (!name.starts_with("params/")) continue;
         TENAX_EXPECTS(model.contains(name.substr(7)), UsageError,
-                      "--init " + o_.init + " holds /" + name + ", which this model (--layers " +
-                          o_.layers + ") does not have",
+                      "--init " + o_.init() + " holds /" + name + ", which this model (--layers " +
+                          o_.layers() + ") does not have",
                       "start from a file of the same model: use the --layers (and data "
                       "dimensions) it was trained with");
       }
@@ -363,13 +504,14 @@ class TrainMlp : public runtime::Workload {
     skipped_ = 0;
   }
 
-  std::int64_t work_units() const override { return o_.batch; }
+  std::int64_t work_units() const override { return o_.batch(); }
 
   void step(std::int64_t step, std::int64_t micro_batch) override {
     // Allocation numbers of the second step taken in this process (for fault-injection tests:
     // oom@alloc=N with N in that range fails inside a training step).
     const std::uint64_t allocations_before = allocations_served();
-    const std::int64_t rows = std::min(micro_batch, o_.micro_batch > 0 ? o_.micro_batch : o_.batch);
+    const std::int64_t rows =
+        std::min(micro_batch, o_.micro_batch() > 0 ? o_.micro_batch() : o_.batch());
     const Batch batch = gather(step);
     const runtime::TrainStepResult result = trainer_->step(
         step, rows,
@@ -411,12 +553,12 @@ class TrainMlp : public runtime::Workload {
         std::fprintf(stderr,
                      "train_mlp: step %lld skipped: the gradients overflowed in %s; loss scale "
                      "lowered to %g\n",
-                     static_cast<long long>(staged_step_), o_.precision.c_str(),
+                     static_cast<long long>(staged_step_), o_.precision().c_str(),
                      result.scaler.scale_after);
       }
     }
     last_ = result;
-    if (o_.log_every > 0 && staged_step_ % o_.log_every == 0) {
+    if (o_.log_every() > 0 && staged_step_ % o_.log_every() == 0) {
       std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
                    static_cast<long long>(staged_step_), result.loss, result.grad_norm, result.lr,
                    result.scaler.scale_after, result.scaler.skip_step ? " (skipped)" : "");
@@ -504,7 +646,7 @@ class TrainMlp : public runtime::Workload {
 
   // The global batch of optimizer step `step`, on the device, inputs in the compute dtype.
   Batch gather(std::int64_t step) {
-    const std::int64_t b = o_.batch;
+    const std::int64_t b = o_.batch();
     const std::int64_t d_in = data_.d_in();
     Tensor x = Tensor::empty(Shape{b, d_in}, DType::f32);
     const float* xs = data_.x.data_as<float>();
@@ -537,7 +679,7 @@ class TrainMlp : public runtime::Workload {
     return batch;
   }
 
-  const Options& o_;
+  const Settings& o_;
   DataSet data_;
   Device device_;
   runtime::PrecisionPolicy policy_;
@@ -568,135 +710,67 @@ class TrainMlp : public runtime::Workload {
   }
 };
 
-void validate(const Options& o) {
-  TENAX_EXPECTS(o.task == "regression" || o.task == "spirals", UsageError,
-                "--task " + o.task + " is not a task", "use regression or spirals");
-  TENAX_EXPECTS(o.reduction == "exact" || o.reduction == "fast", UsageError,
-                "--reduction " + o.reduction + " is not a reduction", "use exact or fast");
-  TENAX_EXPECTS(o.batch >= 1, UsageError, "--batch " + std::to_string(o.batch),
-                "use a batch of at least one sample");
-  TENAX_EXPECTS(o.micro_batch >= 0, UsageError, "--micro-batch " + std::to_string(o.micro_batch),
-                "use 0 (the whole batch) or a positive size");
-  TENAX_EXPECTS(o.grain >= 1, UsageError, "--grain " + std::to_string(o.grain),
-                "use a grain of at least one sample");
-  TENAX_EXPECTS(o.steps >= 0, UsageError, "--steps " + std::to_string(o.steps),
-                "use a step count >= 0");
-  TENAX_EXPECTS(o.samples >= 1, UsageError, "--samples " + std::to_string(o.samples),
-                "use at least one sample");
-  TENAX_EXPECTS(o.lr > 0 && std::isfinite(o.lr), UsageError, "--lr " + std::to_string(o.lr),
-                "use a positive learning rate");
-  TENAX_EXPECTS(o.classes >= 0, UsageError, "--classes " + std::to_string(o.classes),
-                "use 0 (the largest label + 1) or the number of classes, at least 2");
-  TENAX_EXPECTS(o.classes == 0 || o.classes >= 2, UsageError,
-                "--classes " + std::to_string(o.classes), "classification needs at least 2");
-  TENAX_EXPECTS(o.classes == 0 || !o.data.empty(), UsageError,
-                "--classes " + std::to_string(o.classes) + " without --data",
+// The checks between settings (each setting checks its own value).
+void validate(const Settings& o) {
+  TENAX_EXPECTS(o.classes() == 0 || !o.data().empty(), UsageError,
+                "--classes " + std::to_string(o.classes()) + " without --data",
                 "the synthetic tasks fix their classes (spirals: 2): drop --classes");
 }
 
-// The settings that decide the trained parameters, stored in every checkpoint; a resume compares
-// them with its own (see config_policy). Files (--data, --init) are recorded by path and by the
-// XXH64 of their bytes, so a file edited in place is a change and a file moved is not. The
-// micro-batch is not recorded: whole grains give the same bits at any micro-batch.
-std::string config_json(const Options& o) {
-  tenax::io::ConfigWriter config("train_mlp");
-  if (o.data.empty()) {
-    config.set("task", o.task).set("samples", o.samples).set("noise", o.noise);
-  } else {
-    config.set("data", o.data)
-        .set("data_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.data)));
-    if (o.classes > 0) config.set("classes", o.classes);
-  }
-  if (!o.init.empty()) {
-    config.set("init", o.init)
-        .set("init_xxh64", tenax::io::to_hex64(tenax::io::xxh64_file(o.init)));
-  }
-  config.set("layers", o.layers).set("activation", o.activation).set("precision", o.precision);
-  config.set("batch", o.batch).set("grain", std::min(o.grain, o.batch)).set("shuffle", o.shuffle);
-  config.set("reduction", o.reduction);
-  config.set("seed", o.seed).set("optimizer", o.optimizer).set("lr", o.lr);
-  config.set("optimizer_options", o.optimizer_options).set("schedule", o.schedule);
-  config.set("clip_grad_norm", o.clip_grad_norm).set("steps", o.steps);
-  if (o.precision == "f16") config.set("loss_scaler", o.loss_scaler);
-  return config.text();
-}
-
-// What a resume may change: --steps freely, unless the learning-rate schedule is stretched over
-// the run's length (cosine), where it changes the rate of every step still to run and needs
-// --allow-config-change; the files' paths (their contents are the digests). With
-// --allow-config-change: what the advice after an overflow or an anomaly suggests changing on a
-// resume (--lr, --clip-grad-norm, --loss-scaler, --precision among f32, f16 and bf16, all of
-// which keep f32 master weights): the stored parameters and optimizer state stay valid, the
-// steps still to run differ. The data, the model, the batch and its order, the optimizer and the
-// schedule never change.
-tenax::io::ConfigPolicy config_policy(const Options& o) {
-  tenax::io::ConfigPolicy policy{.free_keys = {"data", "init"},
-                                 .safe_keys = {"lr", "clip_grad_norm", "loss_scaler", "precision"}};
-  (o.schedule.starts_with("cosine") ? policy.safe_keys : policy.free_keys).push_back("steps");
-  return policy;
-}
-
-int run(Options& o) {
+int run(const Settings& o, tenax::app::Job& job) {
   validate(o);
-  tenax::examples::apply_inject_flag(o.run);
-  const Device device = tenax::select_device(o.device);
-  DataSet data = o.data.empty()
-                     ? (o.task == "regression" ? regression_set(o.samples, o.noise, o.seed)
-                                               : spirals_set(o.samples, o.noise, o.seed))
-                     : load_data(o.data, o.classes);
-  const auto comm = tenax::examples::make_communicator(o.run, "train_mlp", true);
+  const Device device = job.device();
+  DataSet data = o.data().empty()
+                     ? (o.task() == "regression" ? regression_set(o.samples(), o.noise(), o.seed())
+                                                 : spirals_set(o.samples(), o.noise(), o.seed()))
+                     : load_data(o.data(), o.classes());
+  tenax::runtime::Communicator* comm = &job.comm();
   TENAX_EXPECTS(comm->size() == 1 || device.is_cpu(), UsageError,
                 "--device " + tenax::to_string(device) + " on " + std::to_string(comm->size()) +
                     " ranks: data-parallel training runs on the CPU for now",
                 "use --device cpu on several ranks");
   TrainMlp workload(o, std::move(data), device, *comm);
-  runtime::RunnerOptions options = tenax::examples::runner_options(
-      o.run, o.steps, "train_mlp", config_json(o), config_policy(o));
-  options.min_micro_batch = std::min(o.grain, o.batch);
+  runtime::RunnerOptions options = job.runner_options();
+  options.min_micro_batch = std::min(o.grain(), o.batch());
   // --micro-batch rounded down to whole grains (one at least), as the trainer runs it.
   options.max_micro_batch =
-      o.micro_batch == 0
-          ? o.batch
-          : std::min(o.batch,
+      o.micro_batch() == 0
+          ? o.batch()
+          : std::min(o.batch(),
                      std::max(options.min_micro_batch,
-                              o.micro_batch / options.min_micro_batch * options.min_micro_batch));
-  options.regrow_micro_batch_after = o.regrow_after;
+                              o.micro_batch() / options.min_micro_batch * options.min_micro_batch));
+  options.regrow_micro_batch_after = o.regrow_after();
   if (comm->size() > 1) {
     // Which share of every step each rank computes, said once by each rank.
     const runtime::GrainRange& grains = workload.trainer().grains();
-    const std::int64_t grain = std::min(o.grain, o.batch);
+    const std::int64_t grain = std::min(o.grain(), o.batch());
     std::fprintf(stderr,
                  "train_mlp [rank %d/%d]: data parallel: grains [%lld, %lld) of every step's "
                  "%lld (rows [%lld, %lld) of the batch of %lld), --reduction %s\n",
                  comm->rank(), comm->size(), static_cast<long long>(grains.first),
                  static_cast<long long>(grains.end),
-                 static_cast<long long>((o.batch + grain - 1) / grain),
+                 static_cast<long long>((o.batch() + grain - 1) / grain),
                  static_cast<long long>(grains.first * grain),
-                 static_cast<long long>(std::min(o.batch, grains.end * grain)),
-                 static_cast<long long>(o.batch), o.reduction.c_str());
+                 static_cast<long long>(std::min(o.batch(), grains.end * grain)),
+                 static_cast<long long>(o.batch()), o.reduction().c_str());
   }
-  runtime::Runner runner(workload, options, comm);
   const auto start = std::chrono::steady_clock::now();
-  const runtime::RunResult result = runner.run();
+  const runtime::RunResult result = job.run(workload, options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (result.status != runtime::RunStatus::completed) {
-    std::fprintf(stderr, "train_mlp: %s: %s\n", std::string(to_string(result.status)).c_str(),
-                 result.message.c_str());
-    return result.exit_code;
-  }
+  if (result.status != runtime::RunStatus::completed) return result.exit_code;
   if (comm->rank() != 0) return 0;  // every rank holds the same model; rank 0 reports
-  if (!o.output.empty()) workload.write_output(o.output);
+  if (!o.output().empty()) workload.write_output(o.output());
   const std::vector<float> losses = workload.losses();
   const double final_loss = losses.empty() ? 0.0 : losses.back();
   std::printf(
       "train_mlp: %s, %lld parameters, %s on %s: %lld steps, final loss %.6g, %lld skipped, "
       "micro-batch %lld\n",
-      o.data.empty() ? o.task.c_str() : o.data.c_str(),
-      static_cast<long long>(workload.parameter_count()), o.precision.c_str(),
+      o.data().empty() ? o.task().c_str() : o.data().c_str(),
+      static_cast<long long>(workload.parameter_count()), o.precision().c_str(),
       tenax::to_string(device).c_str(), static_cast<long long>(losses.size()), final_loss,
       static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch));
-  if (o.json) {
+  if (o.json()) {
     std::printf(
         "{\"steps\":%lld,\"final_loss\":%.9g,\"skipped_steps\":%lld,\"micro_batch\":%lld,"
         "\"seconds\":%.6f,\"loss_scale\":%g,\"step_allocations\":{\"first\":%llu,"
@@ -713,77 +787,13 @@ int run(Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "train_mlp: trains an MLP as a resumable job (f32, f16 or bf16 with f32 master weights), "
-      "with gradient accumulation that survives out-of-memory backoff unchanged"};
-  app.add_option("--task", o.task,
-                 "regression (smooth function of 2 inputs) or spirals (2 classes)")
-      ->capture_default_str();
-  app.add_option("--layers", o.layers, "hidden widths, comma-separated (\"\" for none)")
-      ->capture_default_str();
-  app.add_option("--activation", o.activation, "relu, gelu, tanh or sigmoid")
-      ->capture_default_str();
-  app.add_option("--precision", o.precision,
-                 "f32, f16 (dynamic loss scaling) or bf16; master weights stay f32")
-      ->capture_default_str();
-  app.add_option("--batch", o.batch, "global batch (samples per optimizer step)")
-      ->capture_default_str();
-  app.add_option("--micro-batch", o.micro_batch,
-                 "samples per forward/backward pass (0: the batch); rounded down to whole grains; "
-                 "halved by itself when memory runs out")
-      ->capture_default_str();
-  app.add_option("--grain", o.grain,
-                 "samples per gradient grain: gradients are summed grain by grain in a fixed "
-                 "order, so any micro-batch that is a multiple of it gives the same bits; also "
-                 "the smallest micro-batch of the backoff")
-      ->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "sgd, adam or adamw")->capture_default_str();
-  app.add_option("--lr", o.lr, "learning rate (the schedule's base)")->capture_default_str();
-  app.add_option("--optimizer-options", o.optimizer_options,
-                 "key=value list, e.g. momentum=0.9,nesterov=1,wd=1e-4 or beta1=0.9,beta2=0.99");
-  app.add_option("--schedule", o.schedule,
-                 "learning-rate schedule: constant, cosine:warmup=W,min_lr=M or "
-                 "step:every=N,gamma=G[,warmup=W]")
-      ->capture_default_str();
-  app.add_option("--steps", o.steps, "optimizer steps")->capture_default_str();
-  app.add_option("--device", o.device, "auto, cpu, cuda or cuda:N")->capture_default_str();
-  app.add_option("--samples", o.samples, "size of the synthetic data set")->capture_default_str();
-  app.add_option("--noise", o.noise, "standard deviation of the synthetic data's noise")
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of data, initialisation and shuffling")
-      ->capture_default_str();
-  app.add_option("--data", o.data,
-                 "train on this HDF5 file: /x [N, d_in] float32, /y [N, d_out] float32 "
-                 "(regression) or [N] int64 (classification)");
-  app.add_option("--classes", o.classes,
-                 "number of classes of --data's integer labels (0: the largest label + 1, at most "
-                 "the number of samples)")
-      ->capture_default_str();
-  app.add_option("--init", o.init, "start from the parameters of this HDF5 file (--output layout)");
-  app.add_option("--output", o.output,
-                 "write /params/fc<i>/weight, /params/fc<i>/bias and /loss to this HDF5 file");
-  app.add_flag("--shuffle,!--no-shuffle", o.shuffle,
-               "visit the data in a Philox permutation per epoch (default) or in file order");
-  app.add_option("--clip-grad-norm", o.clip_grad_norm, "maximum gradient 2-norm (0: no clipping)")
-      ->capture_default_str();
-  app.add_option("--loss-scaler", o.loss_scaler,
-                 "f16 loss scaler: init=65536,growth=2,backoff=0.5,interval=2000,hysteresis=1,"
-                 "min=1,max=16777216,on_min=error|skip|clamp");
-  app.add_option("--regrow-after", o.regrow_after,
-                 "double a backed-off micro-batch again after this many clean steps (0: never)")
-      ->capture_default_str();
-  app.add_option("--reduction", o.reduction,
-                 "on several ranks, how gradients are combined: exact (the single-process bits "
-                 "for any number of ranks) or fast (the native all-reduce; bits depend on the "
-                 "number of ranks)")
-      ->capture_default_str();
-  app.add_flag("--detect-anomaly", o.detect_anomaly,
-               "check every op's output and gradients for NaN/Inf and name the op that made one");
-  app.add_option("--log-every", o.log_every, "print the loss every N steps (0: never)")
-      ->capture_default_str();
-  app.add_flag("--json", o.json, "print a JSON summary as the last line");
-  tenax::examples::add_run_flags(app, o.run);
-  CLI11_PARSE(app, argc, argv);
-  return tenax::examples::run_program("train_mlp", [&] { return run(o); });
+  tenax::app::App app("train_mlp",
+                      "trains an MLP as a resumable job (f32, f16 or bf16 with f32 master "
+                      "weights), with gradient accumulation that survives out-of-memory backoff "
+                      "unchanged",
+                      {.steps = 300, .checkpoint_every = 50, .divides_work_across_ranks = true});
+  const Settings settings(app);
+  DerivedConfig derived(settings);
+  app.record_also([&](tenax::io::ConfigWriter& config) { derived.record(config); });
+  return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });
 }

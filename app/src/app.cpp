@@ -314,6 +314,13 @@ void App::apply(const std::vector<std::string>& tokens, Source source, const std
       continue;
     }
     SettingBase* setting = find(name);
+    // --no-NAME turns a switch off (--no-shuffle).
+    if (setting == nullptr && name.starts_with("no-") && equals == std::string::npos) {
+      if (SettingBase* negated = find(name.substr(3)); negated && negated->is_switch()) {
+        negated->assign("false", source, "--" + name + origin);
+        continue;
+      }
+    }
     if (setting == nullptr) {
       std::string nearest;
       std::size_t best = 3;
@@ -485,6 +492,8 @@ std::string App::help_text() const {
     if (!note.empty()) text += "; " + std::string(note);
     text += "]";
     std::string flag = "--" + setting->name();
+    if (setting->is_switch() && setting->default_text() == "true")
+      flag += ", --no-" + setting->name();
     if (!setting->is_switch()) {
       std::string type = setting->expectation().rfind("an integer", 0) == 0           ? "N"
                          : setting->expectation().find("number") != std::string::npos ? "X"

@@ -77,6 +77,20 @@ TEST_F(Settings, ValuesOfEveryTypeAreReadFromTheCommandLine) {
   EXPECT_EQ(n.given(), "--n 64");
 }
 
+TEST_F(Settings, ASwitchIsSetByItsFlagAndClearedByNoOrFalse) {
+  App app("job", "a test job");
+  auto& shuffle = app.setting("shuffle", true, "visit the data shuffled");
+  auto& fast = app.setting("fast", false, "a switch");
+  ASSERT_EQ(parse(app, {"--no-shuffle", "--fast=false"}), -1);
+  EXPECT_FALSE(shuffle());
+  EXPECT_FALSE(fast());
+  EXPECT_EQ(shuffle.given(), "--no-shuffle");
+  EXPECT_NE(app.help_text().find("--shuffle, --no-shuffle"), std::string::npos);
+  App other("job", "a test job");
+  (void)other.setting("n", std::int64_t{1}, "not a switch");
+  EXPECT_NE(refusal(other, {"--no-n"}).find("unknown flag --no-n"), std::string::npos);
+}
+
 TEST_F(Settings, BadValuesAreRefusedNamingTheFlagTheValueAndTheExpectation) {
   struct Case {
     std::vector<std::string> args;
@@ -298,7 +312,7 @@ TEST_F(Settings, MainEndsWithOneLineAndTheExitCodeOfTheFaultClass) {
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err,
             "job: tenax usage error: --n 0: expected an integer >= 1 -- fix: give --n an integer "
-            ">= 1 (points)\n");
+            ">= 1\n");
   // What escapes the body: its fault class's exit code, the line without a source location.
   App second("job", "a test job");
   const char* none[] = {"job", "--device", "cpu"};

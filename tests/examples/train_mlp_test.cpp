@@ -424,7 +424,7 @@ TEST_F(TrainMlp, EventsAreSaidOnTheConsoleAndTheMicroBatchReportedIsTheOneThatRa
 TEST_F(TrainMlp, BadFlagsAreRefusedWithTheFix) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--precision f8", "f32"},
-      {"--task images", "regression or spirals"},
+      {"--task images", "--task images: not one of regression, spirals"},
       {"--layers 16,0", "--layers"},
       {"--optimizer rmsprop", "adamw"},
       {"--batch 0", "--batch"},

@@ -24,6 +24,8 @@
 /// `--version`, `--print-config`, `--config FILE`. Of them only `--steps` is recorded (free to
 /// change on resume).
 ///
+/// A switch (a bool setting) is set by `--NAME` and cleared by `--no-NAME` or `--NAME=false`.
+///
 /// Sources, later ones winning: the declared defaults; `--config FILE` (lines `name = value`,
 /// `#` comments: the format `--print-config` writes); the environment variable TENAX_ARGS (flags
 /// as on the command line, separated by spaces); the command line.
