@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -608,34 +607,6 @@ void validate(const Settings& o) {
                 "give the matrix with --matrix A.mtx");
 }
 
-// The XXH64 of each input file, recorded beside its path so that a file edited in place is a
-// change on resume and a file moved is not. Computed once per file; a file that cannot be read is
-// recorded as such (the system's reader then says why).
-class InputDigests {
- public:
-  explicit InputDigests(const Settings& settings) : settings_(settings) {}
-  void record(tenax::io::ConfigWriter& config) {
-    if (!settings_.matrix().empty()) config.set("matrix_xxh64", digest(settings_.matrix()));
-    if (!settings_.rhs().empty()) config.set("rhs_xxh64", digest(settings_.rhs()));
-  }
-
- private:
-  const std::string& digest(const std::string& path) {
-    auto found = digests_.find(path);
-    if (found == digests_.end()) {
-      std::string text = "(unreadable)";
-      try {
-        text = tenax::io::to_hex64(tenax::io::xxh64_file(path));
-      } catch (const tenax::Error&) {
-      }
-      found = digests_.emplace(path, std::move(text)).first;
-    }
-    return found->second;
-  }
-  const Settings& settings_;
-  std::map<std::string, std::string> digests_;
-};
-
 // Largest and root-mean-square difference between x and the known solution, over the whole
 // system (on several ranks, a reduction across them with the single-process bits).
 std::pair<double, double> error_against(const System& system, const Tensor& x,
@@ -862,7 +833,7 @@ int main(int argc, char** argv) {
       "Matrix Market input) with tenax Krylov solvers, resumable mid-solve",
       {.steps = 0, .checkpoint_every = 20, .divides_work_across_ranks = true});
   const Settings settings(app);
-  InputDigests digests(settings);
-  app.record_also([&](tenax::io::ConfigWriter& config) { digests.record(config); });
+  app.record_file_digest(settings.matrix, "matrix_xxh64");
+  app.record_file_digest(settings.rhs, "rhs_xxh64");
   return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });
 }

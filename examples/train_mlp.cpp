@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <numbers>
 #include <optional>
@@ -202,35 +201,6 @@ struct Settings {
   tenax::app::Setting<std::string>& output;
   tenax::app::Setting<bool>& json;
   tenax::app::Setting<std::int64_t>& steps;
-};
-
-// The grain that runs and the XXH64 of each input file, recorded beside the settings (a file
-// edited in place is a change on resume, a file moved is not). Digests are computed once per
-// file; a file that cannot be read is recorded as such (its reader then says why).
-class DerivedConfig {
- public:
-  explicit DerivedConfig(const Settings& settings) : settings_(settings) {}
-  void record(tenax::io::ConfigWriter& config) {
-    config.set("grain", settings_.grain_run());
-    if (!settings_.data().empty()) config.set("data_xxh64", digest(settings_.data()));
-    if (!settings_.init().empty()) config.set("init_xxh64", digest(settings_.init()));
-  }
-
- private:
-  const std::string& digest(const std::string& path) {
-    auto found = digests_.find(path);
-    if (found == digests_.end()) {
-      std::string text = "(unreadable)";
-      try {
-        text = tenax::io::to_hex64(tenax::io::xxh64_file(path));
-      } catch (const tenax::Error&) {
-      }
-      found = digests_.emplace(path, std::move(text)).first;
-    }
-    return found->second;
-  }
-  const Settings& settings_;
-  std::map<std::string, std::string> digests_;
 };
 
 // ---- data ----
@@ -793,7 +763,9 @@ int main(int argc, char** argv) {
                       "unchanged",
                       {.steps = 300, .checkpoint_every = 50, .divides_work_across_ranks = true});
   const Settings settings(app);
-  DerivedConfig derived(settings);
-  app.record_also([&](tenax::io::ConfigWriter& config) { derived.record(config); });
+  // The grain that runs is recorded; input files by their contents too.
+  app.record_also([&](tenax::io::ConfigWriter& c) { c.set("grain", settings.grain_run()); });
+  app.record_file_digest(settings.data, "data_xxh64");
+  app.record_file_digest(settings.init, "init_xxh64");
   return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });
 }

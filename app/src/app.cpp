@@ -13,6 +13,7 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
+#include "tenax/io/checksum.hpp"
 
 #ifndef TENAX_VERSION_STRING
 #define TENAX_VERSION_STRING "unknown"
@@ -537,6 +538,22 @@ std::string App::config_text() const {
            (setting->recorded() ? ", recorded" : "") + "\n";
   }
   return out;
+}
+
+void App::record_file_digest(const Setting<std::string>& path, std::string key) {
+  record_also([this, &path, key = std::move(key)](io::ConfigWriter& config) {
+    if (path().empty()) return;
+    auto found = file_digests_.find(path());
+    if (found == file_digests_.end()) {
+      std::string digest = "(unreadable)";
+      try {
+        digest = io::to_hex64(io::xxh64_file(path()));
+      } catch (const Error&) {
+      }
+      found = file_digests_.emplace(path(), std::move(digest)).first;
+    }
+    config.set(key, found->second);
+  });
 }
 
 std::string App::stored_config() const {

@@ -181,9 +181,7 @@ Setting<T>& Setting<T>::checked() {
 template <class T>
 void Setting<T>::parse(std::string_view text, const std::string& where, bool append) {
   const std::string fix = "give --" + name_ + " " + expectation();
-  auto bad = [&](const std::string& problem) {
-    throw UsageError(where + ": " + problem, fix);
-  };
+  auto bad = [&](const std::string& problem) { throw UsageError(where + ": " + problem, fix); };
   T parsed{};
   if constexpr (std::is_same_v<T, bool>) {
     if (text == "true" || text == "1" || text == "yes" || text == "on") {

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -161,6 +162,11 @@ class App {
   void record_also(std::function<void(io::ConfigWriter&)> entries) {
     derived_entries_.push_back(std::move(entries));
   }
+  /// Records, as `key`, the XXH64 of the file that `path` names (when it names one) beside the
+  /// path itself, so that a file edited in place is a change on resume and a file moved is not
+  /// (declare `path` free_to_change()). Each file is read once; one that cannot be read is
+  /// recorded as "(unreadable)" and the program's reader says why.
+  void record_file_digest(const Setting<std::string>& path, std::string key);
 
   /// The standard settings.
   [[nodiscard]] const Standard& standard() const noexcept { return standard_; }
@@ -211,6 +217,7 @@ class App {
   Standard standard_{};
   std::vector<std::function<void()>> parsed_hooks_;
   std::vector<std::function<void(io::ConfigWriter&)>> derived_entries_;
+  std::map<std::string, std::string> file_digests_;  // path -> XXH64 in hex
   bool parsed_ = false;
 };
 
