@@ -1,20 +1,17 @@
 // rank_job: a job of N ranks for the multi-rank end-to-end tests (mpirun, tenax run). Each rank
 // holds --units values; every step all-reduces their sum (so any rank's extra or missing step
 // changes every rank's state) and updates x <- 0.5 x + 0.01 sum + 0.001 step. Takes the run
-// flags every example takes (--run-dir, --inject, --comm, --comm-timeout, ...); --step-ms makes
+// standard flags of every job (--run-dir, --inject, --comm, --comm-timeout, ...); --step-ms makes
 // steps slow enough for a kill to land at a random moment; --output PREFIX writes each rank's
 // final values to PREFIX.rank-<r> as exact hexadecimal floats.
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 
-#include "run_flags.hpp"
+#include "tenax/app/app.hpp"
 #include "tenax/core/error.hpp"
-#include "tenax/io/run_config.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/runner.hpp"
 
@@ -79,41 +76,21 @@ class RankJob final : public runtime::Workload {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t steps = 40;
-  std::int64_t units = 8;
-  int step_ms = 0;
-  std::string output;
-  examples::RunFlags flags{.run_dir = "runs/rank_job", .checkpoint_every = 5};
-  CLI::App app{"a job of N ranks that all-reduces in every step (multi-rank tests)"};
-  app.add_option("--steps", steps)->capture_default_str();
-  app.add_option("--units", units)->capture_default_str();
-  app.add_option("--step-ms", step_ms, "milliseconds each step sleeps")->capture_default_str();
-  app.add_option("--output", output, "prefix of the per-rank value files");
-  examples::add_run_flags(app, flags);
-  CLI11_PARSE(app, argc, argv);
-  try {
-    examples::apply_inject_flag(flags);
-    const auto comm = examples::make_communicator(flags, "rank_job", true);
-    RankJob job(*comm, units, step_ms);
-    io::ConfigWriter config("rank_job");
-    config.set("units", units).set("steps", steps);
-    runtime::Runner runner(job,
-                           examples::runner_options(flags, steps, "rank_job", config.text(),
-                                                    io::ConfigPolicy{.free_keys = {"steps"}}),
-                           comm);
-    const runtime::RunResult result = runner.run();
-    if (result.status != runtime::RunStatus::completed) {
-      std::fprintf(stderr, "rank_job [rank %d]: %s: %s\n", comm->rank(),
-                   std::string(to_string(result.status)).c_str(), result.message.c_str());
-      return result.exit_code;
+  app::App app("rank_job", "a job of N ranks that all-reduces in every step (multi-rank tests)",
+               {.steps = 40, .checkpoint_every = 5, .divides_work_across_ranks = true});
+  auto& units = app.setting("units", std::int64_t{8}, "values per rank").at_least(1);
+  auto& step_ms =
+      app.setting("step-ms", 0, "milliseconds each step sleeps").at_least(0).not_recorded();
+  auto& output = app.setting("output", "", "prefix of the per-rank value files").not_recorded();
+  return app.main(argc, argv, [&](app::Job& run) {
+    RankJob job(run.comm(), units(), step_ms());
+    const runtime::RunResult result = run.run(job);
+    if (result.status != runtime::RunStatus::completed) return result.exit_code;
+    if (!output().empty()) job.write(output());
+    if (run.leader()) {
+      std::printf("rank_job: %lld steps on %d ranks done\n", static_cast<long long>(result.step),
+                  run.comm().size());
     }
-    if (!output.empty()) job.write(output);
-    if (comm->rank() == 0)
-      std::printf("rank_job: %lld steps on %d ranks done\n", static_cast<long long>(steps),
-                  comm->size());
     return 0;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "rank_job: %s\n", e.what());
-    return exit_code_for(e.fault_class());
-  }
+  });
 }
