@@ -1,6 +1,6 @@
-// docs/tutorial.md cannot go stale: the page shows docs/tutorial/cooling.cpp as it is, and the
-// program it builds runs, matches the closed form, is killed and resumed to the same bits, and
-// gets a report, as the page says.
+// docs/tutorial.md and the README cannot go stale: both show docs/tutorial/cooling.cpp as it is,
+// and the program it builds runs, matches the closed form, is killed and resumed to the same bits,
+// and gets a report, as the page says.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -50,6 +50,9 @@ TEST(Tutorial, ThePageShowsTheProgramAsItIs) {
   ASSERT_FALSE(code.empty());
   EXPECT_NE(page.find("```cpp\n" + code + "```"), std::string::npos)
       << "docs/tutorial.md must quote docs/tutorial/cooling.cpp whole, in a cpp block";
+  const std::string readme = read_text(fs::path(TENAX_SOURCE_DIR) / "README.md");
+  EXPECT_NE(readme.find("```cpp\n" + code + "```"), std::string::npos)
+      << "README.md must quote docs/tutorial/cooling.cpp whole, in a cpp block";
 }
 
 TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
