@@ -724,6 +724,14 @@ int run(const Settings& o, tenax::app::Job& job) {
                  static_cast<long long>(std::min(o.batch(), grains.end * grain)),
                  static_cast<long long>(o.batch()), o.reduction().c_str());
   }
+  if (o.steps() == 0) {
+    // No training: the initial (or --init) parameters, written out. No run to checkpoint.
+    workload.init();
+    if (comm->rank() == 0 && !o.output().empty()) workload.write_output(o.output());
+    std::printf("train_mlp: --steps 0: the initial parameters%s, nothing trained\n",
+                o.output().empty() ? "" : (" written to " + o.output()).c_str());
+    return 0;
+  }
   const auto start = std::chrono::steady_clock::now();
   const runtime::RunResult result = job.run(workload, options);
   const double seconds =

@@ -259,14 +259,19 @@ TEST_F(RunnerTest, BadStepMetricNamesAreRefusedNamingTheMetric) {
   }
 }
 
-TEST_F(RunnerTest, ZeroStepsCheckpointsTheInitialState) {
+// A run of no step was reported "completed at step 0: no faults": it is a mistake, refused
+// before the run directory is touched.
+TEST_F(RunnerTest, ZeroStepsAreAUsageErrorNotACompletedRun) {
   ToyWorkload toy(kSize);
-  Runner runner(toy, options(0));
-  const RunResult result = runner.run();
-  EXPECT_EQ(result.status, RunStatus::completed);
-  EXPECT_EQ(result.step, 0);
-  EXPECT_TRUE(toy.attempts.empty());
-  EXPECT_EQ(committed(), (std::vector<std::int64_t>{0}));
+  try {
+    Runner runner(toy, options(0));
+    FAIL() << "total_steps = 0 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find("total_steps is 0: the run would end before its first step"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "events.jsonl"));
 }
 
 // A workload that reaches its goal early (a converged solve) ends the run there, checkpointed,

@@ -67,8 +67,10 @@ enum class ProgressMode { automatic, terminal, log, quiet };
 /// What a Runner does, and where. The Runner's constructor checks them (UsageError naming the
 /// option); the ranks of a job pass the same values.
 struct RunnerOptions {
-  std::filesystem::path run_dir;      ///< holds checkpoints/ and events.jsonl; created when missing
-  std::int64_t total_steps = 0;       ///< the run is done when the state reaches this step
+  std::filesystem::path run_dir;  ///< holds checkpoints/ and events.jsonl; created when missing
+  /// The run is done when the state reaches this step (>= 1; the constructor refuses 0, a run
+  /// that would take no step).
+  std::int64_t total_steps = 0;
   std::int64_t checkpoint_every = 0;  ///< steps between checkpoints; 0: no step-count trigger
   double checkpoint_seconds = 0;      ///< seconds between checkpoints; 0: no time trigger
   int keep_last = 3;                  ///< committed checkpoints kept, >= 1
