@@ -376,6 +376,10 @@ void App::read_file(const std::string& path) {
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos) {
       if (text.size() > 80) text.resize(80);
+      // Shown on a terminal: control bytes of a binary file as '?'.
+      std::replace_if(
+          text.begin(), text.end(),
+          [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }, '?');
       throw UsageError(
           std::string("'").append(text).append("'").append(where).append(" is not `name = value`"),
           "write each setting as `name = value` (" + program_ +
@@ -434,7 +438,7 @@ int App::parse(int argc, const char* const* argv) {
     std::fputs(config_text().c_str(), stdout);
     return 0;
   }
-  (void)config_policy();  // a bad --allow-config-change is refused before anything runs
+  // A bad --allow-config-change is refused before anything runs.
   io::check_allowed_changes(stored_config(), config_policy());
   return -1;
 }

@@ -1092,11 +1092,11 @@ Runner::Runner(Workload& workload, RunnerOptions options,
                     ": the run would end before its first step",
                 "set RunnerOptions::total_steps (a job's --steps) to the step the run ends at, "
                 "at least 1; a workload that ends by itself (finished()) still needs a limit");
-      TENAX_EXPECTS(options.checkpoint_every >= 0 && options.checkpoint_seconds >= 0, UsageError,
-                    "checkpoint_every (" + std::to_string(options.checkpoint_every) +
-                        ") and checkpoint_seconds (" + std::to_string(options.checkpoint_seconds) +
-                        ") must not be negative",
-                    "use 0 to turn a trigger off");
+  TENAX_EXPECTS(options.checkpoint_every >= 0 && options.checkpoint_seconds >= 0, UsageError,
+                "checkpoint_every (" + std::to_string(options.checkpoint_every) +
+                    ") and checkpoint_seconds (" + std::to_string(options.checkpoint_seconds) +
+                    ") must not be negative",
+                "use 0 to turn a trigger off");
   TENAX_EXPECTS(options.min_micro_batch >= 1, UsageError,
                 "min_micro_batch is " + std::to_string(options.min_micro_batch),
                 "use a floor of at least 1");

@@ -190,6 +190,9 @@ TEST_F(Settings, BadConfigFilesAreRefusedNamingTheFileAndLine) {
   EXPECT_NE(refused(write("bad.conf", "n = 4\njust words\n").string())
                 .find("'just words' (" + (dir_ / "bad.conf").string() + " line 2) is not"),
             std::string::npos);
+  EXPECT_NE(refused(write("binary.conf", std::string("\x01\x1b[2Jjunk\n")).string())
+                .find("'??[2Jjunk' ("),
+            std::string::npos);
   EXPECT_NE(refused(write("unknown.conf", "m = 4\n").string()).find("unknown setting 'm'"),
             std::string::npos);
   EXPECT_NE(refused(write("value.conf", "n = 0\n").string())
