@@ -29,7 +29,6 @@
 #include "tenax/app/app.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
-#include "tenax/core/fault_injection.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/core/philox.hpp"
 #include "tenax/io/checksum.hpp"
@@ -100,7 +99,8 @@ struct Settings {
         precision(app.setting("precision", "f32",
                               "f32, f16 (dynamic loss scaling) or bf16; master weights stay f32")
                       .one_of({"f32", "f16", "bf16"})
-                      .safe_to_change()),
+                      .safe_to_change()
+                      .sets_option("the training precision")),
         batch(app.setting("batch", std::int64_t{256}, "global batch (samples per optimizer step)")
                   .at_least(1)),
         micro_batch(app.setting("micro-batch", std::int64_t{0},
@@ -121,13 +121,15 @@ struct Settings {
                               "on several ranks, how gradients are combined: exact (the "
                               "single-process bits for any number of ranks) or fast (the native "
                               "all-reduce; bits depend on the number of ranks)")
-                      .one_of({"exact", "fast"})),
+                      .one_of({"exact", "fast"})
+                      .sets_option("TrainerOptions::reduction")),
         seed(app.setting("seed", std::uint64_t{0}, "seed of data, initialisation and shuffling")),
         optimizer(app.setting("optimizer", "adam", "sgd, adam or adamw")
                       .one_of({"sgd", "adam", "adamw"})),
         lr(app.setting("lr", 1e-2, "learning rate (the schedule's base)")
                .above(0.0)
-               .safe_to_change()),
+               .safe_to_change()
+               .sets_option("the learning rate")),
         optimizer_options(app.setting("optimizer-options", "",
                                       "key=value list, e.g. momentum=0.9,nesterov=1,wd=1e-4 or "
                                       "beta1=0.9,beta2=0.99")),
@@ -137,11 +139,13 @@ struct Settings {
         clip_grad_norm(
             app.setting("clip-grad-norm", 0.0, "maximum gradient 2-norm (0: no clipping)")
                 .at_least(0.0)
-                .safe_to_change()),
+                .safe_to_change()
+                .sets_option("TrainerOptions::clip_grad_norm")),
         loss_scaler(app.setting("loss-scaler", "",
                                 "f16 loss scaler: init=65536,growth=2,backoff=0.5,interval=2000,"
                                 "hysteresis=1,min=1,max=16777216,on_min=error|skip|clamp")
                         .safe_to_change()
+                        .sets_option("LossScalerOptions::on_min")
                         .recorded_when([this] { return precision() == "f16"; })),
         regrow_after(
             app.setting("regrow-after", std::int64_t{0},
@@ -152,7 +156,8 @@ struct Settings {
         detect_anomaly(app.setting("detect-anomaly", false,
                                    "check every op's output and gradients for NaN/Inf and name the "
                                    "op that made one")
-                           .not_recorded()),
+                           .not_recorded()
+                           .sets_option("TrainerOptions::detect_anomaly")),
         log_every(
             app.setting("log-every", std::int64_t{0}, "print the loss every N steps (0: never)")
                 .at_least(0)
@@ -443,8 +448,6 @@ class TrainMlp : public runtime::Workload {
     trainer_ =
         std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
     speaks_ = comm.rank() == 0;
-    // This rank's items (overflow@step=S:rank=R fires on rank R only).
-    faults_ = tenax::FaultPlan::from_environment().for_rank(comm.rank());
     loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps(), 1)}, DType::f32);
   }
 
@@ -483,9 +486,8 @@ class TrainMlp : public runtime::Workload {
     const std::int64_t rows =
         std::min(micro_batch, o_.micro_batch() > 0 ? o_.micro_batch() : o_.batch());
     const Batch batch = gather(step);
-    const runtime::TrainStepResult result = trainer_->step(
-        step, rows,
-        [&](std::int64_t begin, std::int64_t end) {
+    const runtime::TrainStepResult result =
+        trainer_->step(step, rows, [&](std::int64_t begin, std::int64_t end) {
           const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
           const autodiff::Variable out = mlp_->forward(x);
           const autodiff::LossOptions loss{.divisor = loss_divisor_};
@@ -494,8 +496,7 @@ class TrainMlp : public runtime::Workload {
           }
           return autodiff::mse_loss(out, autodiff::Variable::constant(batch.y.slice(begin, end)),
                                     loss);
-        },
-        &faults_);
+        });
     // Nothing above changed the state when it threw; the step waits for commit_step().
     staged_ = result;
     staged_step_ = step + 1;
@@ -516,19 +517,10 @@ class TrainMlp : public runtime::Workload {
     trainer_->commit();
     const runtime::TrainStepResult& result = *staged_;
     loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
-    if (result.scaler.skip_step) {
-      ++skipped_;
-      // A step that changes the run is said where the user looks, not only in events.jsonl.
-      if (speaks_) {
-        std::fprintf(stderr,
-                     "train_mlp: step %lld skipped: the gradients overflowed in %s; loss scale "
-                     "lowered to %g\n",
-                     static_cast<long long>(staged_step_), o_.precision().c_str(),
-                     result.scaler.scale_after);
-      }
-    }
+    // The Runner says a skipped step and a loss-scale change (the Trainer tells it).
+    if (result.scaler.skip_step) ++skipped_;
     last_ = result;
-    if (o_.log_every() > 0 && staged_step_ % o_.log_every() == 0) {
+    if (speaks_ && o_.log_every() > 0 && staged_step_ % o_.log_every() == 0) {
       std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
                    static_cast<long long>(staged_step_), result.loss, result.grad_norm, result.lr,
                    result.scaler.scale_after, result.scaler.skip_step ? " (skipped)" : "");
@@ -542,12 +534,10 @@ class TrainMlp : public runtime::Workload {
   }
 
   // The loss, gradient norm and learning rate of the committed step, and the loss scale after it
-  // (with loss scaling); skipped is 1 for a step the loss scaler skipped (an overflow).
+  // (with loss scaling). A skipped step is the Runner's event (step_skipped), told by the Trainer.
   std::vector<runtime::StepMetric> step_metrics() const override {
-    std::vector<runtime::StepMetric> metrics{{"loss", last_.loss},
-                                             {"grad_norm", last_.grad_norm},
-                                             {"lr", last_.lr},
-                                             {"skipped", last_.scaler.skip_step ? 1.0 : 0.0}};
+    std::vector<runtime::StepMetric> metrics{
+        {"loss", last_.loss}, {"grad_norm", last_.grad_norm}, {"lr", last_.lr}};
     if (policy_.uses_loss_scaling()) metrics.push_back({"loss_scale", last_.scaler.scale_after});
     return metrics;
   }
@@ -663,7 +653,6 @@ class TrainMlp : public runtime::Workload {
   std::unique_ptr<nn::LrSchedule> schedule_;
   std::unique_ptr<runtime::DynamicLossScaler> scaler_;
   std::unique_ptr<runtime::Trainer> trainer_;
-  tenax::FaultPlan faults_;
   // Loss per optimizer step, allocated for the whole run so that a step never allocates for it.
   Tensor loss_history_;
   std::int64_t loss_count_ = 0;

@@ -427,7 +427,8 @@ int run_ckpt_show(const std::filesystem::path& path, const CkptShowOptions& opti
       << fmt::format("tenax version:   {}\n", m.tenax_version)
       << fmt::format("step:            {}\n", m.step)
       << fmt::format("rank:            {} of world size {}\n", m.rank, m.world_size)
-      << fmt::format("created:         {}\n", m.created)
+      << fmt::format("written:         {}\n",
+                     m.created.empty() ? modification_time(shown.file) : m.created)
       << fmt::format("config:          {}\n", m.config.empty() ? "(none)" : m.config)
       << fmt::format("entries:         {}\n", infos.size());
   print_sharding(sharding_json(shown), m.rank, out);

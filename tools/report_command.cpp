@@ -21,9 +21,12 @@
 #include "command_status.hpp"
 #include "svg_chart.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/runtime/run_events.hpp"
 #include "time_text.hpp"
 
 namespace tenax::tools {
+
+namespace event = runtime::event;
 namespace {
 
 // Series colours for ranks and for several lines on one chart.
@@ -31,6 +34,10 @@ const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#94
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 std::string colour(std::size_t k) { return kPalette[k % std::size(kPalette)]; }
+
+// Marker kinds drawn as a row of small ticks along the x axis rather than across the plot: routine
+// events that come every few steps, which would hide the ones that changed the run.
+bool routine_marker(const std::string& kind) { return kind == "checkpoint"; }
 
 const MarkerKind* find_marker(const std::string& kind) {
   for (const MarkerKind& m : marker_kinds()) {
@@ -84,7 +91,7 @@ std::vector<ChartMarker> markers(const RunHistory& run, bool over_time) {
     if (kind == nullptr) continue;
     const double x = over_time ? (event.time - run.first_time) / divisor
                                : static_cast<double>(step_at(rank0, event));
-    out.push_back({x, kind->kind, kind->colour, event_title(event)});
+    out.push_back({x, kind->kind, kind->colour, event_title(event), routine_marker(kind->kind)});
   }
   for (const SurvivedFault& fault : run.faults) {
     if (fault.marker != "skipped" || !fault.step) continue;
@@ -300,11 +307,11 @@ figure.chart figcaption { font-weight: 600; margin-bottom: 2px; }
 svg { width: 100%; height: auto; display: block; }
 svg .plot { fill: #fcfcfc; stroke: #ccc; } svg .grid { stroke: #ececec; stroke-width: 1; }
 svg .tick { font-size: 11px; fill: #555; } svg .axis { font-size: 12px; fill: #333; }
-svg .series { stroke-width: 1.6; } svg .marker { stroke-width: 1.5; }
+svg .series { stroke-width: 1.6; } svg .marker, svg .marker-tick { stroke-width: 1.5; }
 .legend { font-size: 12px; display: flex; flex-wrap: wrap; gap: 14px; margin-top: 2px; }
 .legend i { display: inline-block; width: 14px; height: 3px; margin: 0 5px 3px 0;
             vertical-align: middle; }
-.legend.markers i { width: 3px; height: 12px; }
+.legend.markers i { width: 3px; height: 12px; } .legend.markers i.tick { width: 2px; height: 6px; }
 .empty { color: #888; font-style: italic; }
 pre.message { font-size: 12px; background: #f6f6f6; padding: 8px; overflow-x: auto;
               white-space: pre-wrap; }
@@ -343,42 +350,99 @@ std::string faults_table(const RunHistory& run) {
          cell(duration_text(run.downtime_seconds()), true) + "<td></td></tr>\n</table>\n";
   out +=
       "<p class=\"muted\">Steps recomputed are steps taken again after going back to a "
-      "checkpoint; tenax's runs are deterministic, so they end with the bits of a run that "
+      "checkpoint (after a rollback, the anomalous step too, as the run's console counts them; "
+      "after a kill, the steps committed before it); tenax's runs are deterministic, so they end "
+      "with the bits of a run that "
       "never failed. Compute lost is the time those steps (and failed attempts) took; downtime "
       "runs from a process's last line to the next process's first.</p>\n";
   return out + "</section>\n";
 }
 
+// The steps of a run of checkpoints, as a short list: "0, 10, 20" or "50, 100, 150 … 400".
+std::string step_list(const std::vector<const RunEvent*>& events) {
+  std::vector<std::string> steps;
+  for (const RunEvent* e : events) steps.push_back(e->step ? std::to_string(*e->step) : "?");
+  std::string out;
+  const std::size_t n = steps.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    if (n > 5 && k == 3) {
+      out += " \u2026 " + steps.back();
+      break;
+    }
+    out += (k == 0 ? "" : ", ") + steps[k];
+  }
+  return out;
+}
+
 std::string events_table(const RunHistory& run) {
   constexpr std::size_t kMaxRows = 1000;
   std::string out = "<section id=\"events\">\n<h2>Events</h2>\n";
-  std::vector<std::pair<int, const RunEvent*>> rows;
+  std::vector<std::pair<int, const RunEvent*>> lines;
   for (const RankHistory& rank : run.ranks) {
-    for (const RunEvent& e : rank.events) rows.emplace_back(rank.rank, &e);
+    for (const RunEvent& e : rank.events) lines.emplace_back(rank.rank, &e);
   }
-  std::stable_sort(rows.begin(), rows.end(),
+  std::stable_sort(lines.begin(), lines.end(),
                    [](const auto& a, const auto& b) { return a.second->time < b.second->time; });
-  if (rows.empty()) return out + "<p class=\"empty\">No events.</p>\n</section>\n";
+  if (lines.empty()) return out + "<p class=\"empty\">No events.</p>\n</section>\n";
+  // A row per event, but one row for each run of consecutive checkpoints of a rank: routine,
+  // they would otherwise fill the table and hide what happened to the run.
+  struct Row {
+    int rank = 0;
+    std::vector<const RunEvent*> events;
+  };
+  std::vector<Row> rows;
+  for (const auto& [rank, event] : lines) {
+    if (event->kind == event::checkpoint_written && !rows.empty() && rows.back().rank == rank &&
+        rows.back().events.back()->kind == event::checkpoint_written) {
+      rows.back().events.push_back(event);
+    } else {
+      rows.push_back({rank, {event}});
+    }
+  }
   out +=
       "<table>\n<tr><th>time</th><th>rank</th><th>event</th><th>step</th><th>details</th></tr>\n";
   const std::size_t shown = std::min(rows.size(), kMaxRows);
   for (std::size_t k = rows.size() - shown; k < rows.size(); ++k) {
-    const RunEvent& e = *rows[k].second;
+    const Row& row = rows[k];
+    const RunEvent& e = *row.events.front();
+    const std::string marker = marker_of(e);
+    const std::string classes = "event event-" + escape_html(e.kind) +
+                                (marker.empty() ? "" : " marker-" + escape_html(marker));
+    if (row.events.size() > 1) {
+      const RunEvent& last = *row.events.back();
+      double seconds = 0.0;
+      for (const RunEvent* c : row.events) {
+        const std::string text = c->field("seconds");
+        if (!text.empty()) seconds += std::strtod(text.c_str(), nullptr);
+      }
+      const std::string first_time = utc_text(e.time);
+      const std::string last_time = utc_text(last.time);
+      const std::string count = std::to_string(row.events.size());
+      out += "<tr class=\"" + classes + " checkpoints\">" +
+             cell(first_time + (last_time == first_time ? "" : " to " + last_time)) +
+             cell(std::to_string(row.rank), true) + cell(e.kind + " \u00d7 " + count) +
+             cell((e.step ? std::to_string(*e.step) : "?") + "\u2013" +
+                      (last.step ? std::to_string(*last.step) : "?"),
+                  true) +
+             cell(count + " checkpoints, at steps " + step_list(row.events) +
+                  (seconds > 0.0 ? "; " + duration_text(seconds) + " of writing in all" : "")) +
+             "</tr>\n";
+      continue;
+    }
     std::string details;
     for (const auto& [key, value] : e.fields) {
       if (!details.empty()) details += "; ";
       details += key + "=" + value;
     }
-    const std::string marker = marker_of(e);
-    out += "<tr class=\"event event-" + escape_html(e.kind) +
-           (marker.empty() ? "" : " marker-" + escape_html(marker)) + "\">" +
-           cell(utc_text(e.time)) + cell(std::to_string(rows[k].first), true) + cell(e.kind) +
+    out += "<tr class=\"" + classes + "\">" + cell(utc_text(e.time)) +
+           cell(std::to_string(row.rank), true) + cell(e.kind) +
            cell(e.step ? std::to_string(*e.step) : "", true) + cell(details) + "</tr>\n";
   }
   out += "</table>\n";
   if (shown < rows.size()) {
     out += "<p class=\"muted\">The last " + std::to_string(shown) + " of " +
-           std::to_string(rows.size()) + " events.</p>\n";
+           std::to_string(rows.size()) + " rows (" + std::to_string(lines.size()) +
+           " events).</p>\n";
   }
   return out + "</section>\n";
 }
@@ -424,8 +488,10 @@ std::string marker_legend(const RunHistory& run) {
   for (const MarkerKind& m : marker_kinds()) {
     if (!present.contains(m.kind)) continue;
     any = true;
-    out += std::string("<span class=\"legend-") + m.kind + "\"><i style=\"background:" + m.colour +
-           "\"></i>" + escape_html(m.label) + "</span>";
+    const bool tick = routine_marker(m.kind);
+    out += std::string("<span class=\"legend-") + m.kind + "\"><i" +
+           (tick ? " class=\"tick\"" : "") + " style=\"background:" + m.colour + "\"></i>" +
+           escape_html(m.label) + (tick ? " (ticks along the axis)" : "") + "</span>";
   }
   if (!any) out += "<span>none</span>";
   return out + "</div>\n";
@@ -602,7 +668,8 @@ void print_report_summary(const RunHistory& run, const std::filesystem::path& pa
       out << (first ? "" : ", ") << count << " x " << label;
       first = false;
     }
-    out << "; " << run.steps_recomputed() << " steps recomputed, "
+    out << "; " << run.steps_recomputed()
+        << (run.steps_recomputed() == 1 ? " step recomputed, " : " steps recomputed, ")
         << duration_text(run.compute_lost_seconds()) << " of compute lost, "
         << duration_text(run.downtime_seconds()) << " of downtime";
     if (unrecovered > 0) out << "; " << unrecovered << " not recovered";

@@ -3,8 +3,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <string_view>
@@ -12,8 +14,11 @@
 
 #include "tenax/core/error.hpp"
 #include "tenax/runtime/event_log.hpp"
+#include "tenax/runtime/run_events.hpp"
 
 namespace tenax::tools {
+
+namespace event = runtime::event;
 namespace {
 
 using nlohmann::json;
@@ -44,6 +49,25 @@ std::string text_of(const json& value) {
   return value.dump();
 }
 
+// A number field as the report writes numbers ("65536", not "65536.0"); the text itself when it
+// is not a number.
+std::string number_text(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) return text;
+  return shortest(value);
+}
+
+// A count field (>= 0), or nothing when it is absent or not one.
+std::optional<std::int64_t> count_of(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 RankHistory read_rank(int rank, const std::filesystem::path& log) {
   RankHistory history;
   history.rank = rank;
@@ -64,7 +88,7 @@ RankHistory read_rank(int rank, const std::filesystem::path& log) {
       history.telemetry.push_back(std::move(*sample));
     } else {
       RunEvent& event = std::get<RunEvent>(*line);
-      if (event.kind == "started" || event.kind == "resumed") ++process;
+      if (event.kind == event::started || event.kind == event::resumed) ++process;
       history.events.push_back(std::move(event));
     }
   }
@@ -77,6 +101,9 @@ class FaultWalk {
   explicit FaultWalk(RunHistory& run) : run_(run) {}
 
   void walk(const RankHistory& rank0) {
+    for (const RunEvent& event : rank0.events) {
+      if (event.kind == event::step_skipped) told_skips_ = true;
+    }
     // Steps and events interleave in file order: merge them by time (stable: steps first on a
     // tie, as a step line is written before the events it triggers).
     std::size_t s = 0;
@@ -100,8 +127,9 @@ class FaultWalk {
     last_time_ = step.time;
     seconds_[step.step] = step.seconds;
     run_.last_step = std::max(run_.last_step, step.step);
+    // A log written before the Trainer told the Runner marks a skipped step by a metric.
     const auto skipped = step.metrics.find("skipped");
-    if (skipped != step.metrics.end() && skipped->second != 0.0) {
+    if (!told_skips_ && skipped != step.metrics.end() && skipped->second != 0.0) {
       SurvivedFault fault;
       fault.what = "gradient overflow at step " + std::to_string(step.step);
       const auto scale = step.metrics.find("loss_scale");
@@ -119,14 +147,14 @@ class FaultWalk {
   void on_event(const RunEvent& event) {
     const std::string& kind = event.kind;
     const double since_last = last_time_ > 0.0 ? std::max(0.0, event.time - last_time_) : 0.0;
-    if (kind == "started" || kind == "resumed") {
+    if (kind == event::started || kind == event::resumed) {
       if (open_) end_abruptly();
       const std::int64_t from = event.step.value_or(0);
       if (pending_) resume_pending(from, event.time);
       open_ = true;
       ++run_.processes;
       last_step_ = from;
-      if (kind == "started") {
+      if (kind == event::started) {
         const std::string total = event.field("total_steps");
         if (!total.empty()) run_.total_steps = std::stoll(total);
         const std::string ranks = event.field("ranks");
@@ -135,12 +163,12 @@ class FaultWalk {
         const std::string total = event.field("total_steps");
         if (!total.empty()) run_.total_steps = std::stoll(total);
       }
-    } else if (kind == "oom_retry" || kind == "backoff") {
+    } else if (kind == event::oom_retry || kind == event::backoff) {
       SurvivedFault fault;
       fault.step = event.step;
       fault.time = event.time;
       fault.what = "out of memory at step " + step_text(event);
-      fault.action = kind == "oom_retry"
+      fault.action = kind == event::oom_retry
                          ? "emptied the cache and took the step again (micro-batch " +
                                event.field("micro_batch") + ")"
                          : "halved the micro-batch to " + event.field("micro_batch") +
@@ -148,10 +176,21 @@ class FaultWalk {
       fault.compute_lost_seconds = since_last;
       fault.marker = "oom";
       run_.faults.push_back(std::move(fault));
-    } else if (kind == "anomaly") {
+    } else if (kind == event::step_skipped) {
+      SurvivedFault fault;
+      fault.what = "gradient overflow at step " + step_text(event) +
+                   (event.field("injected") == "true" ? " (injected)" : "");
+      fault.action = "the loss scaler skipped the update and lowered the loss scale from " +
+                     number_text(event.field("previous_loss_scale")) + " to " +
+                     number_text(event.field("loss_scale"));
+      fault.step = event.step;
+      fault.time = event.time;
+      fault.marker = "skipped";
+      run_.faults.push_back(std::move(fault));
+    } else if (kind == event::anomaly) {
       anomaly_ = event;
       anomaly_lost_ = since_last;
-    } else if (kind == "rollback") {
+    } else if (kind == event::rollback) {
       const std::int64_t to = event.step.value_or(0);
       SurvivedFault fault;
       fault.marker = "anomaly";
@@ -160,11 +199,16 @@ class FaultWalk {
                      anomaly_->field("reason") + ")";
         fault.step = anomaly_->step;
         fault.time = anomaly_->time;
-        // The anomalous step was never committed: the committed steps after the checkpoint
-        // are the ones thrown away.
+        // Every step after the checkpoint up to the anomalous one is computed again, the
+        // anomalous one included (as the Runner counts them: "N steps to compute again"), whether
+        // its line was written (a state found unhealthy by the scan before a checkpoint) or not
+        // (a step that failed, or whose state was found unhealthy before its line). The time
+        // lost is that of the committed ones (their lines) and of the failed attempt.
         const std::int64_t bad = anomaly_->step.value_or(last_step_ + 1);
-        fault.steps_recomputed = std::max<std::int64_t>(0, bad - 1 - to);
-        fault.compute_lost_seconds = seconds_between(to, bad - 1) + anomaly_lost_;
+        // The Runner's own count when the log has it (the console said the same number).
+        const std::optional<std::int64_t> told = count_of(event.field("recompute"));
+        fault.steps_recomputed = told ? *told : std::max<std::int64_t>(0, bad - to);
+        fault.compute_lost_seconds = seconds_between(to, std::min(bad, last_step_)) + anomaly_lost_;
       } else {
         fault.what = "a rollback at step " + std::to_string(last_step_);
         fault.step = last_step_;
@@ -176,7 +220,7 @@ class FaultWalk {
       run_.faults.push_back(std::move(fault));
       anomaly_.reset();
       last_step_ = to;
-    } else if (kind == "checkpoint_failed") {
+    } else if (kind == event::checkpoint_failed) {
       SurvivedFault fault;
       fault.what =
           "the checkpoint of step " + step_text(event) + " failed (" + event.field("reason") + ")";
@@ -185,7 +229,7 @@ class FaultWalk {
       fault.time = event.time;
       fault.marker = "checkpoint_failed";
       run_.faults.push_back(std::move(fault));
-    } else if (kind == "peer_retry") {
+    } else if (kind == event::peer_retry) {
       SurvivedFault fault;
       fault.what = "rank " + event.field("rank") + " could not take step " + step_text(event);
       fault.action = "every rank took the step again (" + event.field("decision") + ")";
@@ -194,13 +238,13 @@ class FaultWalk {
       fault.compute_lost_seconds = since_last;
       fault.marker = "oom";
       run_.faults.push_back(std::move(fault));
-    } else if (kind == "fault" || kind == "signal" || kind == "overflow" || kind == "error" ||
-               kind == "config_refused") {
+    } else if (kind == event::fault || kind == event::signal || kind == event::overflow ||
+               kind == event::error || kind == event::config_refused) {
       cause_ = event;  // what ends this process, said by its exit (or by its silence)
-    } else if (kind == "restart") {
+    } else if (kind == event::restart) {
       restart_ = event;
       if (open_) end_abruptly();
-    } else if (kind == "exit") {
+    } else if (kind == event::exit) {
       open_ = false;
       run_.ended = true;
       run_.status = event.field("status");
@@ -208,7 +252,7 @@ class FaultWalk {
       if (run_.status != "completed") end_with_exit(event);
       cause_.reset();
     }
-    if (kind != "supervisor_exit" && kind != "supervisor_start") last_time_ = event.time;
+    if (kind != event::supervisor_exit && kind != event::supervisor_start) last_time_ = event.time;
   }
 
   // The process ended without an exit line (killed, or the machine went down).
@@ -219,8 +263,10 @@ class FaultWalk {
     fault.marker = "fault";
     fault.step = last_step_;
     fault.time = last_time_;
-    if (cause_ && cause_->kind == "fault") {
+    if (cause_ && cause_->kind == event::fault) {
+      // At the step it names (the one under way: the last committed is the one before).
       fault.what = "injected " + cause_->field("kind") + " at step " + step_text(*cause_);
+      if (cause_->step) fault.step = cause_->step;
     } else if (restart_ && !restart_->field("signal_name").empty()) {
       fault.what = "the process died (" + restart_->field("signal_name") + ") after step " +
                    std::to_string(last_step_);
@@ -236,11 +282,14 @@ class FaultWalk {
 
   void end_with_exit(const RunEvent& exit) {
     SurvivedFault fault;
-    fault.step = exit.step;
+    // The step of the line that said why (a fault or an overflow names the step under way; the
+    // exit, the last committed one), else the exit's.
+    fault.step = cause_ && cause_->step ? cause_->step : exit.step;
     fault.time = exit.time;
+    const RunEvent& at = cause_ && cause_->step ? *cause_ : exit;
     const std::string status = exit.field("status");
     if (status == "interrupted") {
-      fault.what = cause_ && cause_->kind == "signal"
+      fault.what = cause_ && cause_->kind == event::signal
                        ? "signal " + cause_->field("signal") + " at step " + step_text(*cause_)
                        : "stopped by a signal at step " + step_text(exit);
       fault.marker = "signal";
@@ -258,7 +307,7 @@ class FaultWalk {
       const std::string message = exit.field("message");
       const std::string first_line = message.substr(0, message.find('\n'));
       fault.what =
-          status + " at step " + step_text(exit) + (first_line.empty() ? "" : ": " + first_line);
+          status + " at step " + step_text(at) + (first_line.empty() ? "" : ": " + first_line);
       fault.marker = status == "overflow"        ? "overflow"
                      : status == "out_of_memory" ? "oom"
                                                  : "fault";
@@ -324,6 +373,7 @@ class FaultWalk {
 
   RunHistory& run_;
   bool open_ = false;
+  bool told_skips_ = false;  // the log has step_skipped events (the step metric is older)
   std::int64_t last_step_ = 0;
   double last_time_ = 0.0;
   std::map<std::int64_t, double> seconds_;
@@ -370,7 +420,7 @@ std::optional<HistoryLine> parse_history_line(std::string_view text, int rank) {
   }
   const std::string kind = line["event"].get<std::string>();
   const double time = number_or(line, "time", 0.0);
-  if (kind == "step") {
+  if (kind == event::step) {
     StepRecord step;
     step.step = integer_field(line, "step").value_or(0);
     step.time = time;
@@ -390,7 +440,7 @@ std::optional<HistoryLine> parse_history_line(std::string_view text, int rank) {
     }
     return step;
   }
-  if (kind == "telemetry") {
+  if (kind == event::telemetry) {
     TelemetryRecord sample;
     sample.time = time;
     sample.step = integer_field(line, "step").value_or(0);
@@ -470,6 +520,7 @@ const std::vector<MarkerKind>& marker_kinds() {
       {"oom", "out of memory (retry, backoff)", "#d62728"},
       {"regrow", "micro-batch regrown", "#8c564b"},
       {"skipped", "step skipped (gradient overflow)", "#ff7f0e"},
+      {"loss_scale", "loss scale raised", "#c49c94"},
       {"anomaly", "non-finite values", "#9467bd"},
       {"rollback", "rollback to a checkpoint", "#e377c2"},
       {"checkpoint", "checkpoint written", "#2ca02c"},
@@ -485,17 +536,18 @@ const std::vector<MarkerKind>& marker_kinds() {
 
 std::string marker_of(const RunEvent& event) {
   const std::string& k = event.kind;
-  if (k == "oom_retry" || k == "backoff" || k == "peer_retry") return "oom";
-  if (k == "regrow") return "regrow";
-  if (k == "anomaly") return "anomaly";
-  if (k == "rollback") return "rollback";
-  if (k == "checkpoint_written") return "checkpoint";
-  if (k == "checkpoint_failed" || k == "checkpoint_skipped") return "checkpoint_failed";
-  if (k == "signal") return "signal";
-  if (k == "fault" || k == "error") return "fault";
-  if (k == "resumed" || k == "restart" || k == "resharded") return "resumed";
-  if (k == "overflow") return "overflow";
-  if (k == "warning") return "warning";
+  if (k == event::oom_retry || k == event::backoff || k == event::peer_retry) return "oom";
+  if (k == event::regrow) return "regrow";
+  if (k == event::loss_scale_changed) return "loss_scale";
+  if (k == event::anomaly) return "anomaly";
+  if (k == event::rollback) return "rollback";
+  if (k == event::checkpoint_written) return "checkpoint";
+  if (k == event::checkpoint_failed || k == event::checkpoint_skipped) return "checkpoint_failed";
+  if (k == event::signal) return "signal";
+  if (k == event::fault || k == event::error) return "fault";
+  if (k == event::resumed || k == event::restart || k == event::resharded) return "resumed";
+  if (k == event::overflow) return "overflow";
+  if (k == event::warning) return "warning";
   return {};
 }
 

@@ -5,9 +5,13 @@
 // works on a run that is still going, one that crashed, and a log with torn lines.
 //
 // Work lost by a fault, counted from the log alone:
-//  - steps recomputed: steps committed after the checkpoint the run went back to (a rollback,
-//    or the resume after a process ended), thrown away and computed again (a step that failed,
-//    such as the one that made a NaN, was never committed and is not counted);
+//  - steps recomputed: the steps computed again after going back to a checkpoint, as the Runner
+//    counts them. After a rollback: every step from the checkpoint to the anomalous one, that one
+//    included (it was computed, found bad and is computed again: "rolled back to the checkpoint
+//    of step 40 (1 steps to compute again)" for a NaN at step 41). After a process ended (a kill,
+//    a crash, a restart): the steps it committed after the checkpoint the next one resumed from;
+//    the step under way when it died (a kill "at step 400" comes before step 400 is computed)
+//    had not been computed and is not counted;
 //  - compute lost: the seconds those steps took (their step lines);
 //  - downtime: from the last line of a process that ended to the first line of the next one
 //    (restart delay, start-up, loading the checkpoint).

@@ -21,10 +21,13 @@
 #include <utility>
 
 #include "tenax/core/error.hpp"
+#include "tenax/runtime/run_events.hpp"
 
 extern char** environ;
 
 namespace tenax::tools {
+
+namespace event = runtime::event;
 
 void validate(const SupervisorOptions& options) {
   TENAX_EXPECTS(options.max_restarts >= 0, UsageError,
@@ -342,10 +345,10 @@ void Supervisor::record(std::string_view event,
 }
 
 int Supervisor::finish(int status, std::string_view reason, int restarts, const std::string& job) {
-  record("supervisor_exit", {{"exit_code", i64(status)},
-                             {"reason", std::string(reason)},
-                             {"restarts", i64(restarts)},
-                             {"job", job}});
+  record(event::supervisor_exit, {{"exit_code", i64(status)},
+                                  {"reason", std::string(reason)},
+                                  {"restarts", i64(restarts)},
+                                  {"job", job}});
   return status;
 }
 
@@ -358,11 +361,11 @@ int Supervisor::run(const std::vector<std::string>& command) {
   }
 
   SignalForwarding signals;
-  record("supervisor_start", {{"command", join(command)},
-                              {"pid", i64(::getpid())},
-                              {"max_restarts", i64(options_.max_restarts)},
-                              {"restart_delay_s", options_.restart_delay},
-                              {"max_delay_s", options_.max_delay}});
+  record(event::supervisor_start, {{"command", join(command)},
+                                   {"pid", i64(::getpid())},
+                                   {"max_restarts", i64(options_.max_restarts)},
+                                   {"restart_delay_s", options_.restart_delay},
+                                   {"max_delay_s", options_.max_delay}});
 
   JobEnd last;
   for (int restarts = 0;; ++restarts) {
@@ -438,18 +441,18 @@ int Supervisor::run(const std::vector<std::string>& command) {
     log_ << "tenax run: the job ended: " << what << "; restart " << attempt << "/"
          << options_.max_restarts << " in " << fmt::format("{:g}", delay) << " s" << std::endl;
     if (end.signaled) {
-      record("restart", {{"attempt", i64(attempt)},
-                         {"max_restarts", i64(options_.max_restarts)},
-                         {"reason", what},
-                         {"signal", i64(end.value)},
-                         {"signal_name", signal_name(end.value)},
-                         {"delay_s", delay}});
+      record(event::restart, {{"attempt", i64(attempt)},
+                              {"max_restarts", i64(options_.max_restarts)},
+                              {"reason", what},
+                              {"signal", i64(end.value)},
+                              {"signal_name", signal_name(end.value)},
+                              {"delay_s", delay}});
     } else {
-      record("restart", {{"attempt", i64(attempt)},
-                         {"max_restarts", i64(options_.max_restarts)},
-                         {"reason", what},
-                         {"exit_code", i64(end.value)},
-                         {"delay_s", delay}});
+      record(event::restart, {{"attempt", i64(attempt)},
+                              {"max_restarts", i64(options_.max_restarts)},
+                              {"reason", what},
+                              {"exit_code", i64(end.value)},
+                              {"delay_s", delay}});
     }
     signals.sleep_unless_signaled(delay);
   }

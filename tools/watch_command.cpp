@@ -17,9 +17,12 @@
 
 #include "command_status.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/runtime/run_events.hpp"
 #include "time_text.hpp"
 
 namespace tenax::tools {
+
+namespace event = runtime::event;
 namespace {
 
 constexpr std::size_t kRateWindow = 50;  // steps the rate and the median step time cover
@@ -95,7 +98,7 @@ void WatchState::consume(const std::string& text) {
   }
   RunEvent& event = std::get<RunEvent>(*line);
   const std::string& kind = event.kind;
-  if (kind == "started" || kind == "resumed") {
+  if (kind == event::started || kind == event::resumed) {
     ++processes_;
     open_ = true;
     ended_ = false;
@@ -103,26 +106,28 @@ void WatchState::consume(const std::string& text) {
     detail_.clear();
     recent_.clear();
     recent_seconds_.clear();
-    if (kind == "resumed") ++resumes_;
+    if (kind == event::resumed) ++resumes_;
     const std::string total = event.field("total_steps");
     if (!total.empty()) total_steps_ = std::stoll(total);
     const std::string ranks = event.field("ranks");
     if (!ranks.empty()) world_ = std::max(1, std::stoi(ranks));
-  } else if (kind == "oom_retry" || kind == "backoff") {
+  } else if (kind == event::oom_retry || kind == event::backoff) {
     ++ooms_;
-  } else if (kind == "rollback") {
+  } else if (kind == event::step_skipped) {
+    ++skipped_steps_;  // (a log of an earlier tenax marks it by a step metric instead)
+  } else if (kind == event::rollback) {
     ++rollbacks_;
     recent_.clear();
-  } else if (kind == "fault") {
+  } else if (kind == event::fault) {
     ++faults_;
-  } else if (kind == "warning") {
+  } else if (kind == event::warning) {
     ++warnings_;
-  } else if (kind == "exit") {
+  } else if (kind == event::exit) {
     open_ = false;
     status_ = event.field("status");
     detail_ = event.field("message");
     ended_ = final_status(status_);
-  } else if (kind == "supervisor_exit") {
+  } else if (kind == event::supervisor_exit) {
     ended_ = true;
     if (open_ || status_ == "restart" || status_ == "interrupted") {
       status_ = "the supervisor stopped restarting";
@@ -130,7 +135,7 @@ void WatchState::consume(const std::string& text) {
     }
     open_ = false;
   }
-  if (kind != "step" && kind != "telemetry") {
+  if (kind != event::step && kind != event::telemetry) {
     events_.push_back(std::move(event));
     if (events_.size() > kMaxEvents) events_.erase(events_.begin());
   }
@@ -153,13 +158,14 @@ void WatchState::consume_rank(int rank, const std::string& text) {
   }
   auto* event = std::get_if<RunEvent>(&*line);
   if (event == nullptr) return;
-  if (event->kind == "started" || event->kind == "resumed" || event->kind == "rollback") {
+  if (event->kind == event::started || event->kind == event::resumed ||
+      event->kind == event::rollback) {
     other.recent_seconds.clear();
   }
   // Warnings are what only this rank saw (its device, its memory, its speed); the run's own
   // events, faults included (every rank logs the fault it agreed to restart for), are in rank 0's
   // log too.
-  if (event->kind != "warning") return;
+  if (event->kind != event::warning) return;
   ++warnings_;
   if (event->field("rank").empty()) {
     event->fields.emplace(event->fields.begin(), "rank", std::to_string(rank));

@@ -103,14 +103,17 @@ std::string wrapped(const std::string& text, std::size_t indent, std::size_t wid
 
 std::string_view version() noexcept { return "tenax " TENAX_VERSION_STRING; }
 
-int run_program(std::string_view program, const std::function<int()>& body) {
+int run_program(std::string_view program, const std::function<int()>& body,
+                const runtime::OptionFlags& flags) {
   const std::string name(program);
   try {
     return body();
   } catch (const Error& e) {
+    const std::string cause = runtime::with_flags(e.cause(), flags);
+    const std::string fix = runtime::with_flags(e.fix(), flags);
     std::fprintf(stderr, "%s: tenax %s error: %s%s%s\n", name.c_str(),
-                 std::string(to_string(e.fault_class())).c_str(), e.cause().c_str(),
-                 e.fix().empty() ? "" : " -- fix: ", e.fix().c_str());
+                 std::string(to_string(e.fault_class())).c_str(), cause.c_str(),
+                 fix.empty() ? "" : " -- fix: ", fix.c_str());
     return exit_code_for(e.fault_class());
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
@@ -151,6 +154,7 @@ runtime::RunnerOptions Job::runner_options() const {
   options.anomaly_check_every = (*s.anomaly_check_every)();
   options.telemetry_seconds = (*s.telemetry_seconds)();
   options.profile_path = (*s.profile)();
+  options.option_flags = app_.option_flags();
   return options;
 }
 
@@ -159,11 +163,13 @@ runtime::RunResult Job::run(runtime::Workload& workload) const {
 }
 
 runtime::RunResult Job::run(runtime::Workload& workload, runtime::RunnerOptions options) const {
+  const runtime::OptionFlags flags = options.option_flags;
   runtime::Runner runner(workload, std::move(options), communicator_);
   runtime::RunResult result = runner.run();
   if (result.status != runtime::RunStatus::completed) {
     std::fprintf(stderr, "%s: %s: %s\n", app_.program().c_str(),
-                 std::string(runtime::to_string(result.status)).c_str(), result.message.c_str());
+                 std::string(runtime::to_string(result.status)).c_str(),
+                 runtime::with_flags(result.message, flags).c_str());
   }
   return result;
 }
@@ -184,28 +190,35 @@ App::App(std::string program, std::string description, RunDefaults defaults)
                "the run's directory: checkpoints and events.jsonl go here; a run "
                "resumes from the newest valid checkpoint in it")
            .not_recorded()
+           .sets_option("RunnerOptions::run_dir")
            .expect([](const std::string& v) { return !v.empty(); }, "a directory's path");
   TENAX_EXPECTS(defaults_.steps >= 0, UsageError,
                 "RunDefaults::steps is " + std::to_string(defaults_.steps),
                 "give the default step count (>= 1), or 0 for a program that derives it");
   if (defaults_.steps > 0) {
-    standard_.steps =
-        &setting("steps", defaults_.steps, "the step the run ends at").at_least(1).free_to_change();
+    standard_.steps = &setting("steps", defaults_.steps, "the step the run ends at")
+                           .at_least(1)
+                           .free_to_change()
+                           .sets_option("RunnerOptions::total_steps");
   }
   standard_.checkpoint_every = &setting("checkpoint-every", defaults_.checkpoint_every,
                                         "steps between checkpoints (0: no step-count trigger)")
                                     .at_least(0)
-                                    .not_recorded();
+                                    .not_recorded()
+                                    .sets_option("RunnerOptions::checkpoint_every");
   standard_.checkpoint_seconds = &setting("checkpoint-seconds", defaults_.checkpoint_seconds,
                                           "seconds between checkpoints (0: no time trigger)")
                                       .at_least(0.0)
-                                      .not_recorded();
+                                      .not_recorded()
+                                      .sets_option("RunnerOptions::checkpoint_seconds");
   standard_.keep_last = &setting("keep-last", defaults_.keep_last, "committed checkpoints kept")
                              .at_least(1)
-                             .not_recorded();
+                             .not_recorded()
+                             .sets_option("RunnerOptions::keep_last");
   standard_.async =
       &setting("async", false, "write checkpoints on a background thread (one rank only)")
-           .not_recorded();
+           .not_recorded()
+           .sets_option("RunnerOptions::async_checkpoints");
   standard_.inject = &setting("inject", "",
                               "faults to inject, as TENAX_FAULTS (e.g. kill@step=3, nan@step=2, "
                               "oom@alloc=5): the proof that the job survives them")
@@ -219,12 +232,14 @@ App::App(std::string program, std::string description, RunDefaults defaults)
   standard_.progress =
       &setting("progress", "auto", "how progress shows: auto, terminal, log or quiet")
            .one_of({"auto", "terminal", "log", "quiet"})
-           .not_recorded();
+           .not_recorded()
+           .sets_option("RunnerOptions::progress");
   standard_.anomaly_check_every =
       &setting("anomaly-check-every", std::int64_t{1},
                "steps between NaN/Inf scans of the state (0: only before checkpoints)")
            .at_least(0)
-           .not_recorded();
+           .not_recorded()
+           .sets_option("RunnerOptions::anomaly_check_every");
   standard_.allow_config_change =
       &setting("allow-config-change", std::vector<std::string>{},
                "resume although setting KEY changed, for a setting that is safe to change (a "
@@ -249,18 +264,21 @@ App::App(std::string program, std::string description, RunDefaults defaults)
                "naming the call and the ranks that did not arrive, for a restart)")
            .above(0.0)
            .at_most(7 * 86400.0)
-           .not_recorded();
+           .not_recorded()
+           .sets_option("CommOptions::timeout_seconds");
   standard_.telemetry_seconds =
       &setting("telemetry-seconds", 10.0,
                "seconds between telemetry lines in events.jsonl (memory, step rate, GPU health); "
                "0: off")
            .at_least(0.0)
            .at_most(7 * 86400.0)
-           .not_recorded();
+           .not_recorded()
+           .sets_option("RunnerOptions::telemetry_seconds");
   standard_.profile = &setting("profile", "",
                                "write a profile of the run to FILE (Chrome trace format, for "
                                "Perfetto); rank r > 0 writes FILE.rank-<r>.json")
-                           .not_recorded();
+                           .not_recorded()
+                           .sets_option("RunnerOptions::profile_path");
   standard_count_ = settings_.size();
   section_ = "Job";
 }
@@ -443,32 +461,46 @@ int App::parse(int argc, const char* const* argv) {
   return -1;
 }
 
+runtime::OptionFlags App::option_flags() const {
+  runtime::OptionFlags flags;
+  for (const auto& setting : settings_) {
+    for (const std::string& option : setting->options()) {
+      flags.push_back({option, "--" + setting->name()});
+    }
+  }
+  return flags;
+}
+
 int App::main(int argc, const char* const* argv, const std::function<int(Job&)>& body) {
-  return run_program(program_, [&] {
-    const int early = parse(argc, argv);
-    if (early >= 0) return early;
-    if (const std::string& faults = (*standard_.inject)(); !faults.empty()) {
-      // Allocations and restarted processes read the plan from the environment.
-      ::setenv("TENAX_FAULTS", faults.c_str(), 1);
-    }
-    runtime::CommOptions comm_options;
-    comm_options.timeout_seconds = (*standard_.comm_timeout)();
-    std::shared_ptr<runtime::Communicator> comm =
-        runtime::make_communicator(runtime::parse_comm_kind((*standard_.comm)()), comm_options);
-    TENAX_EXPECTS(defaults_.divides_work_across_ranks || comm->size() == 1, UsageError,
-                  program_ + " was started as " + std::to_string(comm->size()) +
-                      " ranks, but it does not divide its work across ranks: every rank would "
-                      "compute the whole job",
-                  "run it as one process (without mpirun or srun)");
-    const std::string& request = (*standard_.device)();
-    Device device = select_device(request);
-    // Several ranks on one host: each takes the GPU of its local rank unless --device names one.
-    if (device.is_cuda() && comm->size() > 1 && request.find(':') == std::string::npos) {
-      device = Device::cuda(comm->local_rank());
-    }
-    Job job(*this, std::move(comm), device);
-    return body(job);
-  });
+  return run_program(
+      program_,
+      [&] {
+        const int early = parse(argc, argv);
+        if (early >= 0) return early;
+        if (const std::string& faults = (*standard_.inject)(); !faults.empty()) {
+          // Allocations and restarted processes read the plan from the environment.
+          ::setenv("TENAX_FAULTS", faults.c_str(), 1);
+        }
+        runtime::CommOptions comm_options;
+        comm_options.timeout_seconds = (*standard_.comm_timeout)();
+        std::shared_ptr<runtime::Communicator> comm =
+            runtime::make_communicator(runtime::parse_comm_kind((*standard_.comm)()), comm_options);
+        TENAX_EXPECTS(defaults_.divides_work_across_ranks || comm->size() == 1, UsageError,
+                      program_ + " was started as " + std::to_string(comm->size()) +
+                          " ranks, but it does not divide its work across ranks: every rank would "
+                          "compute the whole job",
+                      "run it as one process (without mpirun or srun)");
+        const std::string& request = (*standard_.device)();
+        Device device = select_device(request);
+        // Several ranks on one host: each takes the GPU of its local rank unless --device names
+        // one.
+        if (device.is_cuda() && comm->size() > 1 && request.find(':') == std::string::npos) {
+          device = Device::cuda(comm->local_rank());
+        }
+        Job job(*this, std::move(comm), device);
+        return body(job);
+      },
+      option_flags());
 }
 
 std::string App::help_text() const {

@@ -1,9 +1,7 @@
 #include "tenax/io/state_file.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
-#include <ctime>
 #include <limits>
 #include <map>
 #include <optional>
@@ -100,6 +98,9 @@ class Writer {
     // Every byte is written right away; fill values would only double the I/O.
     check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time");
     check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "allocation time");
+    // No access or modification times in the object header: a file is a function of its
+    // contents (two runs with the same data write the same bytes).
+    check(H5Pset_obj_track_times(dcpl.get(), false), "time tracking");
     Handle dset = check(
         Handle(H5Dcreate2(group, leaf.c_str(), type, space, H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                H5Dclose),
@@ -169,15 +170,6 @@ void validate_names(const StateDict& state, const std::string& noun) {
 // groups because HDF5 1.10 does not iterate a corrupt one safely.
 herr_t compact_links(hid_t create_plist) {
   return H5Pset_link_phase_change(create_plist, 65535, 65535);
-}
-
-std::string iso_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
 }
 
 // Checksums of the state's host tensors, computed on a second thread in entry order while HDF5
@@ -257,6 +249,7 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state, bool ten
         const std::string part = name.substr(begin, next - begin);
         Handle gcpl = w.check(Handle(H5Pcreate(H5P_GROUP_CREATE), H5Pclose), "property list");
         w.check(compact_links(gcpl.get()), "link storage");
+        w.check(H5Pset_obj_track_times(gcpl.get(), false), "time tracking");
         Handle group(H5Gcreate2(parent, part.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
                      H5Gclose);
         it = groups.emplace(scope, w.check(std::move(group), "group '" + scope + "'")).first;
@@ -356,6 +349,7 @@ void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict&
     w.check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18), "format bounds");
     Handle fcpl = w.check(Handle(H5Pcreate(H5P_FILE_CREATE), H5Pclose), "property list");
     w.check(compact_links(fcpl.get()), "link storage");
+    w.check(H5Pset_obj_track_times(fcpl.get(), false), "time tracking");
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
     file = w.check(std::move(file), "cannot create the file");
     created = true;
@@ -367,7 +361,6 @@ void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict&
       w.attr_i64(root, "rank", metadata->rank);
       w.attr_i64(root, "world_size", metadata->world_size);
       w.attr_i64(root, "entry_count", static_cast<std::int64_t>(state.size()));
-      w.attr_string(root, "created", iso_now());
       w.attr_string(root, "config", metadata->config);
     }
     write_entries(w, root, state, /*tenax_attributes=*/metadata != nullptr);

@@ -406,7 +406,10 @@ StateDict Reader::read(FileMetadata* metadata) {
   }
   meta.rank = static_cast<int>(rank);
   meta.world_size = static_cast<int>(world_size);
-  meta.created = string_attr(root, "created", "", kMaxShortString);
+  // Files written before tenax stopped writing a time (a file is a function of its contents).
+  if (H5Aexists(root, "created") > 0) {
+    meta.created = string_attr(root, "created", "", kMaxShortString);
+  }
   meta.config = string_attr(root, "config", "", options_.max_string_bytes);
   const std::int64_t entry_count = i64_attr(root, "entry_count", "");
   if (entry_count < 0 || static_cast<std::uint64_t>(entry_count) > options_.max_entries) {

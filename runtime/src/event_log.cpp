@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tenax/core/error.hpp"
+#include "tenax/runtime/run_events.hpp"
 
 namespace tenax::runtime {
 namespace {
@@ -54,7 +55,7 @@ std::string EventLog::format(std::string_view event, std::span<const Field> fiel
 }
 
 void EventLog::append(std::string_view event, std::initializer_list<Field> fields) {
-  append(event, fields, event != "step");
+  append(event, fields, event != event::step);
 }
 
 void EventLog::append(std::string_view event, std::initializer_list<Field> fields, bool durable) {

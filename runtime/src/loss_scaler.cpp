@@ -146,9 +146,10 @@ ScalerUpdate DynamicLossScaler::update(bool found_nonfinite, std::int64_t step) 
         "the f16 loss scale reached its minimum (" + number_text(options_.min_scale) + ") after " +
             std::to_string(streak) + " consecutive overflowing steps, at step " +
             std::to_string(step) + ": the gradients hold Inf/NaN even at the smallest scale",
-        "train with --precision bf16 or f32 (wider exponent range), lower the learning rate, "
-        "run with --detect-anomaly to find the op that makes the Inf/NaN, and check the data "
-        "for Inf/NaN or extreme values (loss scaler on_min=skip or on_min=clamp goes on instead)");
+        "use bf16 or f32 as the training precision (a wider exponent range), lower the learning "
+        "rate, set TrainerOptions::detect_anomaly to find the op that makes the Inf/NaN, and "
+        "check the data for Inf/NaN or extreme values (LossScalerOptions::on_min = skip or "
+        "clamp goes on instead)");
   } else if (options_.on_min == MinScalePolicy::clamp) {
     skip = false;
   }

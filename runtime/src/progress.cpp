@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "tenax/core/error.hpp"
 #include "tenax/core/memory/memory_stats.hpp"
 #include "tenax/runtime/runner.hpp"
 
@@ -60,6 +61,15 @@ void Progress::clear_line() {
 void Progress::finish() {
   if (line_open_) std::fputc('\n', stderr);
   line_open_ = false;
+}
+
+ProgressMode parse_progress_mode(std::string_view text) {
+  if (text == "auto") return ProgressMode::automatic;
+  if (text == "terminal") return ProgressMode::terminal;
+  if (text == "log") return ProgressMode::log;
+  if (text == "quiet") return ProgressMode::quiet;
+  throw UsageError("--progress " + std::string(text) + " is not a progress mode",
+                   "use auto, terminal, log or quiet");
 }
 
 }  // namespace tenax::runtime

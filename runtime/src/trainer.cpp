@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "step_context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/profiler.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
@@ -83,6 +84,18 @@ void poison_first_element(const Tensor& g) {
   ops::fill(g.reshape(Shape{g.numel()}).slice(0, 1), std::numeric_limits<double>::infinity());
 }
 
+// True when overflow@step=S asks for an overflow at the step being taken (S = step + 1): from
+// the plan passed to Trainer::step, or else from the run's own (the Runner's StepContext, which
+// reads TENAX_FAULTS and --inject), so a job needs no wiring for it.
+bool overflow_injected(const FaultPlan* faults, std::int64_t step) {
+  if (faults != nullptr) {
+    return faults->should_fire(FaultKind::overflow, FaultPoint::step,
+                               static_cast<std::uint64_t>(step + 1));
+  }
+  detail::StepContext* run = detail::StepContext::current();
+  return run != nullptr && run->step() == step + 1 && run->injects(FaultKind::overflow);
+}
+
 // Clears the thread's tape when a micro-batch throws, so that the next attempt starts clean.
 struct TapeGuard {
   bool armed = true;
@@ -129,8 +142,8 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                                std::to_string(step + 1) + ", micro-batch " +
                                std::to_string(result.micro_batches) + " (rows " +
                                std::to_string(begin) + ".." + std::to_string(end - 1) + ")",
-                           "rerun with --detect-anomaly to name the op that made it; lower the "
-                           "learning rate or check the input data");
+                           "set TrainerOptions::detect_anomaly to name the op that made it; lower "
+                           "the learning rate or check the input data");
       }
       forward.reset();
       {
@@ -150,9 +163,8 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
       // An injected overflow (overflow@step=S, possibly on one rank) goes into this rank's
       // share before the exchange, as a real one would, so every rank sees it in the combined
       // gradients and takes the same decision.
-      const bool overflow =
-          faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
-                                                   static_cast<std::uint64_t>(step + 1));
+      const bool overflow = overflow_injected(faults, step);
+      pending.injected = overflow;
       pending.divisor = divisor;
       pending.result = result;
       pending.grain_losses = autodiff::GrainScope::grain_losses();
@@ -168,8 +180,8 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
                       "Trainer: " + std::to_string(autodiff::GrainScope::plain_gradients()) +
                           " parameter gradient(s) came from ops that are not grain-wise, which "
                           "the exact reduction across ranks cannot combine",
-                      "use grain-wise ops (autodiff::linear) for every parameter, or the fast "
-                      "reduction (--reduction fast)");
+                      "use grain-wise ops (autodiff::linear) for every parameter, or "
+                      "TrainerOptions::reduction = GradientReduction::fast");
         std::vector<autodiff::GrainScope::GradientTree> trees =
             autodiff::GrainScope::take_gradients();
         if (overflow && !trees.empty()) poison_first_element(trees.front().values.front());
@@ -182,7 +194,7 @@ TrainStepResult Trainer::step(std::int64_t step, std::int64_t micro_batch,
     autodiff::GrainScope::finish_gradients();
     result.loss = autodiff::GrainScope::loss_sum() / divisor;
   }
-  return decide(step, faults, result);
+  return decide(step, overflow_injected(faults, step), result);
 }
 
 std::optional<std::string> Trainer::combine() {
@@ -201,21 +213,19 @@ std::optional<std::string> Trainer::combine() {
   result.loss = detail::global_loss_sum(*options_.comm, pending.grain_losses, pending.most_grains) /
                 pending.divisor;
   try {
-    last_ = decide(pending.step, /*faults=*/nullptr, result);
+    // An injected overflow went into the gradients before the exchange.
+    last_ = decide(pending.step, /*inject_overflow=*/false, result);
+    if (staged_) staged_->injected = pending.injected;
   } catch (const AnomalyError& e) {
     // Found in the combined gradients: alike on every rank.
-    return std::string(e.what());
+    return e.fix().empty() ? e.cause() : e.cause() + " -- fix: " + e.fix();
   }
   return std::nullopt;
 }
 
-TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
-                                TrainStepResult result) {
+TrainStepResult Trainer::decide(std::int64_t step, bool inject_overflow, TrainStepResult result) {
   const double scale = scaler_.scale();
-  if (faults != nullptr && faults->should_fire(FaultKind::overflow, FaultPoint::step,
-                                               static_cast<std::uint64_t>(step + 1))) {
-    poison_first_element(params_.front().grad());
-  }
+  if (inject_overflow) poison_first_element(params_.front().grad());
 
   // The fused pass: unscale, count non-finite values, sum squares; parameters in a fixed order.
   std::int64_t nonfinite = 0;
@@ -230,8 +240,9 @@ TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
   if (nonfinite > 0 && !scaler_.enabled()) {
     throw AnomalyError(std::to_string(nonfinite) + " non-finite gradient values at step " +
                            std::to_string(step + 1) + " without loss scaling",
-                       "rerun with --detect-anomaly to name the op that made them; lower the "
-                       "learning rate, clip gradients (--clip-grad-norm) or check the data");
+                       "set TrainerOptions::detect_anomaly to name the op that made them; lower "
+                       "the learning rate, clip gradients (TrainerOptions::clip_grad_norm) or "
+                       "check the data");
   }
   // The scaler's decision is taken on a copy and the optimizer step waits for commit(): until
   // then only the gradients have changed (Workload's step/commit contract).
@@ -244,10 +255,10 @@ TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
       throw AnomalyError(std::to_string(nonfinite) + " non-finite gradient values at step " +
                              std::to_string(step + 1) + " at the minimum loss scale " +
                              std::to_string(result.scaler.scale_before) + " (on_min=clamp)",
-                         "rerun with --detect-anomaly to name the op that made them; lower the "
-                         "learning rate or use --precision bf16");
+                         "set TrainerOptions::detect_anomaly to name the op that made them; "
+                         "lower the learning rate or use bf16 as the training precision");
     }
-    staged_ = Staged{decided, false, 1.0, 0.0};
+    staged_ = Staged{decided, false, 1.0, 0.0, inject_overflow};
     last_ = result;
     return result;
   }
@@ -259,7 +270,7 @@ TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
     clip = options_.clip_grad_norm / (result.grad_norm + 1e-6);
   }
   result.lr = schedule_.lr_at(optimizer_.steps_taken());
-  staged_ = Staged{decided, true, clip, result.lr};
+  staged_ = Staged{decided, true, clip, result.lr, false};
   last_ = result;
   return result;
 }
@@ -267,7 +278,18 @@ TrainStepResult Trainer::decide(std::int64_t step, const FaultPlan* faults,
 void Trainer::commit() {
   TENAX_EXPECTS(staged_.has_value(), UsageError, "Trainer::commit with no step computed",
                 "call Trainer::step first (once per commit)");
+  const double before = scaler_.scale();
   scaler_ = staged_->scaler;
+  // What changed the run is told to it (a skipped step, a loss-scale raise): the Runner says it
+  // on the console, logs it and counts it; nothing is told outside a Runner's step.
+  if (detail::StepContext* run = detail::StepContext::current()) {
+    using Kind = detail::StepNotice::Kind;
+    if (!staged_->apply) {
+      run->notify({Kind::step_skipped, scaler_.scale(), before, staged_->injected});
+    } else if (scaler_.scale() != before) {
+      run->notify({Kind::loss_scale_changed, scaler_.scale(), before, false});
+    }
+  }
   if (staged_->apply) {
     optimizer_.set_lr(staged_->lr);
     optimizer_.step(staged_->clip);

@@ -333,5 +333,53 @@ TEST_F(Settings, MainEndsWithOneLineAndTheExitCodeOfTheFaultClass) {
             std::string::npos);
 }
 
+TEST_F(Settings, MessagesNamingAnApiOptionNameItsFlag) {
+  App app("job", "a test job");
+  (void)app.setting("detect", false, "anomaly mode").sets_option("TrainerOptions::detect_anomaly");
+  const runtime::OptionFlags flags = app.option_flags();
+  const auto has = [&](const std::string& option, const std::string& flag) {
+    for (const runtime::OptionFlag& f : flags) {
+      if (f.option == option && f.flag == flag) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("TrainerOptions::detect_anomaly", "--detect"));
+  EXPECT_TRUE(has("RunnerOptions::keep_last", "--keep-last"));
+  EXPECT_TRUE(has("RunnerOptions::telemetry_seconds", "--telemetry-seconds"));
+  EXPECT_TRUE(has("CommOptions::timeout_seconds", "--comm-timeout"));
+  // The program's last line names the flag beside the option an error names.
+  const char* argv[] = {"job", "--device", "cpu"};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(app.main(3, argv,
+                     [](Job&) -> int {
+                       throw AnomalyError("NaN at step 3",
+                                          "set TrainerOptions::detect_anomaly to name the op");
+                     }),
+            1);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "job: tenax anomaly error: NaN at step 3 -- fix: set TrainerOptions::detect_anomaly "
+            "(--detect) to name the op\n");
+  // So does the Runner's own check of an option the app layer sets.
+  App runs("job", "a test job", {.steps = 5});
+  const std::string dir = (std::filesystem::temp_directory_path() / "tenax-flags-test").string();
+  const char* bad[] = {"job", "--device", "cpu", "--run-dir", dir.c_str()};
+  testing::internal::CaptureStderr();
+  (void)runs.main(5, bad, [](Job& job) -> int {
+    runtime::RunnerOptions options = job.runner_options();
+    options.keep_last = 0;
+    struct Nothing : runtime::Workload {
+      void init() override {}
+      std::int64_t work_units() const override { return 1; }
+      void step(std::int64_t, std::int64_t) override {}
+      void commit_step() override {}
+      StateDict save_state() const override { return {}; }
+      void load_state(const StateDict&) override {}
+    } nothing;
+    return job.run(nothing, options).exit_code;
+  });
+  const std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("(--keep-last)"), std::string::npos) << said;
+}
+
 }  // namespace
 }  // namespace tenax::app

@@ -157,7 +157,7 @@ TEST_F(HostileInput, TelemetryIntervalsThatAreNotSecondsAreRefused) {
 TEST_F(HostileInput, ProfilePathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
   expect_refused(HEAT2D_PATH, "--n 16 --steps 2 --profile /nonexistent-dir/profile.json",
                  {"--profile", "does not exist", "create it first"});
-  expect_refused(TRAIN_MLP_PATH, "--steps 2 --profile /tmp", {"--profile /tmp is a directory"});
+  expect_refused(TRAIN_MLP_PATH, "--steps 2 --profile /tmp", {"(--profile) /tmp is a directory"});
   expect_refused(POISSON_PATH, "--n 8 --profile ..", {"--profile", "names no file"});
 }
 

@@ -156,6 +156,32 @@ TEST_F(TrainMlp, OverflowedStepsAreSkippedAndTheScaleBacksOffAndGrowsBack) {
   ASSERT_EQ(skipped.exit_code, 0) << skipped.output;
   EXPECT_EQ(skipped.summary.value("skipped_steps", -1), 2);
   EXPECT_EQ(skipped.summary.value("loss_scale", 0.0), 1024.0) << skipped.output;
+  // The Trainer told the Runner, with no code in the program: the console says each skip and
+  // each raise of the scale, the closing line counts them, and the event log has them.
+  for (const char* said :
+       {"step 5 skipped: the gradients overflowed (injected by overflow@step); loss scale "
+        "2048 -> 1024",
+        "step 6 skipped: the gradients overflowed (injected by overflow@step); loss scale "
+        "1024 -> 512",
+        "step 4: loss scale raised 1024 -> 2048", "step 10: loss scale raised 512 -> 1024",
+        "completed at step 10: 2 steps skipped on overflow, 2 loss-scale raises"}) {
+    EXPECT_NE(skipped.output.find(said), std::string::npos) << said << "\n" << skipped.output;
+  }
+  std::ifstream log(root_ / "overflow-5-6" / "events.jsonl");
+  std::vector<json> told;
+  for (std::string line; std::getline(log, line);) {
+    const json event = json::parse(line);
+    if (event["event"] == "step_skipped" || event["event"] == "loss_scale_changed") {
+      told.push_back(event);
+    }
+  }
+  ASSERT_EQ(told.size(), 4u);
+  EXPECT_EQ(told[1]["event"], "step_skipped");
+  EXPECT_EQ(told[1]["step"], 5);
+  EXPECT_EQ(told[1]["injected"], true);
+  EXPECT_EQ(told[1]["loss_scale"], 1024.0);
+  EXPECT_EQ(told[3]["event"], "loss_scale_changed");
+  EXPECT_EQ(told[3]["step"], 10);
   const StateDict with = io::read_state_file(output_of("overflow-5-6"));
   const StateDict without = io::read_state_file(output_of("overflow-none"));
   const float* loss = with.tensor("loss").data_as<float>();
@@ -172,7 +198,9 @@ TEST_F(TrainMlp, OverflowAtTheMinimumScaleStopsWithAdviceAndLosesNothing) {
   ASSERT_EQ(run("min-scale-ref", args).exit_code, 0);
   const Training stopped = run("min-scale", args, false, "overflow@step=7");
   EXPECT_EQ(stopped.exit_code, 1);
-  for (const char* part : {"overflow", "minimum", "--precision bf16", "checkpointed at step 6"}) {
+  for (const char* part :
+       {"overflow", "minimum", "the training precision (--precision)",
+        "TrainerOptions::detect_anomaly (--detect-anomaly)", "checkpointed at step 6"}) {
     EXPECT_NE(stopped.output.find(part), std::string::npos) << part << "\n" << stopped.output;
   }
   // Run again once the cause is gone: it resumes at step 6 and ends as if never stopped.

@@ -2,44 +2,28 @@
 // and the program it builds runs, matches the closed form, is killed and resumed to the same bits,
 // and gets a report, as the page says.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
-#include "tenax/io/checkpoint_store.hpp"
-#include "tools/command_output.hpp"
+#include "examples/tutorial_runs.hpp"
 
 namespace tenax {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("tenax-tutorial-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
+using testing::fresh_run_dir;
+using testing::read_text;
 
 testing::CommandOutput cooling(const fs::path& run_dir, const std::string& flags = "") {
-  return testing::run_command("'" + std::string(TUTORIAL_PATH) + "' --run-dir '" +
-                              run_dir.string() + "' " + flags + " 2>&1");
+  return testing::run_tutorial(TUTORIAL_PATH, run_dir, flags);
 }
 
 // The final temperatures of a run directory's newest checkpoint.
 Tensor final_temperatures(const fs::path& run_dir) {
-  const io::LoadedCheckpoint loaded = io::CheckpointStore(run_dir).load_latest();
-  EXPECT_TRUE(loaded.found);
+  const io::LoadedCheckpoint loaded = testing::final_checkpoint(run_dir);
   EXPECT_EQ(loaded.step, 2000);
   return loaded.state.tensor("workload/temperature");
 }
@@ -48,15 +32,15 @@ TEST(Tutorial, ThePageShowsTheProgramAsItIs) {
   const std::string page = read_text(fs::path(TENAX_SOURCE_DIR) / "docs/tutorial.md");
   const std::string code = read_text(fs::path(TENAX_SOURCE_DIR) / "docs/tutorial/cooling.cpp");
   ASSERT_FALSE(code.empty());
-  EXPECT_NE(page.find("```cpp\n" + code + "```"), std::string::npos)
+  EXPECT_TRUE(testing::quotes_whole(page, code))
       << "docs/tutorial.md must quote docs/tutorial/cooling.cpp whole, in a cpp block";
   const std::string readme = read_text(fs::path(TENAX_SOURCE_DIR) / "README.md");
-  EXPECT_NE(readme.find("```cpp\n" + code + "```"), std::string::npos)
+  EXPECT_TRUE(testing::quotes_whole(readme, code))
       << "README.md must quote docs/tutorial/cooling.cpp whole, in a cpp block";
 }
 
 TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
-  const fs::path whole = fresh_dir("whole");
+  const fs::path whole = fresh_run_dir("whole");
   const testing::CommandOutput first = cooling(whole);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("tenax: completed at step 2000"), std::string::npos) << first.output;
@@ -69,25 +53,21 @@ TEST(Tutorial, RunsKilledAndResumedToTheSameBitsAndReports) {
     EXPECT_NEAR(t[i], exact, 1e-12 * exact) << "body " << i;
   }
 
-  const fs::path killed = fresh_dir("killed");
-  const testing::CommandOutput dies = cooling(killed, "--inject kill@step=1234");
-  EXPECT_NE(dies.exit_code, 0) << "the injected kill must end the process: " << dies.output;
-  const testing::CommandOutput resumes = cooling(killed);
-  ASSERT_EQ(resumes.exit_code, 0) << resumes.output;
-  EXPECT_NE(resumes.output.find("resumed from the checkpoint of step 1200"), std::string::npos)
-      << resumes.output;
+  const fs::path killed = fresh_run_dir("killed");
+  const testing::CommandOutput resumes =
+      testing::killed_and_resumed(TUTORIAL_PATH, killed, 1234, 1200, "tenax: completed");
+  EXPECT_NE(resumes.output.find("tenax: completed at step 2000"), std::string::npos);
   const Tensor resumed = final_temperatures(killed);
   ASSERT_EQ(resumed.nbytes(), expected.nbytes());
   EXPECT_EQ(std::memcmp(resumed.data(), expected.data(), expected.nbytes()), 0)
       << "killed and resumed, the run must end with the uninterrupted bits";
 
-  const testing::CommandOutput report = testing::run_command(
-      "'" + std::string(TENAX_CLI_PATH) + "' report '" + killed.string() + "' 2>&1");
+  std::string html;
+  const testing::CommandOutput report = testing::report(killed, html);
   EXPECT_EQ(report.exit_code, 0) << report.output;
   EXPECT_NE(report.output.find("1 x fault or crash; 33 steps recomputed"), std::string::npos)
       << report.output;
-  EXPECT_NE(read_text(killed / "report.html").find("id=\"chart-metric-hottest\""),
-            std::string::npos);
+  EXPECT_NE(html.find("id=\"chart-metric-hottest\""), std::string::npos);
   fs::remove_all(whole);
   fs::remove_all(killed);
 }
@@ -103,7 +83,7 @@ TEST(Tutorial, TheProgramGetsTheStandardFlagsAndTheConfigurationCheck) {
                            "--checkpoint-every N", "--inject", "--print-config"}) {
     EXPECT_NE(help.output.find(flag), std::string::npos) << flag << " in\n" << help.output;
   }
-  const fs::path dir = fresh_dir("flags");
+  const fs::path dir = fresh_run_dir("flags");
   const testing::CommandOutput printed = cooling(dir, "--bodies 7 --print-config");
   EXPECT_EQ(printed.exit_code, 0) << printed.output;
   EXPECT_NE(printed.output.find("bodies = 7"), std::string::npos) << printed.output;

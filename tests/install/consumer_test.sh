@@ -4,6 +4,8 @@
 # and that a user's job written on the installed app layer (consumer/job.cpp) gets the standard
 # flags, --help, --print-config, checked values, fault injection, a bitwise resume after a kill
 # and the configuration check on resume.
+# The tutorials' programs (docs/tutorial) are built the same way and run briefly: a training job
+# and a solve with the solver's settings by name, from the installed headers alone.
 # Usage: consumer_test.sh <build dir> <source dir of the consumer> <scratch dir>
 set -euo pipefail
 build_dir=$1
@@ -13,7 +15,8 @@ rm -rf "$scratch"
 mkdir -p "$scratch"
 cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
 cmake -S "$consumer_src" -B "$scratch/build" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" \
-  -DCMAKE_BUILD_TYPE=Release >/dev/null
+  -DCMAKE_BUILD_TYPE=Release -DTENAX_TUTORIAL_DIR="$(cd "$consumer_src/../../../docs/tutorial" && pwd)" \
+  >/dev/null
 cmake --build "$scratch/build"
 # Run from outside both trees so nothing but the installed libraries can be picked up.
 cd /
@@ -54,4 +57,16 @@ expect 1 "pass --allow-config-change dt" -- "$job" --run-dir "$runs/killed" --st
   --dt 0.02 >/dev/null
 expect 0 "completed at step 50" -- "$job" --run-dir "$runs/killed" --steps 50 --dt 0.02 \
   --allow-config-change dt >/dev/null
-echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume"
+
+# The tutorials, from the installed package.
+expect 0 "--solver.tol" -- "$scratch/build/tutorial_membrane" --help >/dev/null
+expect 0 "completed at step" -- "$scratch/build/tutorial_membrane" --run-dir "$runs/membrane" \
+  --n 15 --solver gmres --pc jacobi --solver.tol 1e-6 --device cpu >/dev/null
+expect 1 "--pc nope" -- "$scratch/build/tutorial_membrane" --run-dir "$runs/membrane-bad" \
+  --pc nope --device cpu >/dev/null
+expect 0 "completed at step 3" -- "$scratch/build/tutorial_fit" --run-dir "$runs/fit" \
+  --steps 3 --batch 64 --width 8 --device cpu >/dev/null
+expect 0 "completed at step 5" -- "$scratch/build/tutorial_cooling" --run-dir "$runs/cooling" \
+  --steps 5 --device cpu >/dev/null
+echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume; the" \
+  "tutorials built and ran"

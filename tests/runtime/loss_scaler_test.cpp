@@ -231,7 +231,8 @@ TEST(LossScaler, AtTheMinimumTheErrorPolicyThrowsAnOverflowErrorWithTheFix) {
     EXPECT_NE(cause.find("at step 13"), std::string::npos) << cause;
     const std::string fix = e.fix();
     for (const char* word :
-         {"--precision bf16 or f32", "learning rate", "--detect-anomaly", "check the data"}) {
+         {"bf16 or f32 as the training precision", "learning rate",
+          "TrainerOptions::detect_anomaly", "check the data", "LossScalerOptions::on_min"}) {
       EXPECT_NE(fix.find(word), std::string::npos) << "'" << word << "' not in: " << fix;
     }
   }

@@ -267,8 +267,9 @@ TEST_F(RunnerTest, ZeroStepsAreAUsageErrorNotACompletedRun) {
     Runner runner(toy, options(0));
     FAIL() << "total_steps = 0 was accepted";
   } catch (const UsageError& e) {
-    EXPECT_NE(e.cause().find("total_steps is 0: the run would end before its first step"),
-              std::string::npos)
+    EXPECT_NE(
+        e.cause().find("RunnerOptions::total_steps is 0: the run would end before its first step"),
+        std::string::npos)
         << e.what();
   }
   EXPECT_FALSE(fs::exists(dir_ / "events.jsonl"));
@@ -1149,7 +1150,7 @@ TEST_F(RunnerTest, InconsistentOptionsAreUsageErrorsNamingTheOption) {
   for (double bad : {-1.0, std::nan(""), HUGE_VAL, 1e300}) {
     o = options(5);
     o.telemetry_seconds = bad;
-    expect_usage_error_naming(toy, o, "--telemetry-seconds");
+    expect_usage_error_naming(toy, o, "RunnerOptions::telemetry_seconds");
   }
   EXPECT_THROW((void)Runner(toy, options(5), nullptr), UsageError);
   EXPECT_EQ(toy.init_calls, 0);

@@ -211,8 +211,8 @@ TEST_F(CkptTest, ShowPrintsMetadataAndEntries) {
   ASSERT_EQ(run.exit_code, 0) << run.output;
   for (const char* text :
        {"format version:  1", "step:            30", "rank:            0 of world size 1",
-        "created:", "config:          {", "newest valid checkpoint", "workload/u", "tensor",
-        "[16, 16]", "2048", "non-finite 0", "runner/step", "value 30"}) {
+        "written:         20", "config:          {", "newest valid checkpoint", "workload/u",
+        "tensor", "[16, 16]", "2048", "non-finite 0", "runner/step", "value 30"}) {
     EXPECT_NE(run.output.find(text), std::string::npos) << text << "\n" << run.output;
   }
 

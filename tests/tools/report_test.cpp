@@ -7,18 +7,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "report_command.hpp"
 #include "run_history.hpp"
+#include "svg_chart.hpp"
 #include "tenax/core/error.hpp"
 #include "tools/command_output.hpp"
 #include "tools/png_pixels.hpp"
@@ -82,6 +87,76 @@ class Log {
  private:
   std::ofstream out_;
 };
+
+// The <figure> of the chart `id` in a page ("" when it has none).
+std::string figure_of(const std::string& html, const std::string& id) {
+  const std::size_t begin = html.find("id=\"" + id + "\"");
+  if (begin == std::string::npos) return {};
+  return html.substr(begin, html.find("</figure>", begin) - begin);
+}
+
+// The value of the attribute `name` of the element that starts at `at` ("" when it has none).
+std::string attribute(const std::string& svg, std::size_t at, const std::string& name) {
+  const std::size_t end = svg.find('>', at);
+  const std::size_t found = svg.find(" " + name + "=\"", at);
+  if (found == std::string::npos || found > end) return {};
+  const std::size_t open = found + name.size() + 3;
+  return svg.substr(open, svg.find('"', open) - open);
+}
+
+// Every element of an SVG that starts with `opening` (e.g. "<line class=\"marker "): where.
+std::vector<std::size_t> elements(const std::string& svg, const std::string& opening) {
+  std::vector<std::size_t> at;
+  for (std::size_t k = svg.find(opening); k != std::string::npos; k = svg.find(opening, k + 1)) {
+    at.push_back(k);
+  }
+  return at;
+}
+
+// The tick labels of a chart's y axis (anchored at their end) or x axis (at their middle).
+std::vector<std::string> tick_labels(const std::string& svg, bool y_axis) {
+  std::vector<std::string> labels;
+  for (const std::size_t at : elements(svg, "<text class=\"tick\"")) {
+    if ((attribute(svg, at, "text-anchor") == "end") != y_axis) continue;
+    const std::size_t open = svg.find('>', at) + 1;
+    labels.push_back(svg.substr(open, svg.find('<', open) - open));
+  }
+  return labels;
+}
+
+// The top and bottom of a chart's plot area.
+std::pair<double, double> plot_top_bottom(const std::string& svg) {
+  const std::size_t at = svg.find("<rect class=\"plot\"");
+  if (at == std::string::npos) return {0.0, 0.0};
+  const double top = std::stod(attribute(svg, at, "y"));
+  return {top, top + std::stod(attribute(svg, at, "height"))};
+}
+
+// The y coordinates of every point of every line and dot of a chart's series.
+std::vector<double> series_ys(const std::string& svg) {
+  std::vector<double> ys;
+  for (const std::size_t at : elements(svg, "<polyline class=\"series\"")) {
+    std::istringstream points(attribute(svg, at, "points"));
+    std::string point;
+    while (points >> point) ys.push_back(std::stod(point.substr(point.find(',') + 1)));
+  }
+  for (const std::size_t at : elements(svg, "<circle class=\"series\"")) {
+    ys.push_back(std::stod(attribute(svg, at, "cy")));
+  }
+  return ys;
+}
+
+// A chart of one series of (x, y) points.
+Chart chart_of(const std::vector<std::pair<double, double>>& points, bool log_y = false) {
+  Chart chart;
+  chart.id = "test";
+  chart.title = "t";
+  chart.x_label = "step";
+  chart.y_label = "value";
+  chart.log_y = log_y;
+  chart.series.push_back({"value", "#1f77b4", {points}, false});
+  return chart;
+}
 
 // A run of 60 steps with every kind of fault, and a rank 1 twice as slow. Times in seconds from
 // 1000: steps 1 s apart, each taking 0.25 s.
@@ -163,7 +238,8 @@ TEST(RunHistory, EveryFaultWithTheWorkItCost) {
   EXPECT_EQ(anomaly.marker, "anomaly");
   EXPECT_NE(anomaly.what.find("step 25"), std::string::npos);
   EXPECT_EQ(anomaly.action, "rolled back to the checkpoint of step 20");
-  EXPECT_EQ(anomaly.steps_recomputed, 4) << "steps 21-24 were committed and thrown away";
+  EXPECT_EQ(anomaly.steps_recomputed, 5)
+      << "steps 21-25: the committed 21-24 and the anomalous 25, as the Runner counts them";
   EXPECT_NEAR(anomaly.compute_lost_seconds, 4 * 0.25 + 0.5, 1e-9);
   EXPECT_TRUE(anomaly.recovered);
 
@@ -177,6 +253,8 @@ TEST(RunHistory, EveryFaultWithTheWorkItCost) {
   const SurvivedFault& kill = run.faults[4];
   EXPECT_EQ(kill.marker, "fault");
   EXPECT_EQ(kill.what, "injected kill at step 46");
+  ASSERT_TRUE(kill.step.has_value());
+  EXPECT_EQ(*kill.step, 46) << "at the step the fault line names, not the last committed one";
   EXPECT_EQ(kill.steps_recomputed, 5) << "steps 41-45 after the checkpoint of step 40";
   EXPECT_NEAR(kill.compute_lost_seconds, 5 * 0.25, 1e-9);
   EXPECT_NEAR(kill.downtime_seconds, 1153.0 - 1151.0, 1e-9)
@@ -193,7 +271,7 @@ TEST(RunHistory, EveryFaultWithTheWorkItCost) {
   EXPECT_EQ(checkpoint.marker, "checkpoint_failed");
   EXPECT_NE(checkpoint.what.find("disk full"), std::string::npos);
 
-  EXPECT_EQ(run.steps_recomputed(), 9);
+  EXPECT_EQ(run.steps_recomputed(), 10);
   EXPECT_NEAR(run.downtime_seconds(), 102.0, 1e-9);
   fs::remove_all(dir);
 }
@@ -222,6 +300,40 @@ TEST(RunHistory, ExitsThatEndTheRunAndFaultsNotResumed) {
   fs::remove_all(dir);
 }
 
+// What the Trainer tells the Runner (a skipped step, a raised loss scale) and the Runner's own
+// count of a rollback's steps reach the report from their events.
+TEST(RunHistory, SkippedStepsAndTheRollbackCountComeFromTheirEvents) {
+  const fs::path dir = fresh_dir("told");
+  {
+    Log log(dir / "events.jsonl");
+    log.line(R"({"event":"started","time":1000.0,"total_steps":20,"micro_batch":8,"ranks":1})");
+    double t = log.steps(1, 4, 1000.0, 1.0, 0.25, R"(,"metric_loss_scale":65536)");
+    log.line(R"({"event":"loss_scale_changed","time":1004.1,"step":4,"loss_scale":131072.0,)"
+             R"("previous_loss_scale":65536.0})");
+    t = log.steps(5, 5, t, 1.0, 0.25, R"(,"metric_loss_scale":65536)");
+    log.line(R"({"event":"step_skipped","time":1005.1,"step":5,"loss_scale":65536.0,)"
+             R"("previous_loss_scale":131072.0,"injected":true})");
+    t = log.steps(6, 7, t, 1.0, 0.25);
+    log.line(R"({"event":"anomaly","time":1008.0,"step":8,"reason":"NaN","where":"a.cpp:1"})");
+    log.line(R"({"event":"rollback","time":1008.1,"step":0,"micro_batch":8,"recompute":8})");
+    t = log.steps(1, 20, 1008.1, 1.0, 0.25);
+    log.line(R"({"event":"exit","time":1030.0,"status":"completed","exit_code":0,"step":20,)"
+             R"("message":""})");
+  }
+  const RunHistory run = read_run_history(dir);
+  ASSERT_EQ(run.faults.size(), 2u);
+  EXPECT_EQ(run.faults[0].marker, "skipped");
+  EXPECT_EQ(run.faults[0].what, "gradient overflow at step 5 (injected)");
+  EXPECT_EQ(run.faults[0].action,
+            "the loss scaler skipped the update and lowered the loss scale from 131072 to 65536");
+  EXPECT_EQ(run.faults[1].marker, "anomaly");
+  EXPECT_EQ(run.faults[1].steps_recomputed, 8) << "the Runner's count, as its console said";
+  const std::string html = render_report_html(run);
+  EXPECT_NE(html.find("loss scale raised"), std::string::npos) << "its marker in the legend";
+  EXPECT_NE(html.find("loss_scale_changed"), std::string::npos) << "its row in the events table";
+  fs::remove_all(dir);
+}
+
 TEST(RunHistory, RefusesWhatIsNotARunDirectory) {
   const fs::path dir = fresh_dir("empty");
   EXPECT_THROW((void)read_run_history(dir), UsageError);
@@ -244,7 +356,8 @@ TEST(ReportHtml, HasEveryMarkerChartAndFaultRowAndNothingExternal) {
   const std::string html = render_report_html(read_run_history(dir));
   for (const char* marker : {"oom", "regrow", "skipped", "anomaly", "rollback", "checkpoint",
                              "checkpoint_failed", "signal", "fault", "resumed", "warning"}) {
-    EXPECT_NE(html.find(std::string("class=\"marker marker-") + marker + "\""), std::string::npos)
+    const std::string line_class = std::string(marker) == "checkpoint" ? "marker-tick" : "marker";
+    EXPECT_NE(html.find("class=\"" + line_class + " marker-" + marker + "\""), std::string::npos)
         << "no chart marker of kind " << marker;
     EXPECT_NE(html.find(std::string("class=\"legend-") + marker + "\""), std::string::npos)
         << "no legend entry for " << marker;
@@ -304,6 +417,242 @@ TEST(ReportHtml, EscapesWhatTheLogSays) {
   fs::remove_all(dir);
 }
 
+// Checkpoints come every few steps: drawn as full-height lines they hid the faults. They are a
+// row of short ticks rising from the x axis; what changed the run still crosses the whole plot.
+TEST(ReportHtml, CheckpointsAreARowOfTicksAndWhatChangedTheRunCrossesThePlot) {
+  const fs::path dir = write_eventful_run();
+  const std::string html = render_report_html(read_run_history(dir));
+  EXPECT_EQ(html.find("class=\"marker marker-checkpoint\""), std::string::npos)
+      << "no checkpoint drawn across the plot";
+  for (const char* id : {"chart-metric-loss", "chart-step-time", "chart-memory"}) {
+    const std::string svg = figure_of(html, id);
+    ASSERT_FALSE(svg.empty()) << id;
+    const auto [top, bottom] = plot_top_bottom(svg);
+    const std::vector<std::size_t> ticks =
+        elements(svg, "<line class=\"marker-tick marker-checkpoint\"");
+    EXPECT_EQ(ticks.size(), 4u) << id << ": the checkpoints of steps 0, 20, 30 and 40";
+    for (const std::size_t at : ticks) {
+      const double y1 = std::stod(attribute(svg, at, "y1"));
+      const double y2 = std::stod(attribute(svg, at, "y2"));
+      EXPECT_DOUBLE_EQ(y2, bottom) << id << ": a tick rises from the x axis";
+      EXPECT_GT(y1, bottom - 12.0) << id << ": a tick is short";
+      EXPECT_LT(y1, y2);
+    }
+    const std::vector<std::size_t> full = elements(svg, "<line class=\"marker ");
+    EXPECT_GE(full.size(), 8u) << id;
+    for (const std::size_t at : full) {
+      EXPECT_DOUBLE_EQ(std::stod(attribute(svg, at, "y1")), top) << id;
+      EXPECT_DOUBLE_EQ(std::stod(attribute(svg, at, "y2")), bottom) << id;
+    }
+    for (const char* kind : {"oom", "anomaly", "rollback", "fault", "resumed", "signal"}) {
+      EXPECT_NE(svg.find(std::string("<line class=\"marker marker-") + kind + "\""),
+                std::string::npos)
+          << id << ": " << kind << " crosses the plot";
+    }
+    // The ticks are drawn first: no full-height marker is ever under one.
+    ASSERT_FALSE(ticks.empty());
+    ASSERT_FALSE(full.empty());
+    EXPECT_LT(ticks.back(), full.front()) << id;
+  }
+  EXPECT_NE(html.find("<span class=\"legend-checkpoint\"><i class=\"tick\""), std::string::npos)
+      << "the legend shows a tick for checkpoints";
+  fs::remove_all(dir);
+}
+
+// The events table says what happened to the run: a run of checkpoints is one row.
+TEST(ReportHtml, EventsTableCollapsesRunsOfCheckpoints) {
+  const fs::path dir = fresh_dir("checkpoint-rows");
+  {
+    Log log(dir / "events.jsonl");
+    log.line(R"({"event":"started","time":1.0,"total_steps":500,"micro_batch":8,"ranks":1})");
+    for (int k = 1; k <= 8; ++k) {
+      log.line(R"({"event":"checkpoint_written","time":)" + std::to_string(1 + k) + R"(,"step":)" +
+               std::to_string(50 * k) + R"(,"seconds":0.5})");
+    }
+    log.line(R"({"event":"fault","time":10.0,"kind":"kill","step":400})");
+    log.line(R"({"event":"resumed","time":11.0,"step":350,"micro_batch":8})");
+    log.line(R"({"event":"checkpoint_written","time":12.0,"step":400,"seconds":0.5})");
+    log.line(R"({"event":"warning","time":13.0,"step":420,"kind":"memory_growth"})");
+    log.line(R"({"event":"checkpoint_written","time":14.0,"step":450,"seconds":0.5})");
+    log.line(R"({"event":"checkpoint_written","time":15.0,"step":500,"seconds":0.5})");
+    log.line(R"({"event":"exit","time":16.0,"status":"completed","exit_code":0,"step":500})");
+  }
+  const std::string html = render_report_html(read_run_history(dir));
+  const std::size_t section = html.find("<section id=\"events\">");
+  ASSERT_NE(section, std::string::npos);
+  const std::string table = html.substr(section, html.find("</section>", section) - section);
+  // Each row's cells as text.
+  std::vector<std::vector<std::string>> rows;
+  for (const std::size_t at : elements(table, "<tr class=\"event ")) {
+    const std::string row = table.substr(at, table.find("</tr>", at) - at);
+    std::vector<std::string> cells;
+    for (const std::size_t td : elements(row, "<td")) {
+      const std::size_t open = row.find('>', td) + 1;
+      cells.push_back(row.substr(open, row.find("</td>", open) - open));
+    }
+    rows.push_back(cells);
+  }
+  ASSERT_EQ(rows.size(), 8u) << table;
+  const auto event = [&](std::size_t k) { return rows[k].at(2); };
+  const auto step = [&](std::size_t k) { return rows[k].at(3); };
+  const auto details = [&](std::size_t k) { return rows[k].at(4); };
+  EXPECT_EQ(event(0), "started");
+  EXPECT_EQ(event(1), "checkpoint_written \u00d7 8");
+  EXPECT_EQ(step(1), "50\u2013400");
+  EXPECT_EQ(details(1), "8 checkpoints, at steps 50, 100, 150 \u2026 400; 4 s of writing in all");
+  EXPECT_EQ(event(2), "fault") << "other events keep their rows, in order";
+  EXPECT_EQ(event(3), "resumed");
+  EXPECT_EQ(event(4), "checkpoint_written") << "a lone checkpoint is a row as before";
+  EXPECT_EQ(step(4), "400");
+  EXPECT_EQ(event(5), "warning");
+  EXPECT_EQ(event(6), "checkpoint_written \u00d7 2");
+  EXPECT_EQ(details(6), "2 checkpoints, at steps 450, 500; 1 s of writing in all");
+  EXPECT_EQ(event(7), "exit");
+  EXPECT_EQ(occurrences(table, "marker-checkpoint checkpoints\""), 2u);
+  fs::remove_all(dir);
+}
+
+// A loss scale that halves once and stays: its two values are padded off the plot's border and
+// the axis has round, short labels.
+TEST(SvgChart, ALossScaleThatHalvesOnceIsPaddedWithRoundLabels) {
+  std::vector<std::pair<double, double>> points;
+  for (int x = 1; x <= 100; ++x) points.emplace_back(x, x < 47 ? 65536.0 : 32768.0);
+  const std::string svg = render_chart(chart_of(points, /*log_y=*/true));
+  const auto [top, bottom] = plot_top_bottom(svg);
+  const std::vector<double> ys = series_ys(svg);
+  ASSERT_EQ(ys.size(), 100u);
+  EXPECT_GT(*std::min_element(ys.begin(), ys.end()), top + 4.0) << "65536 on the top border";
+  EXPECT_LT(*std::max_element(ys.begin(), ys.end()), bottom - 4.0) << "32768 on the bottom border";
+  EXPECT_EQ(tick_labels(svg, true), (std::vector<std::string>{"40000", "50000", "60000"}));
+}
+
+// A constant series is drawn across the middle of its chart, with distinct, plain labels.
+TEST(SvgChart, AConstantSeriesIsCentredWithPlainLabels) {
+  for (const double c : {96.0, 0.0, -3.5, 32768.0, 1e-9, 2.5e9}) {
+    std::vector<std::pair<double, double>> points;
+    for (int x = 0; x < 10; ++x) points.emplace_back(x, c);
+    const std::string svg = render_chart(chart_of(points));
+    const auto [top, bottom] = plot_top_bottom(svg);
+    for (const double y : series_ys(svg)) EXPECT_NEAR(y, (top + bottom) / 2, 0.11) << c;
+    const std::vector<std::string> labels = tick_labels(svg, true);
+    EXPECT_GE(labels.size(), 3u) << c;
+    for (std::size_t k = 1; k < labels.size(); ++k) {
+      EXPECT_NE(labels[k], labels[k - 1]) << c;
+    }
+    if (std::fabs(c) >= 1e-3 && std::fabs(c) < 1e6) {
+      for (const std::string& label : labels) {
+        EXPECT_EQ(label.find('e'), std::string::npos) << c << ": " << label;
+        EXPECT_EQ(label.find(".000"), std::string::npos) << c << ": " << label;
+      }
+    }
+  }
+  std::vector<std::pair<double, double>> zeros;
+  for (int x = 0; x < 10; ++x) zeros.emplace_back(x, 0.0);
+  EXPECT_EQ(tick_labels(render_chart(chart_of(zeros)), true),
+            (std::vector<std::string>{"-1", "-0.5", "0", "0.5", "1"}));
+}
+
+// No value breaks a chart: none crashes or hangs it, none puts NaN or an infinity in the SVG or a
+// coordinate off it, and no two neighbouring tick labels read alike.
+TEST(SvgChart, DegenerateValuesNeitherBreakTheChartNorItsLabels) {
+  constexpr double kMax = std::numeric_limits<double>::max();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kDenormal = std::numeric_limits<double>::denorm_min();
+  struct Case {
+    const char* what;
+    std::vector<std::pair<double, double>> points;
+    bool log_y = false;
+    std::vector<double> marker_xs = {};
+    std::vector<double> y_span = {};
+  };
+  const std::vector<Case> cases = {
+      {"one point", {{5.0, 1.0}}},
+      {"one point, log", {{5.0, 1.0}}, true},
+      {"two values", {{1.0, 1.0}, {2.0, 2.0}}},
+      {"NaN and infinities among values",
+       {{1, kNaN}, {2, kInf}, {3, 1.0}, {4, -kInf}, {kNaN, 2.0}, {kInf, 3.0}, {5, 2.0}}},
+      {"huge constant", {{1, 1e308}, {2, 1e308}}},
+      {"largest constant", {{1, kMax}, {2, kMax}}},
+      {"lowest constant", {{1, -kMax}, {2, -kMax}}},
+      {"-1e308 to 1e308", {{1, -1e308}, {2, 1e308}}},
+      {"the whole range of doubles", {{1, -kMax}, {2, kMax}}},
+      {"denormal constant", {{1, kDenormal}, {2, kDenormal}}},
+      {"denormal to huge, log", {{1, kDenormal}, {2, 1e308}}, true},
+      {"tiny values", {{1, 1e-300}, {2, 2e-300}}},
+      {"a hair apart at 1e16", {{1, 1e16}, {2, 1e16 + 2}}},
+      {"steps of a long run", {{123456, 1.0}, {123457, 2.0}, {123458, 1.5}, {123460, 1.0}}},
+      {"one huge x", {{1e308, 1.0}}},
+      {"the largest x", {{kMax, 1.0}}},
+      {"x over every double", {{-kMax, 1.0}, {kMax, 2.0}}},
+      {"markers off any axis", {{1, 1.0}, {2, 2.0}}, false, {kNaN, kInf, -kInf, 1e308}},
+      {"a non-finite span", {{1, 1.0}, {2, 2.0}}, false, {}, {kNaN, kInf, -kInf}},
+      {"nothing finite", {{kNaN, 1.0}, {1.0, kInf}}},
+  };
+  for (const Case& c : cases) {
+    Chart chart = chart_of(c.points, c.log_y);
+    for (const double x : c.marker_xs) chart.markers.push_back({x, "fault", "#000000", "m"});
+    chart.y_span = c.y_span;
+    const std::string svg = render_chart(chart);
+    std::string lower = svg;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    EXPECT_EQ(lower.find("nan"), std::string::npos) << c.what << "\n" << svg;
+    EXPECT_EQ(lower.find("inf"), std::string::npos) << c.what << "\n" << svg;
+    if (std::string(c.what) == "nothing finite") {
+      EXPECT_NE(svg.find("No values recorded"), std::string::npos) << c.what;
+      continue;
+    }
+    // Every coordinate is a number on the chart.
+    for (const char* name : {"x", "y", "x1", "x2", "y1", "y2", "cx", "cy"}) {
+      for (std::size_t at = svg.find('<'); at != std::string::npos; at = svg.find('<', at + 1)) {
+        if (svg.compare(at, 4, "<svg") == 0) continue;
+        const std::string value = attribute(svg, at, name);
+        if (value.empty()) continue;
+        const double v = std::stod(value);
+        EXPECT_TRUE(std::isfinite(v)) << c.what << ": " << name << "=" << value;
+        EXPECT_GE(v, 0.0) << c.what << ": " << name << "=" << value;
+        EXPECT_LE(v, 1180.0) << c.what << ": " << name << "=" << value;
+      }
+    }
+    const auto [top, bottom] = plot_top_bottom(svg);
+    const std::vector<double> ys = series_ys(svg);
+    EXPECT_FALSE(ys.empty()) << c.what;
+    for (const double y : ys) {
+      EXPECT_GE(y, top) << c.what;
+      EXPECT_LE(y, bottom) << c.what;
+    }
+    for (const bool y_axis : {true, false}) {
+      const std::vector<std::string> labels = tick_labels(svg, y_axis);
+      EXPECT_FALSE(labels.empty()) << c.what << (y_axis ? ": y" : ": x");
+      for (std::size_t k = 1; k < labels.size(); ++k) {
+        EXPECT_NE(labels[k], labels[k - 1]) << c.what << (y_axis ? ": y" : ": x");
+      }
+    }
+  }
+}
+
+// The labels of round ticks: short, in the notation that reads best, never alike; no ticks for
+// an axis that is not one.
+TEST(SvgChart, TickLabelsAreShortRoundAndDistinct) {
+  constexpr double kMax = std::numeric_limits<double>::max();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(axis_ticks(0.0, 1.0, 5).labels,
+            (std::vector<std::string>{"0", "0.2", "0.4", "0.6", "0.8", "1"}));
+  EXPECT_EQ(axis_ticks(123455.5, 123460.5, 5).labels,
+            (std::vector<std::string>{"123456", "123457", "123458", "123459", "123460"}));
+  EXPECT_EQ(axis_ticks(1.15e6, 1.45e6, 3).labels,
+            (std::vector<std::string>{"1.2e+06", "1.3e+06", "1.4e+06"}));
+  EXPECT_EQ(axis_ticks(0.0, 4e-5, 4).labels,
+            (std::vector<std::string>{"0", "1e-05", "2e-05", "3e-05", "4e-05"}));
+  EXPECT_TRUE(axis_ticks(1.0, 1.0, 5).values.empty());
+  EXPECT_TRUE(axis_ticks(kNaN, 1.0, 5).values.empty());
+  EXPECT_TRUE(axis_ticks(0.0, kInf, 5).values.empty());
+  EXPECT_EQ(axis_ticks(-kMax, kMax, 5).labels,
+            (std::vector<std::string>{"-1e+308", "0", "1e+308"}));
+}
+
 TEST(ReportCommand, WritesThePageAndSaysWhatHappened) {
   const fs::path dir = write_eventful_run();
   const CliRun run = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(dir));
@@ -311,7 +660,7 @@ TEST(ReportCommand, WritesThePageAndSaysWhatHappened) {
   EXPECT_NE(run.output.find("status: running, or ended without an exit line; step 60 of 80"),
             std::string::npos)
       << run.output;
-  EXPECT_NE(run.output.find("9 steps recomputed"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("10 steps recomputed"), std::string::npos) << run.output;
   EXPECT_TRUE(fs::exists(dir / "report.html"));
   // -o elsewhere; nothing half-written is left beside it.
   const fs::path other = dir / "elsewhere.html";
@@ -378,6 +727,7 @@ fs::path screenshot(const fs::path& page, const std::string& name) {
 struct WholeRun {
   std::string name;
   fs::path dir;
+  std::string console;  // what the job and `tenax run` said
   std::string summary;
   std::string html;
 };
@@ -392,6 +742,7 @@ WholeRun run_and_report(const std::string& name, const std::string& job) {
                 " --max-restarts 2 --restart-delay 0.1 -- " + job + " --run-dir " + quote(out.dir) +
                 " --progress log --telemetry-seconds 0.02");
   EXPECT_EQ(run.exit_code, 0) << run.output;
+  out.console = run.output;
   const CliRun report = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(out.dir));
   EXPECT_EQ(report.exit_code, 0) << report.output;
   out.summary = report.output;
@@ -402,8 +753,10 @@ WholeRun run_and_report(const std::string& name, const std::string& job) {
 void expect_whole_run_report(const WholeRun& run, const std::vector<std::string>& markers,
                              const std::string& metric) {
   EXPECT_NE(run.summary.find("status: completed"), std::string::npos) << run.summary;
-  // Faults injected just after a checkpoint: nothing committed is thrown away.
-  EXPECT_NE(run.summary.find(" 0 steps recomputed"), std::string::npos) << run.summary;
+  // Faults injected just after a checkpoint: nothing committed is thrown away; the NaN's step is
+  // computed again, as the console says.
+  EXPECT_NE(run.console.find("(1 step to compute again)"), std::string::npos) << run.console;
+  EXPECT_NE(run.summary.find(" 1 step recomputed"), std::string::npos) << run.summary;
   for (const std::string& marker : markers) {
     EXPECT_NE(run.html.find("class=\"marker marker-" + marker + "\""), std::string::npos)
         << "no marker " << marker;
@@ -444,6 +797,58 @@ TEST(ReportWholeRun, TrainMlpWithOomNanKillAndOverflow) {
   expect_whole_run_report(run, {"oom", "anomaly", "fault", "skipped"}, "loss");
   EXPECT_NE(run.html.find("id=\"chart-metric-loss_scale\""), std::string::npos);
   fs::remove_all(run.dir);
+}
+
+// The report counts the work a run lost as the run itself does: a rollback's steps as its console
+// line says, a kill at the step it was injected at, with the steps its process committed after
+// the checkpoint the next one resumed from (they are in the log twice).
+TEST(ReportWholeRun, TheReportCountsTheWorkLostAsTheConsoleDoes) {
+  const fs::path dir = fresh_dir("work-lost");
+  const std::string job = std::string("'") + HEAT2D_PATH +
+                          "' --n 64 --steps 120 --checkpoint-every 50 --device cpu"
+                          " --progress log --run-dir " +
+                          quote(dir);
+  const CliRun killed = run_shell(job + " --inject nan@step=45,kill@step=100");
+  EXPECT_NE(killed.exit_code, 0) << "the injected kill ends the process: " << killed.output;
+  const std::string said = "rolled back to the checkpoint of step 0 (45 steps to compute again)";
+  EXPECT_NE(killed.output.find(said), std::string::npos) << killed.output;
+  const CliRun resumed = run_shell(job);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from the checkpoint of step 50"), std::string::npos)
+      << resumed.output;
+
+  const RunHistory run = read_run_history(dir);
+  ASSERT_EQ(run.faults.size(), 2u);
+  const SurvivedFault& anomaly = run.faults[0];
+  EXPECT_EQ(anomaly.marker, "anomaly");
+  EXPECT_EQ(anomaly.action, "rolled back to the checkpoint of step 0");
+  EXPECT_EQ(anomaly.steps_recomputed, 45) << "as the console said: " << said;
+  const SurvivedFault& kill = run.faults[1];
+  EXPECT_EQ(kill.what, "injected kill at step 100");
+  ASSERT_TRUE(kill.step.has_value());
+  EXPECT_EQ(*kill.step, 100) << "where the kill was injected, not the step before";
+  EXPECT_EQ(kill.action, "resumed from the checkpoint of step 50");
+  EXPECT_EQ(kill.steps_recomputed, 49)
+      << "steps 51-99, committed before the kill and computed again after the resume; step 100 "
+         "had not begun";
+  // The log agrees: every step computed twice has two lines, but for the NaN's step 45, which
+  // was computed and found bad before its line was written.
+  std::map<std::int64_t, int> lines;
+  for (const StepRecord& s : run.ranks.front().steps) ++lines[s.step];
+  std::int64_t twice = 0;
+  for (const auto& [step, count] : lines) twice += count - 1;
+  EXPECT_EQ(lines.size(), 120u);
+  EXPECT_EQ(twice + 1, run.steps_recomputed());
+  EXPECT_EQ(lines.at(45), 1);
+
+  const CliRun report = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(dir));
+  EXPECT_EQ(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("; 94 steps recomputed"), std::string::npos) << report.output;
+  const std::string html = read_text(dir / "report.html");
+  EXPECT_NE(html.find("<td>step 100, "), std::string::npos) << "the kill's row is at step 100";
+  EXPECT_NE(html.find("<td class=\"num\">45</td>"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"num\">49</td>"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(ReportWholeRun, AnOutOfMemoryStopShowsTheAllocationsThatLedToIt) {

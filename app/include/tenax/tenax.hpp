@@ -1,21 +1,29 @@
 /// The umbrella header: everything a job needs, for a program that includes one header. Tensors
 /// and devices (core), the checked operations (kernels), checkpoints' files (io), the Runner,
-/// workloads and communicators (runtime), operators, Krylov solvers and time integrators
-/// (solvers), and the App that turns a Workload into a program with the standard flags (app).
+/// workloads, communicators and the training step (runtime: Trainer, loss scaler), operators,
+/// Krylov solvers, time integrators, autodiff and the nn models, optimizers and learning-rate
+/// schedules (solvers), and the App that turns a Workload into a program with the standard flags,
+/// with a Krylov solve's settings declared by name (app).
 /// Compile time: a program that includes only what it uses builds faster. @file
 #pragma once
 
-#include "tenax/app/app.hpp"               // IWYU pragma: export
-#include "tenax/app/problem_size.hpp"      // IWYU pragma: export
-#include "tenax/app/setting.hpp"           // IWYU pragma: export
-#include "tenax/core/context.hpp"          // IWYU pragma: export
-#include "tenax/core/error.hpp"            // IWYU pragma: export
-#include "tenax/core/random.hpp"           // IWYU pragma: export
-#include "tenax/core/state_dict.hpp"       // IWYU pragma: export
-#include "tenax/core/tensor.hpp"           // IWYU pragma: export
-#include "tenax/io/state_file.hpp"         // IWYU pragma: export
-#include "tenax/kernels/ops.hpp"           // IWYU pragma: export
-#include "tenax/runtime/communicator.hpp"  // IWYU pragma: export
-#include "tenax/runtime/runner.hpp"        // IWYU pragma: export
-#include "tenax/runtime/workload.hpp"      // IWYU pragma: export
-#include "tenax/solvers/solvers.hpp"       // IWYU pragma: export
+#include "tenax/app/app.hpp"                 // IWYU pragma: export
+#include "tenax/app/problem_size.hpp"        // IWYU pragma: export
+#include "tenax/app/setting.hpp"             // IWYU pragma: export
+#include "tenax/app/solver_settings.hpp"     // IWYU pragma: export
+#include "tenax/core/context.hpp"            // IWYU pragma: export
+#include "tenax/core/error.hpp"              // IWYU pragma: export
+#include "tenax/core/random.hpp"             // IWYU pragma: export
+#include "tenax/core/state_dict.hpp"         // IWYU pragma: export
+#include "tenax/core/tensor.hpp"             // IWYU pragma: export
+#include "tenax/io/state_file.hpp"           // IWYU pragma: export
+#include "tenax/kernels/ops.hpp"             // IWYU pragma: export
+#include "tenax/runtime/communicator.hpp"    // IWYU pragma: export
+#include "tenax/runtime/loss_scaler.hpp"     // IWYU pragma: export
+#include "tenax/runtime/runner.hpp"          // IWYU pragma: export
+#include "tenax/runtime/trainer.hpp"         // IWYU pragma: export
+#include "tenax/runtime/workload.hpp"        // IWYU pragma: export
+#include "tenax/solvers/nn/linear.hpp"       // IWYU pragma: export
+#include "tenax/solvers/nn/lr_schedule.hpp"  // IWYU pragma: export
+#include "tenax/solvers/nn/optimizer.hpp"    // IWYU pragma: export
+#include "tenax/solvers/solvers.hpp"         // IWYU pragma: export

@@ -75,13 +75,15 @@ std::string AnomalyReport::describe() const {
 }
 
 AnomalyDetected::AnomalyDetected(AnomalyReport report)
-    : AnomalyError(report.describe(),
-                   report.created
-                       ? "look at the inputs of this op where it is undefined or overflows (log "
-                         "or division of 0, exp of large values, f16 range), e.g. clamp them, "
-                         "add an epsilon, lower the learning rate or use --precision bf16/f32"
-                       : "the value came from earlier: the report of the op that created it "
-                         "names the cause (check the input data when no op did)"),
+    : AnomalyError(
+          report.describe(),
+          report.created
+              ? "look at the inputs of this op where it is undefined or overflows (log "
+                "or division of 0, exp of large values, f16 range), e.g. clamp them, "
+                "add an epsilon, lower the learning rate or use bf16 or f32 as the training "
+                "precision"
+              : "the value came from earlier: the report of the op that created it "
+                "names the cause (check the input data when no op did)"),
       report_(std::move(report)) {}
 
 DetectAnomalyScope::DetectAnomalyScope() { ++state().depth; }

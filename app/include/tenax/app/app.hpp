@@ -201,6 +201,9 @@ class App {
   [[nodiscard]] std::string stored_config() const;
   /// The resume policy of the declarations, with `--allow-config-change`.
   [[nodiscard]] io::ConfigPolicy config_policy() const;
+  /// The API options the settings set, each with its flag (Setting::sets_option): the messages
+  /// of the Runner and the program's last line name the flag beside the option.
+  [[nodiscard]] runtime::OptionFlags option_flags() const;
 
  private:
   void adopt(std::unique_ptr<SettingBase> setting);
@@ -224,7 +227,9 @@ class App {
 /// Runs `body` and turns what escapes it into one line on stderr, prefixed with `program`, and
 /// the exit code of its fault class (App::main uses it; for programs without an App). The
 /// source location of a tenax::Error is left out of the line (it is in the event log of a run).
-int run_program(std::string_view program, const std::function<int()>& body);
+/// An API option that `flags` has a flag for is named with its flag.
+int run_program(std::string_view program, const std::function<int()>& body,
+                const runtime::OptionFlags& flags = {});
 
 /// `"tenax 0.1.0"`.
 [[nodiscard]] std::string_view version() noexcept;

@@ -77,6 +77,10 @@ class SettingBase {
   [[nodiscard]] virtual std::string expectation() const = 0;
   /// Whether the flag takes no value (a bool: `--async` means true).
   [[nodiscard]] virtual bool is_switch() const noexcept { return false; }
+  /// The API options this setting sets ("TrainerOptions::detect_anomaly"), or the words the
+  /// library's messages use for them ("the training precision"): messages that name one name this
+  /// setting's flag beside it (option_flags.hpp).
+  [[nodiscard]] const std::vector<std::string>& options() const noexcept { return options_; }
   /// How the value was given, for messages: `--n 20000`, `n = 20000 (run.conf line 3)`,
   /// `--n 20000 (in TENAX_ARGS)`, or `--n 256 (the default)`.
   [[nodiscard]] const std::string& given() const noexcept { return given_; }
@@ -102,6 +106,7 @@ class SettingBase {
   Source source_ = Source::default_value;      ///< source()
   std::string given_;                          ///< given()
   std::function<bool()> recorded_when_;        ///< the condition of recorded(), if any
+  std::vector<std::string> options_;           ///< options()
 };
 
 /// A setting of type T: bool, int, std::int64_t, std::uint64_t, double, std::string or
@@ -187,6 +192,12 @@ class Setting final : public SettingBase {
   /// fraction only when no --dt is given, since the fraction then has no effect).
   Setting& recorded_when(std::function<bool()> condition) {
     recorded_when_ = std::move(condition);
+    return *this;
+  }
+  /// Says which API option the setting sets ("TrainerOptions::detect_anomaly"; once per option
+  /// when it sets several), so that the library's messages naming that option name this flag too.
+  Setting& sets_option(std::string option) {
+    options_.push_back(std::move(option));
     return *this;
   }
   /// Changes the default (a program's own default of a standard setting: `--steps 2000`).

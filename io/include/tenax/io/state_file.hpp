@@ -48,10 +48,13 @@ struct FileMetadata {
   ///@{
 
   /// Set by read_state_file from the file; write_state_file ignores these fields and writes
-  /// kStateFileFormatVersion, tenax_version() and the current UTC time
-  /// (e.g. "2025-01-31T12:00:00Z").
+  /// kStateFileFormatVersion and tenax_version(). No time is written: a file is a function of
+  /// its contents, so that two runs that computed the same data write files that compare equal
+  /// whole (`h5diff`, `cmp` of the datasets); the file system's modification time says when.
   std::int64_t format_version = kStateFileFormatVersion;
   std::string tenax_version;
+  /// The `created` attribute of a file written by an earlier tenax (UTC, e.g.
+  /// "2025-01-31T12:00:00Z"); empty for files of this version.
   std::string created;
   ///@}
 };

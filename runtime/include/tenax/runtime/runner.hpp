@@ -53,6 +53,7 @@
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/io/run_config.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/option_flags.hpp"
 #include "tenax/runtime/workload.hpp"
 
 namespace tenax::runtime {
@@ -122,6 +123,9 @@ struct RunnerOptions {
   /// `STEM.rank-R.EXT` beside it (`profile.rank-1.json` for `profile.json`). Written when the run
   /// ends, however it ends; its directory must exist (checked before the run starts).
   std::filesystem::path profile_path;
+  /// The program's flags for API options (option_flags.hpp): the console's messages name the
+  /// flag beside an option they mention. The app layer fills it from the settings' declarations.
+  OptionFlags option_flags;
 };
 
 /// How a run ended (RunResult::status; the `status` of the `exit` event).
@@ -144,6 +148,8 @@ struct RunEvents {
   std::int64_t backoffs = 0;             ///< out-of-memory: the micro-batch halved
   std::int64_t regrowths = 0;            ///< the micro-batch doubled again after clean steps
   std::int64_t peer_retries = 0;         ///< a step computed again for another rank's fault
+  std::int64_t steps_skipped = 0;        ///< training steps skipped on overflow (Trainer)
+  std::int64_t loss_scale_changes = 0;   ///< loss-scale raises after clean steps (Trainer)
   std::int64_t checkpoint_failures = 0;  ///< checkpoints that could not be written
   std::int64_t checkpoints_skipped = 0;  ///< invalid checkpoints passed over when loading
 };

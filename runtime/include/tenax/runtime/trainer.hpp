@@ -119,8 +119,12 @@ class Trainer {
 
   /// One optimizer step (`step` is the state's step count before it, from 0; reports and
   /// injected faults name the step being taken, step + 1, as the Runner does) in micro-batches of
-  /// at most `micro_batch` rows. `faults` (may be null): `overflow@step=S` (S = step + 1) writes
-  /// +Inf into the first gradient before the fused pass, as an f16 overflow would.
+  /// at most `micro_batch` rows. `overflow@step=S` (S = step + 1) writes +Inf into the first
+  /// gradient before the fused pass, as an f16 overflow would: from `faults` when given, else
+  /// from the run's own plan (TENAX_FAULTS, a job's --inject) when a Runner is taking the step.
+  /// A step skipped on overflow and a raise of the loss scale are told to that Runner by
+  /// commit(): its console, event log (`step_skipped`, `loss_scale_changed`) and closing line
+  /// say them, with no code in the workload.
   ///
   /// The step is computed and staged: the returned result says what commit() will do (the
   /// scaler's decision, the learning rate), but parameters, optimizer and scaler are unchanged
@@ -168,6 +172,7 @@ class Trainer {
     bool apply = false;        ///< false: the step is skipped (overflow)
     double clip = 1;
     double lr = 0;
+    bool injected = false;  ///< the step's overflow was injected (overflow@step)
   };
   std::optional<Staged> staged_;
   /// Several ranks: a step computed here, waiting for combine().
@@ -177,6 +182,7 @@ class Trainer {
     TrainStepResult result;
     std::vector<double> grain_losses;
     std::int64_t most_grains = 0;
+    bool injected = false;  ///< an overflow was injected into this rank's share
     std::unique_ptr<detail::ExactExchange> exact;
     std::unique_ptr<detail::FastExchange> fast;
     Pending();
@@ -191,7 +197,7 @@ class Trainer {
   [[nodiscard]] bool parallel() const noexcept;
 
   /// Steps 3-5 on the accumulated gradients: the fused pass, the scaler's decision, the staging.
-  TrainStepResult decide(std::int64_t step, const FaultPlan* faults, TrainStepResult result);
+  TrainStepResult decide(std::int64_t step, bool inject_overflow, TrainStepResult result);
 };
 
 }  // namespace tenax::runtime
