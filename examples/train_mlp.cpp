@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tenax/app/app.hpp"
+#include "tenax/app/training_settings.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
@@ -36,14 +37,11 @@
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/runtime/loss_scaler.hpp"
 #include "tenax/runtime/precision.hpp"
 #include "tenax/runtime/runner.hpp"
-#include "tenax/runtime/trainer.hpp"
+#include "tenax/runtime/training.hpp"
 #include "tenax/solvers/autodiff/ops.hpp"
 #include "tenax/solvers/nn/linear.hpp"
-#include "tenax/solvers/nn/lr_schedule.hpp"
-#include "tenax/solvers/nn/optimizer.hpp"
 
 namespace {
 
@@ -96,11 +94,6 @@ struct Settings {
         layers(app.setting("layers", "64,64", "hidden widths, comma-separated (\"\" for none)")),
         activation(app.setting("activation", "tanh", "relu, gelu, tanh or sigmoid")
                        .one_of({"relu", "gelu", "tanh", "sigmoid"})),
-        precision(app.setting("precision", "f32",
-                              "f32, f16 (dynamic loss scaling) or bf16; master weights stay f32")
-                      .one_of({"f32", "f16", "bf16"})
-                      .safe_to_change()
-                      .sets_option("the training precision")),
         batch(app.setting("batch", std::int64_t{256}, "global batch (samples per optimizer step)")
                   .at_least(1)),
         micro_batch(app.setting("micro-batch", std::int64_t{0},
@@ -124,40 +117,15 @@ struct Settings {
                       .one_of({"exact", "fast"})
                       .sets_option("TrainerOptions::reduction")),
         seed(app.setting("seed", std::uint64_t{0}, "seed of data, initialisation and shuffling")),
-        optimizer(app.setting("optimizer", "adam", "sgd, adam or adamw")
-                      .one_of({"sgd", "adam", "adamw"})),
-        lr(app.setting("lr", 1e-2, "learning rate (the schedule's base)")
-               .above(0.0)
-               .safe_to_change()
-               .sets_option("the learning rate")),
-        optimizer_options(app.setting("optimizer-options", "",
-                                      "key=value list, e.g. momentum=0.9,nesterov=1,wd=1e-4 or "
-                                      "beta1=0.9,beta2=0.99")),
-        schedule(app.setting("schedule", "constant",
-                             "learning-rate schedule: constant, cosine:warmup=W,min_lr=M or "
-                             "step:every=N,gamma=G[,warmup=W]")),
-        clip_grad_norm(
-            app.setting("clip-grad-norm", 0.0, "maximum gradient 2-norm (0: no clipping)")
-                .at_least(0.0)
-                .safe_to_change()
-                .sets_option("TrainerOptions::clip_grad_norm")),
-        loss_scaler(app.setting("loss-scaler", "",
-                                "f16 loss scaler: init=65536,growth=2,backoff=0.5,interval=2000,"
-                                "hysteresis=1,min=1,max=16777216,on_min=error|skip|clamp")
-                        .safe_to_change()
-                        .sets_option("LossScalerOptions::on_min")
-                        .recorded_when([this] { return precision() == "f16"; })),
+        // The optimizer, rate, schedule, precision, loss scaler, clipping and anomaly mode: the
+        // training component's own settings (train_mlp keeps --optimizer-options).
+        training(app, {.lr = 1e-2}, {.optimizer_options = "optimizer-options"}),
         regrow_after(
             app.setting("regrow-after", std::int64_t{0},
                         "double a backed-off micro-batch again after this many clean steps "
                         "(0: never)")
                 .at_least(0)
                 .not_recorded()),
-        detect_anomaly(app.setting("detect-anomaly", false,
-                                   "check every op's output and gradients for NaN/Inf and name the "
-                                   "op that made one")
-                           .not_recorded()
-                           .sets_option("TrainerOptions::detect_anomaly")),
         log_every(
             app.setting("log-every", std::int64_t{0}, "print the loss every N steps (0: never)")
                 .at_least(0)
@@ -170,9 +138,6 @@ struct Settings {
         steps(*app.standard().steps) {
     // --steps 0 writes the initial (or --init) parameters without training.
     steps.at_least(0);
-    app.on_parsed([this] {
-      if (schedule().starts_with("cosine")) steps.safe_to_change();
-    });
   }
 
   [[nodiscard]] bool synthetic() const { return data().empty(); }
@@ -187,21 +152,14 @@ struct Settings {
   tenax::app::Setting<std::string>& init;
   tenax::app::Setting<std::string>& layers;
   tenax::app::Setting<std::string>& activation;
-  tenax::app::Setting<std::string>& precision;
   tenax::app::Setting<std::int64_t>& batch;
   tenax::app::Setting<std::int64_t>& micro_batch;
   tenax::app::Setting<std::int64_t>& grain;
   tenax::app::Setting<bool>& shuffle;
   tenax::app::Setting<std::string>& reduction;
   tenax::app::Setting<std::uint64_t>& seed;
-  tenax::app::Setting<std::string>& optimizer;
-  tenax::app::Setting<double>& lr;
-  tenax::app::Setting<std::string>& optimizer_options;
-  tenax::app::Setting<std::string>& schedule;
-  tenax::app::Setting<double>& clip_grad_norm;
-  tenax::app::Setting<std::string>& loss_scaler;
+  tenax::app::TrainingSettings training;
   tenax::app::Setting<std::int64_t>& regrow_after;
-  tenax::app::Setting<bool>& detect_anomaly;
   tenax::app::Setting<std::int64_t>& log_every;
   tenax::app::Setting<std::string>& output;
   tenax::app::Setting<bool>& json;
@@ -417,7 +375,7 @@ class TrainMlp : public runtime::Workload {
       : o_(o),
         data_(std::move(data)),
         device_(device),
-        policy_{runtime::parse_precision(o.precision())},
+        policy_(o.training.precision()),
         order_(data_.size(), o.seed(), o.shuffle()),
         loss_divisor_(static_cast<double>(o.batch()) *
                       (data_.classification ? 1.0 : static_cast<double>(data_.d_out()))) {
@@ -427,26 +385,16 @@ class TrainMlp : public runtime::Workload {
     mlp_ = std::make_unique<nn::MLP>(widths, nn::parse_activation(o.activation()),
                                      policy_.master_dtype(), device_, o.seed());
     params_ = mlp_->parameters();
-    std::string optimizer_options = "lr=" + std::to_string(o.lr());
-    if (!o.optimizer_options().empty()) optimizer_options += "," + o.optimizer_options();
-    optimizer_ = nn::make_optimizer(o.optimizer(), params_, optimizer_options);
-    schedule_ =
-        std::make_unique<nn::LrSchedule>(nn::parse_lr_schedule(o.schedule(), o.lr(), o.steps()));
-    runtime::LossScalerOptions scaler_options = runtime::parse_loss_scaler_options(o.loss_scaler());
-    scaler_options.enabled = policy_.uses_loss_scaling();
-    scaler_ = std::make_unique<runtime::DynamicLossScaler>(scaler_options);
-    runtime::TrainerOptions trainer;
+    runtime::TrainingRecipe recipe = o.training.recipe(o.steps());
+    runtime::TrainerOptions& trainer = recipe.trainer;
     trainer.batch = o.batch();
     trainer.grain = std::min(o.grain(), o.batch());
     trainer.loss_divisor = loss_divisor_;
-    trainer.clip_grad_norm = o.clip_grad_norm();
-    trainer.detect_anomaly = o.detect_anomaly();
     trainer.comm = &comm;
     trainer.rank = comm.rank();
     trainer.reduction = o.reduction() == "fast" ? runtime::GradientReduction::fast
                                                 : runtime::GradientReduction::exact;
-    trainer_ =
-        std::make_unique<runtime::Trainer>(params_, *optimizer_, *scaler_, *schedule_, trainer);
+    training_ = std::make_unique<runtime::Training>(params_, recipe);
     speaks_ = comm.rank() == 0;
     loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps(), 1)}, DType::f32);
   }
@@ -487,7 +435,7 @@ class TrainMlp : public runtime::Workload {
         std::min(micro_batch, o_.micro_batch() > 0 ? o_.micro_batch() : o_.batch());
     const Batch batch = gather(step);
     const runtime::TrainStepResult result =
-        trainer_->step(step, rows, [&](std::int64_t begin, std::int64_t end) {
+        training_->step(step, rows, [&](std::int64_t begin, std::int64_t end) {
           const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
           const autodiff::Variable out = mlp_->forward(x);
           const autodiff::LossOptions loss{.divisor = loss_divisor_};
@@ -508,13 +456,13 @@ class TrainMlp : public runtime::Workload {
   // Several ranks: the gradients of every rank's grains combined (the single-process bits with
   // --reduction exact); the step's loss and decision are known from here on.
   std::optional<std::string> combine_step() override {
-    std::optional<std::string> anomaly = trainer_->combine();
-    if (!anomaly) staged_ = trainer_->last_result();
+    std::optional<std::string> anomaly = training_->combine();
+    if (!anomaly) staged_ = training_->last_result();
     return anomaly;
   }
 
   void commit_step() override {
-    trainer_->commit();
+    training_->commit();
     const runtime::TrainStepResult& result = *staged_;
     loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
     // The Runner says a skipped step and a loss-scale change (the Trainer tells it).
@@ -529,7 +477,7 @@ class TrainMlp : public runtime::Workload {
   }
 
   void discard_step() override {
-    trainer_->discard();
+    training_->discard();
     staged_.reset();
   }
 
@@ -545,8 +493,7 @@ class TrainMlp : public runtime::Workload {
   StateDict save_state() const override {
     StateDict state;
     state.merge("params", mlp_->state_dict());
-    state.merge("optimizer", optimizer_->state_dict());
-    state.merge("scaler", scaler_->state_dict());
+    state.merge("training", training_->state_dict());
     // A view of the history (the Runner writes or snapshots it before the next step).
     state.set("loss", loss_history_.slice(0, loss_count_));
     state.set("skipped_steps", skipped_);
@@ -555,8 +502,7 @@ class TrainMlp : public runtime::Workload {
 
   void load_state(const StateDict& state) override {
     mlp_->load_state_dict(state.scope("params"));
-    optimizer_->load_state_dict(state.scope("optimizer"));
-    scaler_->load_state_dict(state.scope("scaler"));
+    training_->load_state_dict(state.scope("training"));
     const Tensor& loss = state.tensor("loss");
     if (loss.numel() > loss_history_.numel()) {  // a checkpoint of a longer run
       loss_history_ = Tensor::empty(Shape{loss.numel()}, DType::f32);
@@ -587,7 +533,7 @@ class TrainMlp : public runtime::Workload {
     return {first, first + loss_count_};
   }
   std::int64_t skipped() const { return skipped_; }
-  const runtime::Trainer& trainer() const { return *trainer_; }
+  const runtime::Trainer& trainer() const { return training_->trainer(); }
   const runtime::TrainStepResult& last() const { return last_; }
   // [first, last] allocation numbers of the second step of this process ({0, 0} if none).
   std::pair<std::uint64_t, std::uint64_t> step_allocations() const { return step_allocations_; }
@@ -649,10 +595,7 @@ class TrainMlp : public runtime::Workload {
   double loss_divisor_;
   std::unique_ptr<nn::MLP> mlp_;
   std::vector<autodiff::Variable> params_;
-  std::unique_ptr<nn::Optimizer> optimizer_;
-  std::unique_ptr<nn::LrSchedule> schedule_;
-  std::unique_ptr<runtime::DynamicLossScaler> scaler_;
-  std::unique_ptr<runtime::Trainer> trainer_;
+  std::unique_ptr<runtime::Training> training_;  // optimizer, schedule, loss scaler, Trainer
   // Loss per optimizer step, allocated for the whole run so that a step never allocates for it.
   Tensor loss_history_;
   std::int64_t loss_count_ = 0;
@@ -734,7 +677,8 @@ int run(const Settings& o, tenax::app::Job& job) {
       "train_mlp: %s, %lld parameters, %s on %s: %lld steps, final loss %.6g, %lld skipped, "
       "micro-batch %lld\n",
       o.data().empty() ? o.task().c_str() : o.data().c_str(),
-      static_cast<long long>(workload.parameter_count()), o.precision().c_str(),
+      static_cast<long long>(workload.parameter_count()),
+      std::string(runtime::to_string(o.training.precision().precision)).c_str(),
       tenax::to_string(device).c_str(), static_cast<long long>(losses.size()), final_loss,
       static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch));
   if (o.json()) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "tenax/app/app.hpp"
+#include "tenax/app/training_settings.hpp"
 #include "tenax/core/error.hpp"
 
 namespace tenax::app {
@@ -379,6 +381,75 @@ TEST_F(Settings, MessagesNamingAnApiOptionNameItsFlag) {
   });
   const std::string said = testing::internal::GetCapturedStderr();
   EXPECT_NE(said.find("(--keep-last)"), std::string::npos) << said;
+}
+
+// The training component declares its own settings: flags, checks, the recipe, and what a
+// resume may change.
+TEST_F(Settings, TrainingSettingsAreTheTrainingsOwn) {
+  App app("job", "a test job", {.steps = 100});
+  const TrainingSettings training(app, {.lr = 0.5});
+  ASSERT_EQ(parse(app, {"--optimizer", "sgd", "--lr", "0.25", "--optimizer.options", "momentum=0.9",
+                        "--schedule", "cosine:warmup=10", "--precision", "f16", "--loss-scaler",
+                        "init=1024", "--clip-grad-norm", "2", "--detect-anomaly"}),
+            -1);
+  const runtime::TrainingRecipe recipe = training.recipe(100);
+  EXPECT_EQ(recipe.optimizer, "sgd");
+  EXPECT_EQ(recipe.lr, 0.25);
+  EXPECT_EQ(recipe.optimizer_options, "momentum=0.9");
+  EXPECT_EQ(recipe.schedule, "cosine:warmup=10");
+  EXPECT_EQ(recipe.total_steps, 100);
+  EXPECT_EQ(recipe.precision, runtime::Precision::f16);
+  EXPECT_EQ(recipe.loss_scaler.init_scale, 1024.0);
+  EXPECT_EQ(recipe.trainer.clip_grad_norm, 2.0);
+  EXPECT_TRUE(recipe.trainer.detect_anomaly);
+  EXPECT_TRUE(training.precision().uses_loss_scaling());
+
+  // What a resume may change: the advice's settings are safe, the optimizer and the schedule
+  // must match, anomaly mode is not recorded; under a cosine schedule --steps is safe, not free.
+  const io::ConfigPolicy policy = app.config_policy();
+  const auto has = [](const std::vector<std::string>& keys, const std::string& key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  for (const char* key : {"lr", "precision", "loss_scaler", "clip_grad_norm", "steps"}) {
+    EXPECT_TRUE(has(policy.safe_keys, key)) << key;
+  }
+  for (const char* key : {"optimizer", "optimizer_options", "schedule", "lr"}) {
+    EXPECT_FALSE(has(policy.free_keys, key)) << key;
+  }
+  EXPECT_EQ(app.stored_config().find("detect_anomaly"), std::string::npos);
+  // Each flag names the option it sets, for the library's messages.
+  const runtime::OptionFlags flags = app.option_flags();
+  const auto names = [&](const std::string& option, const std::string& flag) {
+    return std::any_of(flags.begin(), flags.end(), [&](const runtime::OptionFlag& f) {
+      return f.option == option && f.flag == flag;
+    });
+  };
+  EXPECT_TRUE(names("TrainerOptions::detect_anomaly", "--detect-anomaly"));
+  EXPECT_TRUE(names("the learning rate", "--lr"));
+  EXPECT_TRUE(names("LossScalerOptions::on_min", "--loss-scaler"));
+}
+
+TEST_F(Settings, TrainingSettingsRefuseBadValuesNamingTheFlag) {
+  const auto refused = [&](std::vector<std::string> args) {
+    App app("job", "a test job", {.steps = 10});
+    const TrainingSettings training(app);
+    return refusal(app, std::move(args));
+  };
+  EXPECT_NE(refused({"--optimizer", "adagrad"}).find("--optimizer adagrad"), std::string::npos)
+      << refused({"--optimizer", "adagrad"});
+  EXPECT_NE(refused({"--lr", "0"}).find("--lr 0"), std::string::npos);
+  EXPECT_NE(refused({"--lr", "nan"}).find("--lr nan"), std::string::npos);
+  EXPECT_NE(refused({"--schedule", "sawtooth"}).find("sawtooth"), std::string::npos)
+      << refused({"--schedule", "sawtooth"});
+  EXPECT_NE(refused({"--loss-scaler", "init=3,bogus=1"}).find("bogus"), std::string::npos)
+      << refused({"--loss-scaler", "init=3,bogus=1"});
+  EXPECT_NE(refused({"--precision", "f8"}).find("--precision f8"), std::string::npos);
+  EXPECT_NE(refused({"--clip-grad-norm", "-1"}).find("--clip-grad-norm -1"), std::string::npos);
+  // A program keeps its own names.
+  App named("job", "a test job", {.steps = 10});
+  const TrainingSettings training(named, {}, {.optimizer_options = "optimizer-options"});
+  EXPECT_EQ(parse(named, {"--optimizer-options", "beta2=0.99"}), -1);
+  EXPECT_EQ(training.recipe(10).optimizer_options, "beta2=0.99");
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ TEST(TutorialTraining, LearnsAndResumesToTheSameBits) {
   const double last_loss = expected.state.real("workload/loss");
   EXPECT_LT(last_loss, 1e-4);
   EXPECT_LT(last_loss, first_loss / 100) << "first " << first_loss << ", last " << last_loss;
-  EXPECT_EQ(expected.state.integer("workload/optimizer/step"), 600);
+  EXPECT_EQ(expected.state.integer("workload/training/optimizer/step"), 600);
 
   const fs::path killed = fresh_run_dir("fit-killed");
   const testing::CommandOutput resumes =
@@ -93,7 +93,7 @@ TEST(TutorialTraining, AResumeKeepsTheModelAndMayChangeTheLearningRate) {
   const testing::CommandOutput allowed = fit(dir, "--steps 40 --lr 0.001 --allow-config-change lr");
   EXPECT_EQ(allowed.exit_code, 0) << allowed.output;
   EXPECT_NE(allowed.output.find("completed at step 40"), std::string::npos) << allowed.output;
-  EXPECT_DOUBLE_EQ(final_checkpoint(dir).state.real("workload/optimizer/lr"), 0.001);
+  EXPECT_DOUBLE_EQ(final_checkpoint(dir).state.real("workload/training/optimizer/lr"), 0.001);
   fs::remove_all(dir);
 }
 

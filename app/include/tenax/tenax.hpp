@@ -11,6 +11,7 @@
 #include "tenax/app/problem_size.hpp"        // IWYU pragma: export
 #include "tenax/app/setting.hpp"             // IWYU pragma: export
 #include "tenax/app/solver_settings.hpp"     // IWYU pragma: export
+#include "tenax/app/training_settings.hpp"   // IWYU pragma: export
 #include "tenax/core/context.hpp"            // IWYU pragma: export
 #include "tenax/core/error.hpp"              // IWYU pragma: export
 #include "tenax/core/random.hpp"             // IWYU pragma: export
@@ -22,6 +23,7 @@
 #include "tenax/runtime/loss_scaler.hpp"     // IWYU pragma: export
 #include "tenax/runtime/runner.hpp"          // IWYU pragma: export
 #include "tenax/runtime/trainer.hpp"         // IWYU pragma: export
+#include "tenax/runtime/training.hpp"        // IWYU pragma: export
 #include "tenax/runtime/workload.hpp"        // IWYU pragma: export
 #include "tenax/solvers/nn/linear.hpp"       // IWYU pragma: export
 #include "tenax/solvers/nn/lr_schedule.hpp"  // IWYU pragma: export
