@@ -498,6 +498,16 @@ int run(const Settings& options, tenax::app::Job& job) {
                 "operator is CPU-only for now), or use --scheme explicit (FTCS), which runs on "
                 "GPUs across ranks");
   Heat2d heat(options, device, comm);
+  // A step too small for a double to carry (h^2/(4 alpha) underflows for a huge --alpha) would
+  // leave t where it is and the field unchanged: refused, not run.
+  char step_text[32];
+  std::snprintf(step_text, sizeof step_text, "%.3g", heat.dt());
+  TENAX_EXPECTS(heat.dt() >= std::numeric_limits<double>::min(), tenax::UsageError,
+                "the time step is " + std::string(step_text) + " (" +
+                    (options.dt() > 0 ? options.dt.given()
+                                      : "--courant times h^2/(4 alpha) with " + options.alpha.given()) +
+                    "): below the smallest normal double, so t would not advance",
+                "lower --alpha or give a larger --dt");
   const tenax::runtime::RunResult result = job.run(heat);
   if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
 

@@ -147,6 +147,14 @@ TEST_F(HostileInput, MatrixMarketSizeLineBeyondItsEntriesIsRefusedByTheEntries) 
                  {"stores 3 entries for 1000000000 rows"});
 }
 
+// A time step too small for a double (h^2/(4 alpha) for a huge alpha, or a subnormal --dt) would
+// leave t and the field where they are: refused, naming the flag.
+TEST_F(HostileInput, Heat2dTimeStepsThatCannotAdvanceTAreRefused) {
+  expect_refused(HEAT2D_PATH, "--n 8 --steps 3 --alpha 1e308",
+                 {"--alpha 1e308", "t would not advance", "lower --alpha"});
+  expect_refused(HEAT2D_PATH, "--n 8 --steps 3 --dt 1e-320", {"--dt 1e-320", "smallest normal"});
+}
+
 TEST_F(HostileInput, TelemetryIntervalsThatAreNotSecondsAreRefused) {
   for (const char* value : {"-1", "nan", "inf", "1e300"}) {
     expect_refused(HEAT2D_PATH, std::string("--n 16 --steps 2 --telemetry-seconds ") + value,
