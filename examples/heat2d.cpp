@@ -93,6 +93,7 @@ struct Settings {
               return initial() == "random";
             })),
         output(app.setting("output", "", "write the final field to this HDF5 file (dataset /u)")
+                   .empty_means("no output file")
                    .not_recorded()),
         json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()) {}
 
@@ -502,12 +503,13 @@ int run(const Settings& options, tenax::app::Job& job) {
   // leave t where it is and the field unchanged: refused, not run.
   char step_text[32];
   std::snprintf(step_text, sizeof step_text, "%.3g", heat.dt());
-  TENAX_EXPECTS(heat.dt() >= std::numeric_limits<double>::min(), tenax::UsageError,
-                "the time step is " + std::string(step_text) + " (" +
-                    (options.dt() > 0 ? options.dt.given()
-                                      : "--courant times h^2/(4 alpha) with " + options.alpha.given()) +
-                    "): below the smallest normal double, so t would not advance",
-                "lower --alpha or give a larger --dt");
+  TENAX_EXPECTS(
+      heat.dt() >= std::numeric_limits<double>::min(), tenax::UsageError,
+      "the time step is " + std::string(step_text) + " (" +
+          (options.dt() > 0 ? options.dt.given()
+                            : "--courant times h^2/(4 alpha) with " + options.alpha.given()) +
+          "): below the smallest normal double, so t would not advance",
+      "lower --alpha or give a larger --dt");
   const tenax::runtime::RunResult result = job.run(heat);
   if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
 

@@ -82,9 +82,11 @@ struct Settings {
         beta_h(app.setting("beta-h", 0.5, "convection strength beta*h of --problem convdiff")
                    .recorded_when([this] { return generated() && problem() == "convdiff"; })),
         matrix(app.setting("matrix", "", "solve the system of this Matrix Market file instead")
+                   .empty_means("the generated problem (--problem)")
                    .free_to_change()
                    .recorded_when([this] { return !generated(); })),
         rhs(app.setting("rhs", "", "right-hand side of --matrix (Matrix Market); default b = A*1")
+                .empty_means("b = A*1")
                 .free_to_change()
                 .recorded_when([this] { return !rhs().empty(); })),
         op(app.setting("operator", "csr", "csr (assembled) or stencil (matrix-free)")
@@ -105,6 +107,7 @@ struct Settings {
                                         "solver iterations in one Runner step")
                                 .at_least(1)),
         output(app.setting("output", "", "write the solution to this HDF5 file (dataset /x)")
+                   .empty_means("no output file")
                    .not_recorded()),
         json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()) {}
 

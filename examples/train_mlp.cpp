@@ -79,6 +79,7 @@ struct Settings {
         data(app.setting("data", "",
                          "train on this HDF5 file: /x [N, d_in] float32, /y [N, d_out] float32 "
                          "(regression) or [N] int64 (classification)")
+                 .empty_means("the synthetic data of --task")
                  .free_to_change()
                  .recorded_when([this] { return !synthetic(); })),
         classes(app.setting("classes", std::int64_t{0},
@@ -89,6 +90,7 @@ struct Settings {
                     .recorded_when([this] { return !synthetic() && classes() > 0; })),
         init(
             app.setting("init", "", "start from the parameters of this HDF5 file (--output layout)")
+                .empty_means("parameters drawn from --seed")
                 .free_to_change()
                 .recorded_when([this] { return !init().empty(); })),
         layers(app.setting("layers", "64,64", "hidden widths, comma-separated (\"\" for none)")),
@@ -133,6 +135,7 @@ struct Settings {
         output(app.setting("output", "",
                            "write /params/fc<i>/weight, /params/fc<i>/bias and /loss to this HDF5 "
                            "file")
+                   .empty_means("no output file")
                    .not_recorded()),
         json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()),
         steps(*app.standard().steps) {

@@ -277,6 +277,7 @@ App::App(std::string program, std::string description, RunDefaults defaults)
   standard_.profile = &setting("profile", "",
                                "write a profile of the run to FILE (Chrome trace format, for "
                                "Perfetto); rank r > 0 writes FILE.rank-<r>.json")
+                           .empty_means("no profile")
                            .not_recorded()
                            .sets_option("RunnerOptions::profile_path");
   standard_count_ = settings_.size();

@@ -100,6 +100,15 @@ bool SettingBase::recorded() const {
 void SettingBase::assign(std::string_view text, Source source, std::string where) {
   // A list given again by a later source replaces the earlier one; within one source it grows.
   const bool append = source_ == source;
+  // "" is the default's meaning ("no output file"): on the command line or in TENAX_ARGS it is a
+  // mistake (an unset shell variable), not a request for the default. A settings file writes the
+  // default as `name = ` (--print-config), so there it is the default.
+  if (text.empty() && !empty_means_.empty() && source != Source::file) {
+    throw UsageError("--" + name_ + " ''" +
+                         (source == Source::environment ? std::string(" (in TENAX_ARGS)") : "") +
+                         ": an empty value",
+                     "give --" + name_ + " a value, or leave it out for " + empty_means_);
+  }
   parse(text, where, append);
   source_ = source;
   given_ = std::move(where);

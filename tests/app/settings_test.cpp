@@ -452,5 +452,39 @@ TEST_F(Settings, TrainingSettingsRefuseBadValuesNamingTheFlag) {
   EXPECT_EQ(training.recipe(10).optimizer_options, "beta2=0.99");
 }
 
+// An empty value given for a text whose default "" means something (`--matrix ''`, an unset
+// shell variable) is refused naming that meaning; left out, or "" in a settings file (what
+// --print-config writes for it), it is the default.
+TEST_F(Settings, AnEmptyValueIsNotARequestForTheDefault) {
+  const auto declare = [](App& app) -> Setting<std::string>& {
+    return app.setting("matrix", "", "a system's file").empty_means("the built-in problem");
+  };
+  App given("job", "a test job");
+  (void)declare(given);
+  const std::string said = refusal(given, {"--matrix", ""});
+  EXPECT_NE(said.find("--matrix '': an empty value"), std::string::npos) << said;
+  EXPECT_NE(said.find("leave it out for the built-in problem"), std::string::npos) << said;
+  App in_environment("job", "a test job");
+  (void)declare(in_environment);
+  ::setenv("TENAX_ARGS", "--matrix=", 1);
+  EXPECT_NE(refusal(in_environment, {}).find("--matrix '' (in TENAX_ARGS): an empty value"),
+            std::string::npos)
+      << refusal(in_environment, {});
+  ::unsetenv("TENAX_ARGS");
+  App left_out("job", "a test job");
+  const Setting<std::string>& matrix = declare(left_out);
+  EXPECT_EQ(parse(left_out, {}), -1);
+  EXPECT_EQ(matrix(), "");
+  App from_file("job", "a test job");
+  (void)declare(from_file);
+  const fs::path file = write("run.conf", "matrix = \n");
+  EXPECT_EQ(parse(from_file, {"--config", file.string()}), -1);
+  // Other texts may still be given empty.
+  App other("job", "a test job");
+  const Setting<std::string>& note = other.setting("note", "x", "a note");
+  EXPECT_EQ(parse(other, {"--note", ""}), -1);
+  EXPECT_EQ(note(), "");
+}
+
 }  // namespace
 }  // namespace tenax::app

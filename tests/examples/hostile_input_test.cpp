@@ -155,6 +155,18 @@ TEST_F(HostileInput, Heat2dTimeStepsThatCannotAdvanceTAreRefused) {
   expect_refused(HEAT2D_PATH, "--n 8 --steps 3 --dt 1e-320", {"--dt 1e-320", "smallest normal"});
 }
 
+// An empty path (an unset shell variable) is refused, not taken for the built-in problem.
+TEST_F(HostileInput, EmptyPathsAreRefusedNotTakenForTheDefault) {
+  expect_refused(POISSON_PATH, "--n 8 --matrix ''",
+                 {"--matrix '': an empty value", "leave it out for the generated problem"});
+  expect_refused(POISSON_PATH, "--n 8 --output ''", {"--output '': an empty value"});
+  expect_refused(TRAIN_MLP_PATH, "--steps 1 --data ''",
+                 {"--data '': an empty value", "the synthetic data"});
+  expect_refused(TRAIN_MLP_PATH, "--steps 1 --init ''", {"--init '': an empty value"});
+  expect_refused(HEAT2D_PATH, "--n 8 --steps 1 --output ''", {"--output '': an empty value"});
+  expect_refused(HEAT2D_PATH, "--n 8 --steps 1 --profile ''", {"--profile '': an empty value"});
+}
+
 TEST_F(HostileInput, TelemetryIntervalsThatAreNotSecondsAreRefused) {
   for (const char* value : {"-1", "nan", "inf", "1e300"}) {
     expect_refused(HEAT2D_PATH, std::string("--n 16 --steps 2 --telemetry-seconds ") + value,

@@ -107,6 +107,7 @@ class SettingBase {
   std::string given_;                          ///< given()
   std::function<bool()> recorded_when_;        ///< the condition of recorded(), if any
   std::vector<std::string> options_;           ///< options()
+  std::string empty_means_;  ///< what the default "" means (Setting<std::string>::empty_means)
 };
 
 /// A setting of type T: bool, int, std::int64_t, std::uint64_t, double, std::string or
@@ -192,6 +193,12 @@ class Setting final : public SettingBase {
   /// fraction only when no --dt is given, since the fraction then has no effect).
   Setting& recorded_when(std::function<bool()> condition) {
     recorded_when_ = std::move(condition);
+    return *this;
+  }
+  /// For a text whose default "" means something ("the built-in problem"): an empty value given
+  /// by a source (`--matrix ''`, an unset shell variable) is refused, naming that meaning.
+  Setting& empty_means(std::string meaning) requires std::is_same_v<T, std::string> {
+    empty_means_ = std::move(meaning);
     return *this;
   }
   /// Says which API option the setting sets ("TrainerOptions::detect_anomaly"; once per option
