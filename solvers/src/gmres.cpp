@@ -187,6 +187,9 @@ void Gmres::update_solution() {
 
 void Gmres::finish_method() { update_solution(); }
 
+// The cycle was folded into x when the solve stopped: a new one starts from x.
+void Gmres::resume_method() { (void)restart_cycle(); }
+
 void Gmres::save_method(StateDict& state) const {
   state.set("restart", restart_);
   state.set("j", j_);

@@ -216,6 +216,16 @@ void KrylovSolver::load_state(const StateDict& state, std::string_view prefix) {
   result_.detail = saved.text("detail");
   result_.initial_residual = saved.real("initial_residual");
   record_residual(saved.real("residual"));
+  // Stopped by an iteration limit that is larger now (a resume may raise it): the solve goes on.
+  if (finished_ && result_.status == SolveStatus::max_iterations &&
+      iteration_ < options_.max_iterations) {
+    finished_ = false;
+    const SolveResult fresh;
+    result_.status = fresh.status;
+    result_.detail.clear();
+    result_.bad_iteration = fresh.bad_iteration;
+    resume_method();
+  }
 }
 
 void KrylovSolver::require_started(std::string_view call) const {

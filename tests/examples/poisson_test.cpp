@@ -40,11 +40,12 @@ class Poisson : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  // Runs poisson with `args` in its own run directory (under `tenax run` when supervised).
+  // Runs poisson with `args` in its own run directory (under `tenax run` when supervised); a run
+  // that is not `fresh` resumes what the directory holds.
   static Solve run(const std::string& name, const std::string& args, bool supervised = false,
-                   const std::string& faults = "") {
+                   const std::string& faults = "", bool fresh = true) {
     const fs::path dir = root_ / name;
-    fs::remove_all(dir);
+    if (fresh) fs::remove_all(dir);
     std::string command = "TENAX_FAULTS='" + faults + "' ";
     if (supervised) {
       command += std::string(TENAX_CLI_PATH) +
@@ -251,6 +252,26 @@ TEST_F(Poisson, KilledOrPoisonedMidSolveEndsBitwiseAsUninterrupted) {
           << solver << " with " << faults << ": the solution differs from the uninterrupted run";
     }
   }
+}
+
+// The iteration limit is free to change: a solve that stopped at --max-iters 40 and is run again
+// with a larger limit goes on, and ends with the bits of a solve that never stopped.
+TEST_F(Poisson, ASolveStoppedAtItsLimitGoesOnWhenTheLimitIsRaised) {
+  const std::string args = "--n 48 --solver cg";
+  const Solve whole = run("limit-whole", args + " --output " + path_of("limit-whole.h5").string());
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const Solve stopped = run("limit", args + " --max-iters 40");
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  EXPECT_EQ(stopped.summary.value("status", ""), "max_iterations") << stopped.output;
+  const Solve raised = run("limit", args + " --max-iters 1000 --output " +
+                                        path_of("limit-raised.h5").string(),
+                           false, "", /*fresh=*/false);
+  ASSERT_EQ(raised.exit_code, 0) << raised.output;
+  EXPECT_NE(raised.output.find("max_iters changed 40 -> 1000"), std::string::npos)
+      << raised.output;
+  EXPECT_EQ(raised.summary.value("status", ""), "converged") << raised.output;
+  EXPECT_EQ(raised.summary.value("iterations", -1), whole.summary.value("iterations", -2));
+  EXPECT_EQ(solution(path_of("limit-raised.h5")), solution(path_of("limit-whole.h5")));
 }
 
 }  // namespace

@@ -217,5 +217,56 @@ TEST(Resume, AFinishedSessionLoadsAsFinished) {
   EXPECT_EQ(values_of(y), values_of(x));
 }
 
+// A solve stopped by its iteration limit and resumed under a larger one (a resume may raise the
+// limit) goes on: CG and BiCGSTAB with the iterates of a solve that never stopped, GMRES from a
+// new cycle at the saved x, to convergence. Under the same limit it stays finished.
+TEST(Resume, AStopAtTheIterationLimitGoesOnUnderALargerOne) {
+  for (const Case& c : {Case{"cg", "tol=1e-12"}, Case{"bicgstab", "tol=1e-12"},
+                        Case{"gmres", "tol=1e-12,restart=30"}}) {
+    SCOPED_TRACE(label(c));
+    const bool exact = c.method != "gmres";
+    const OperatorPtr a = make_csr_operator(exact && c.method == "cg"
+                                                ? testing::poisson(24)
+                                                : testing::convection_diffusion(24, 10.0, 5.0));
+    const Tensor b = random_vector(576, 5);
+    const Outcome whole = uninterrupted(c, a, b, 1000);
+    ASSERT_EQ(whole.result.status, SolveStatus::converged) << whole.result.detail;
+    StateDict state;
+    {
+      const auto limited = make_solver(c.method, parse_solver_options(c.options + ",max_iters=40"));
+      const Tensor x = zeros(a->rows());
+      limited->start(a, b, x);
+      while (!limited->iterate(1000)) {
+      }
+      ASSERT_EQ(limited->result().status, SolveStatus::max_iterations);
+      limited->save_state(state, "s");
+    }
+    // The same limit: the solve stays where it stopped.
+    {
+      const auto same = make_solver(c.method, parse_solver_options(c.options + ",max_iters=40"));
+      const Tensor x = zeros(a->rows());
+      same->start(a, b, x);
+      same->load_state(state, "s");
+      EXPECT_TRUE(same->finished());
+      EXPECT_EQ(same->result().status, SolveStatus::max_iterations);
+    }
+    // A larger one: it goes on to convergence.
+    const auto raised = make_solver(c.method, parse_solver_options(c.options));
+    const Tensor x = zeros(a->rows());
+    raised->start(a, b, x);
+    raised->load_state(state, "s");
+    EXPECT_FALSE(raised->finished());
+    while (!raised->iterate(1000)) {
+    }
+    EXPECT_EQ(raised->result().status, SolveStatus::converged) << raised->result().detail;
+    if (exact) {
+      EXPECT_EQ(raised->result().iterations, whole.result.iterations);
+      EXPECT_EQ(values_of(x), whole.x) << "the iterates of the solve that never stopped";
+    } else {
+      EXPECT_LE(raised->result().relative_residual, 1e-12);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tenax::solvers

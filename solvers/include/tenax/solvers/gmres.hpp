@@ -53,6 +53,7 @@ class Gmres final : public KrylovSolver {
   /// in column_[0, j]; returns w.w of the orthogonalised w.
   double orthogonalize(std::int64_t j);
   void finish_method() override;
+  void resume_method() override;
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
 

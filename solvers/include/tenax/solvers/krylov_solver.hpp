@@ -125,7 +125,10 @@ class KrylovSolver {
   /// vector length and dtype, for a right-hand side of the same norm, in this build's layout
   /// version; anything else throws UsageError saying what differs. x is overwritten with the
   /// saved iterate; the counters, result() and finished() are restored. Tensors may live on any
-  /// device (they are copied).
+  /// device (they are copied). A session saved when it stopped at its iteration limit goes on when
+  /// this solver's limit (options().max_iterations, which a resume may change) is larger: CG and
+  /// BiCGSTAB continue exactly where they stopped (the same iterates as a solve that never
+  /// stopped), GMRES starts a new cycle from the saved x (stopping folded its cycle into x).
   void load_state(const StateDict& state, std::string_view prefix);
 
  protected:
@@ -185,6 +188,9 @@ class KrylovSolver {
   virtual Step step() = 0;
   /// Called once when the session stops for any reason (GMRES folds its pending update into x).
   virtual void finish_method() {}
+  /// Called when a session that stopped at its iteration limit goes on under a larger one (see
+  /// load_state): a method whose finish_method() changed its state starts anew from x here.
+  virtual void resume_method() {}
   virtual void save_method(StateDict& state) const = 0;
   virtual void load_method(const StateDict& state) = 0;
 
