@@ -675,7 +675,7 @@ void expect_generated_problem_fits(const Settings& o, DType dtype, DType index_d
   // they do not fit); the known solution in f64.
   const std::int64_t rows = tenax::app::expect_grid_fits(
       Device::cpu(), "--n " + std::to_string(o.n()) + " --dim " + std::to_string(o.dim()), o.n(),
-      o.dim(), matrix_bytes + 6 * value + 8);
+      o.dim(), matrix_bytes + 7 * value + 8);
   if (!assembled || index_dtype != DType::i32) return;
   // The diagonal, and two entries for each pair of neighbours along each axis.
   const std::int64_t entries = rows + 2 * o.dim() * (rows / o.n()) * (o.n() - 1);

@@ -94,7 +94,26 @@ TEST_F(HostileInput, Heat2dGridThatOverflowsIsRefusedWithTheLargestThatFits) {
 TEST_F(HostileInput, Heat2dGridBeyondTheMemoryLimitIsRefusedBeforeAllocating) {
   expect_refused(HEAT2D_PATH, "--n 20000",
                  {"out_of_memory", "--n 20000 (400000000 points", "256.00 MiB",
-                  "use at most 5792 points per side"});
+                  "use at most 5697 points per side"});
+}
+
+// The largest grid a refusal names is one that runs under the same limit (before, heat2d and
+// poisson named sizes whose arrays alone filled the pool, and they ran out of memory).
+TEST_F(HostileInput, TheLargestGridARefusalNamesRuns) {
+  for (const std::string& program :
+       {std::string(HEAT2D_PATH) + " --steps 2", std::string(POISSON_PATH) + " --max-iters 5"}) {
+    const Finished refused = run_measured(
+        program + " --device cpu --progress quiet --n 40000 --run-dir " + (dir_ / "big").string(),
+        dir_ / "log");
+    ASSERT_EQ(refused.exit_code, 1) << refused.output;
+    const std::size_t at = refused.output.find("use at most ");
+    ASSERT_NE(at, std::string::npos) << refused.output;
+    const std::string largest = std::to_string(std::stoll(refused.output.substr(at + 12)));
+    const Finished fits = run_measured(program + " --device cpu --progress quiet --n " + largest +
+                                           " --run-dir " + (dir_ / ("fits-" + largest)).string(),
+                                       dir_ / "log");
+    EXPECT_EQ(fits.exit_code, 0) << program << " --n " << largest << "\n" << fits.output;
+  }
 }
 
 TEST_F(HostileInput, HeatEquationGridThatOverflowsIsRefused) {

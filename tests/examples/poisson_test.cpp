@@ -263,12 +263,11 @@ TEST_F(Poisson, ASolveStoppedAtItsLimitGoesOnWhenTheLimitIsRaised) {
   const Solve stopped = run("limit", args + " --max-iters 40");
   ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
   EXPECT_EQ(stopped.summary.value("status", ""), "max_iterations") << stopped.output;
-  const Solve raised = run("limit", args + " --max-iters 1000 --output " +
-                                        path_of("limit-raised.h5").string(),
-                           false, "", /*fresh=*/false);
+  const Solve raised =
+      run("limit", args + " --max-iters 1000 --output " + path_of("limit-raised.h5").string(),
+          false, "", /*fresh=*/false);
   ASSERT_EQ(raised.exit_code, 0) << raised.output;
-  EXPECT_NE(raised.output.find("max_iters changed 40 -> 1000"), std::string::npos)
-      << raised.output;
+  EXPECT_NE(raised.output.find("max_iters changed 40 -> 1000"), std::string::npos) << raised.output;
   EXPECT_EQ(raised.summary.value("status", ""), "converged") << raised.output;
   EXPECT_EQ(raised.summary.value("iterations", -1), whole.summary.value("iterations", -2));
   EXPECT_EQ(solution(path_of("limit-raised.h5")), solution(path_of("limit-whole.h5")));

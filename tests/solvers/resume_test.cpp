@@ -225,9 +225,9 @@ TEST(Resume, AStopAtTheIterationLimitGoesOnUnderALargerOne) {
                         Case{"gmres", "tol=1e-12,restart=30"}}) {
     SCOPED_TRACE(label(c));
     const bool exact = c.method != "gmres";
-    const OperatorPtr a = make_csr_operator(exact && c.method == "cg"
-                                                ? testing::poisson(24)
-                                                : testing::convection_diffusion(24, 10.0, 5.0));
+    const OperatorPtr a =
+        make_csr_operator(exact && c.method == "cg" ? testing::poisson(24)
+                                                    : testing::convection_diffusion(24, 10.0, 5.0));
     const Tensor b = random_vector(576, 5);
     const Outcome whole = uninterrupted(c, a, b, 1000);
     ASSERT_EQ(whole.result.status, SolveStatus::converged) << whole.result.detail;

@@ -22,9 +22,11 @@ void expect_fits_memory(Device device, std::int64_t bytes, const std::string& wh
 /// side^dims * bytes_per_point overflows, and expect_fits_memory's refusal when it exceeds the
 /// pool of `device`, both naming `flag` ("--n 6074001000") and the largest side that fits.
 /// `bytes_per_point`: the smallest footprint per point (the arrays the program cannot run
-/// without), >= 1.
+/// without), >= 1; `extra_bytes`: what it needs besides, of a size that does not grow with the
+/// grid (work buffers), >= 0. The largest side named leaves room for both.
 [[nodiscard]] std::int64_t expect_grid_fits(Device device, const std::string& flag,
                                             std::int64_t side, int dims,
-                                            std::int64_t bytes_per_point);
+                                            std::int64_t bytes_per_point,
+                                            std::int64_t extra_bytes = 0);
 
 }  // namespace tenax::app
