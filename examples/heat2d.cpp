@@ -488,12 +488,11 @@ int run(const Settings& options, tenax::app::Job& job) {
                 "give every rank at least one row: use --n >= the number of ranks");
   const Device device = job.device();
   // The field itself and what FTCS needs beside it at the least (the in-place sweep's two
-  // cache-sized blocks and a halo row on each side), before anything is allocated; the fast
-  // path's second field and the integrators' vectors come on top and meet the pool's own limit
-  // (FTCS then backs off to the in-place sweep).
+  // blocks of one row at the smallest micro-batch, and a halo row on each side), before anything
+  // is allocated; the fast path's second field and the integrators' vectors come on top and meet
+  // the pool's own limit (FTCS then backs off to the in-place sweep).
   (void)tenax::app::expect_grid_fits(device, "--n " + std::to_string(options.n()), options.n(), 2,
-                                     sizeof(double),
-                                     2 * kBlockBytes + 2 * options.n() * std::int64_t{8});
+                                     sizeof(double), 4 * options.n() * std::int64_t{8});
   TENAX_EXPECTS(comm.size() == 1 || options.scheme() == "explicit" || device.is_cpu(),
                 tenax::UsageError,
                 "--scheme " + options.scheme() + " on " + std::to_string(comm.size()) +

@@ -6,7 +6,6 @@
 #include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
-#include "tenax/core/memory/pool_resource.hpp"
 
 namespace tenax::app {
 
@@ -15,25 +14,26 @@ namespace {
 // What of a pool's capacity arrays can count on: the pool maps memory a granule at a time and
 // rounds blocks up, so the last granule mapped is partly used and the blocks hold a little more
 // than they were asked for. Two granules are kept as the slack for both.
-std::size_t usable(std::size_t capacity) {
-  const std::size_t slack = 2 * PoolOptions{}.map_granule;
-  return capacity > slack ? capacity - slack : 0;
+std::size_t usable(const MemoryStats& pool) {
+  const std::size_t slack = 2 * pool.map_granule;
+  return pool.capacity > slack ? pool.capacity - slack : 0;
 }
 
 }  // namespace
 
 void expect_fits_memory(Device device, std::int64_t bytes, const std::string& what,
                         const std::string& fix) {
-  const std::size_t capacity = memory_stats(device).capacity;
-  if (capacity == 0 || static_cast<std::uint64_t>(bytes) <= usable(capacity)) return;
-  throw OutOfMemoryError(
-      what + " needs at least " + format_bytes(static_cast<std::size_t>(bytes)) + " on " +
-          to_string(device) + ", more than the " + format_bytes(usable(capacity)) +
-          " that arrays can count on of the " + format_bytes(capacity) +
-          " this process may use there (TENAX_MEMORY_LIMIT, or the memory "
-          "the device has; the pool maps it " +
-          format_bytes(PoolOptions{}.map_granule) + " at a time and rounds blocks up)",
-      fix + ", or raise TENAX_MEMORY_LIMIT where the machine has the memory");
+  const MemoryStats pool = memory_stats(device);
+  const std::size_t capacity = pool.capacity;
+  if (capacity == 0 || static_cast<std::uint64_t>(bytes) <= usable(pool)) return;
+  throw OutOfMemoryError(what + " needs at least " + format_bytes(static_cast<std::size_t>(bytes)) +
+                             " on " + to_string(device) + ", more than the " +
+                             format_bytes(usable(pool)) + " that arrays can count on of the " +
+                             format_bytes(capacity) +
+                             " this process may use there (TENAX_MEMORY_LIMIT, or the memory "
+                             "the device has; the pool maps it " +
+                             format_bytes(pool.map_granule) + " at a time and rounds blocks up)",
+                         fix + ", or raise TENAX_MEMORY_LIMIT where the machine has the memory");
 }
 
 std::int64_t expect_grid_fits(Device device, const std::string& flag, std::int64_t side, int dims,
@@ -42,9 +42,9 @@ std::int64_t expect_grid_fits(Device device, const std::string& flag, std::int64
                 flag + ": a grid of side " + std::to_string(side) + " in " + std::to_string(dims) +
                     " dimensions at " + std::to_string(bytes_per_point) + " bytes per point",
                 "use a side, dimensions and bytes per point of at least 1");
-  const std::size_t capacity = memory_stats(device).capacity;
+  const MemoryStats pool = memory_stats(device);
   const auto limit = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(capacity == 0 ? INT64_MAX : usable(capacity), INT64_MAX));
+      std::min<std::uint64_t>(pool.capacity == 0 ? INT64_MAX : usable(pool), INT64_MAX));
   const std::string largest =
       "use at most " +
       std::to_string(

@@ -94,7 +94,7 @@ TEST_F(HostileInput, Heat2dGridThatOverflowsIsRefusedWithTheLargestThatFits) {
 TEST_F(HostileInput, Heat2dGridBeyondTheMemoryLimitIsRefusedBeforeAllocating) {
   expect_refused(HEAT2D_PATH, "--n 20000",
                  {"out_of_memory", "--n 20000 (400000000 points", "256.00 MiB",
-                  "use at most 5697 points per side"});
+                  "use at most 5740 points per side"});
 }
 
 // The largest grid a refusal names is one that runs under the same limit (before, heat2d and

@@ -415,6 +415,7 @@ PoolResource::PoolResource(std::shared_ptr<VirtualMemory> arena, PoolOptions opt
   s.stats.device = s.device;
   s.stats.capacity = s.capacity;
   s.stats.address_space = s.address_space;
+  s.stats.map_granule = s.granule;
   s.live.reserve(1024);
   Block* whole = s.new_block();
   whole->addr = s.base;

@@ -35,6 +35,7 @@ struct MemoryStats {
   Device device;                  ///< the device of the pool
   std::size_t capacity = 0;       ///< bytes the pool may map (PoolResource::capacity())
   std::size_t address_space = 0;  ///< bytes of reserved virtual addresses
+  std::size_t map_granule = 0;    ///< bytes the pool maps at a time (PoolOptions::map_granule)
 
   StatCounter allocated_bytes;  ///< bytes in live blocks (after rounding)
   StatCounter requested_bytes;  ///< bytes callers asked for (before rounding)
