@@ -116,4 +116,27 @@ inline void expect_same_workload_state(const StateDict& a, const StateDict& b) {
   }
 }
 
+// `program` killed at step `kill` in `killed` and resumed from the checkpoint of `checkpoint`
+// ends as the whole run did: the same closing line (`said`, the line starting with `closing`), the
+// same workload state bit for bit as `expected` (the whole run's final checkpoint), and a report
+// that counts the steps computed again (`recomputed`, e.g. "6 steps recomputed") and draws the
+// chart `chart`.
+inline void expect_resumed_as_whole(const std::string& program, const fs::path& killed,
+                                    std::int64_t kill, std::int64_t checkpoint,
+                                    const std::string& closing, const std::string& said,
+                                    const io::LoadedCheckpoint& expected,
+                                    const std::string& recomputed, const std::string& chart) {
+  const CommandOutput resumes = killed_and_resumed(program, killed, kill, checkpoint, closing);
+  EXPECT_EQ(line_starting(resumes.output, closing), said) << resumes.output;
+  const io::LoadedCheckpoint resumed = final_checkpoint(killed);
+  EXPECT_EQ(resumed.step, expected.step);
+  expect_same_workload_state(expected.state, resumed.state);
+  std::string html;
+  const CommandOutput summary = report(killed, html);
+  EXPECT_EQ(summary.exit_code, 0) << summary.output;
+  EXPECT_NE(summary.output.find("1 x fault or crash; " + recomputed), std::string::npos)
+      << summary.output;
+  EXPECT_NE(html.find("id=\"chart-metric-" + chart + "\""), std::string::npos);
+}
+
 }  // namespace tenax::testing

@@ -115,19 +115,8 @@ TEST(TutorialSolve, SolvesToTheClosedFormAndResumesToTheSameBits) {
   EXPECT_NE(said.find("u(1/2, 1/2) = 0.07366781"), std::string::npos) << said;
 
   const fs::path killed = fresh_run_dir("membrane-killed");
-  const testing::CommandOutput resumes =
-      testing::killed_and_resumed(TUTORIAL_MEMBRANE_PATH, killed, 17, 10, "membrane: ");
-  EXPECT_EQ(testing::line_starting(resumes.output, "membrane: "), said) << resumes.output;
-  const io::LoadedCheckpoint resumed = final_checkpoint(killed);
-  EXPECT_EQ(resumed.step, expected.step);
-  testing::expect_same_workload_state(expected.state, resumed.state);
-
-  std::string html;
-  const testing::CommandOutput report = testing::report(killed, html);
-  EXPECT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("1 x fault or crash; 6 steps recomputed"), std::string::npos)
-      << report.output;
-  EXPECT_NE(html.find("id=\"chart-metric-relative_residual\""), std::string::npos);
+  testing::expect_resumed_as_whole(TUTORIAL_MEMBRANE_PATH, killed, 17, 10, "membrane: ", said,
+                                   expected, "6 steps recomputed", "relative_residual");
   fs::remove_all(whole);
   fs::remove_all(killed);
 }

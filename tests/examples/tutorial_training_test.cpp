@@ -60,19 +60,8 @@ TEST(TutorialTraining, LearnsAndResumesToTheSameBits) {
   EXPECT_EQ(expected.state.integer("workload/training/optimizer/step"), 600);
 
   const fs::path killed = fresh_run_dir("fit-killed");
-  const testing::CommandOutput resumes =
-      testing::killed_and_resumed(TUTORIAL_FIT_PATH, killed, 321, 300, "fit: ");
-  EXPECT_EQ(testing::line_starting(resumes.output, "fit: "), said) << resumes.output;
-  const io::LoadedCheckpoint resumed = final_checkpoint(killed);
-  EXPECT_EQ(resumed.step, 600);
-  testing::expect_same_workload_state(expected.state, resumed.state);
-
-  std::string html;
-  const testing::CommandOutput report = testing::report(killed, html);
-  EXPECT_EQ(report.exit_code, 0) << report.output;
-  EXPECT_NE(report.output.find("1 x fault or crash; 20 steps recomputed"), std::string::npos)
-      << report.output;
-  EXPECT_NE(html.find("id=\"chart-metric-loss\""), std::string::npos);
+  testing::expect_resumed_as_whole(TUTORIAL_FIT_PATH, killed, 321, 300, "fit: ", said, expected,
+                                   "20 steps recomputed", "loss");
   fs::remove_all(one);
   fs::remove_all(whole);
   fs::remove_all(killed);
