@@ -98,6 +98,8 @@ struct Runner::Impl {
   StepAgreement agree_on_state(bool scan, const detail::StepClock* clock,
                                std::optional<std::string>& anomaly);
   std::optional<std::string> find_anomaly(bool scan);
+  // The first floating tensor of `state` with NaN/Inf values, said, or nothing.
+  static std::optional<std::string> scan_tensors(const StateDict& state);
   [[nodiscard]] bool scan_due(bool checkpoint_ahead) const;
   [[noreturn]] void hang();
 

@@ -129,6 +129,20 @@ bool Runner::Impl::start() {
       workload.init();
       return true;
     });
+    // A state that starts unhealthy (a NaN in a file it was initialised from) has no checkpoint
+    // to roll back to: refused before anything is written, naming the tensor.
+    {
+      const AllocationTag tag("nan_scan");
+      if (auto problem = scan_tensors(workload.save_state())) {
+        events->append(event::error, {{"step", std::int64_t{0}},
+                                      {"rank", std::int64_t{rank}},
+                                      {"reason", "the initial state holds " + *problem}});
+        throw AnomalyError(
+            "the initial state (Workload::init) holds " + *problem + "; nothing was written",
+            "check what the workload starts from (its initial condition, an "
+            "initial parameters file, the data it reads)");
+      }
+    }
     step = 0;
     micro.reset(full_micro_batch(), 0);
     events->append(event::started, {{"total_steps", options.total_steps},

@@ -20,21 +20,6 @@
 #include "tenax/runtime/run_events.hpp"
 
 namespace tenax::runtime {
-namespace {
-
-std::optional<std::string> scan_tensors(const StateDict& state) {
-  for (const auto& [name, entry] : state.entries()) {
-    const Tensor* tensor = std::get_if<Tensor>(&entry);
-    if (tensor == nullptr || !is_floating(tensor->dtype()) || tensor->numel() == 0) continue;
-    const std::int64_t bad = ops::count_nonfinite(*tensor);
-    if (bad > 0) {
-      return std::to_string(bad) + " non-finite value(s) in state tensor '" + name + "'";
-    }
-  }
-  return std::nullopt;
-}
-
-}  // namespace
 
 Runner::Impl::Outcome Runner::Impl::compute_step() {
   Outcome outcome;
@@ -240,6 +225,18 @@ StepAgreement Runner::Impl::agree_on_state(bool scan, const detail::StepClock* c
   proposal.seconds = clock != nullptr ? clock->compute() : 0.0;
   const profiling::Span span("wait.agree_state", step);
   return communicator->agree(proposal);
+}
+
+std::optional<std::string> Runner::Impl::scan_tensors(const StateDict& state) {
+  for (const auto& [name, entry] : state.entries()) {
+    const Tensor* tensor = std::get_if<Tensor>(&entry);
+    if (tensor == nullptr || !is_floating(tensor->dtype()) || tensor->numel() == 0) continue;
+    const std::int64_t bad = ops::count_nonfinite(*tensor);
+    if (bad > 0) {
+      return std::to_string(bad) + " non-finite value(s) in state tensor '" + name + "'";
+    }
+  }
+  return std::nullopt;
 }
 
 // Why the state is not healthy after a step, or nothing. The state's tensors are scanned when

@@ -793,6 +793,27 @@ TEST_F(RunnerTest, PersistentNanStopsAfterMaxAnomalyRetries) {
   expect_newest_checkpoint(5, kSize);
 }
 
+// A state that starts unhealthy has no checkpoint to roll back to: the run is refused before
+// anything is written (before, the NaN was checkpointed as step 0 and rolled back to three times).
+TEST_F(RunnerTest, ANonFiniteInitialStateIsRefusedBeforeAnyCheckpoint) {
+  ToyWorkload toy(kSize);
+  toy.nan_at_init = true;
+  Runner runner(toy, options(10));
+  try {
+    (void)runner.run();
+    FAIL() << "no error";
+  } catch (const AnomalyError& e) {
+    EXPECT_NE(e.cause().find("initial state"), std::string::npos) << e.cause();
+    EXPECT_NE(e.cause().find("1 non-finite value(s) in state tensor 'x'"), std::string::npos)
+        << e.cause();
+  }
+  EXPECT_TRUE(committed().empty()) << "a non-finite state was checkpointed";
+  EXPECT_EQ(toy.attempts.count(1), 0u) << "no step was taken";
+  const std::vector<json> lines = events();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back().at("event"), "error");
+}
+
 TEST_F(RunnerTest, PersistentNanRightAfterACheckpointStopsToo) {
   ToyWorkload toy(kSize);
   toy.nan = [](std::int64_t step, int, std::int64_t) { return step == 6; };

@@ -68,12 +68,14 @@ class ToyWorkload : public Workload {
   Hook nan;           // write NaN into x[0] after the step
   Hook sigterm;       // raise(SIGTERM) in the middle of the step, which then completes
   std::function<std::optional<std::string>(std::int64_t step)> problem;  // check() after step
+  bool nan_at_init = false;  // init() writes NaN into x[2] (an initial file holding one)
 
   void init() override {
     ++init_calls;
     x_ = Tensor::empty({size_}, DType::f64);
     double* x = x_.data_as<double>();
     for (std::int64_t i = 0; i < size_; ++i) x[i] = toy_initial(i);
+    if (nan_at_init) x[2] = std::numeric_limits<double>::quiet_NaN();
     scratch_ = Tensor::empty_like(x_);
     step_ = 0;
     staged_ = -1;
