@@ -174,8 +174,13 @@ void replace_file(const std::filesystem::path& path, std::string_view what,
   // removes a symbolic link itself, never what it points to, and fails on a directory.
   if (file_kind(temporary) != FileKind::missing) (void)::unlink(temporary.c_str());
   {
-    const FileDescriptor created = open_regular_file(
-        temporary, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC, Symlinks::refuse, fix, 0644);
+    const OpenedFile created =
+        try_open_regular_file(temporary, O_WRONLY | O_CREAT | O_EXCL, Symlinks::refuse, 0644);
+    if (!created.ok()) {
+      std::string cause = "cannot write " + path.string() + ": " + created.problem;
+      if (created.error == 0) throw UsageError(std::move(cause), fix);
+      throw_errno(std::move(cause), fix, created.error);
+    }
   }
   try {
     write(temporary);

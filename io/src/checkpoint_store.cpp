@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "durable_file.hpp"
+#include "state_file_writer.hpp"
 #include "tenax/io/checksum.hpp"
 
 namespace tenax::io {
@@ -175,7 +176,7 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
       if (ec) throw_errno("cannot remove", dir / kCommitFileName, ec.value());
       fsync_path(dir, true);
     }
-    write_state_file(temp_path, state, meta);
+    detail::write_hdf5_file(temp_path, state, &meta);  // the temporary is this protocol's own
     phase(CheckpointPhase::after_data_write, step);
     const detail::FileDigest digest = detail::fsync_and_digest(temp_path);
     phase(CheckpointPhase::after_data_fsync, step);

@@ -165,7 +165,10 @@ class App {
   /// Records, as `key`, the XXH64 of the file that `path` names (when it names one) beside the
   /// path itself, so that a file edited in place is a change on resume and a file moved is not
   /// (declare `path` free_to_change()). Each file is read once; one that cannot be read is
-  /// recorded as "(unreadable)" and the program's reader says why.
+  /// recorded as "(unreadable)" and the program's reader says why. A path that names something
+  /// other than a regular file (a FIFO, a directory, a device; a symbolic link is followed) is
+  /// refused with a UsageError naming the flag, the path, what it is and the fix, before it is
+  /// opened.
   void record_file_digest(const Setting<std::string>& path, std::string key);
 
   /// The standard settings.
