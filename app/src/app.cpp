@@ -602,6 +602,12 @@ void App::record_file_digest(const Setting<std::string>& path, std::string key) 
   });
 }
 
+void App::output_file(const Setting<std::string>& path) {
+  on_parsed([&path] {
+    if (!path().empty()) require_output_path(path(), "--" + path.name());
+  });
+}
+
 std::string App::stored_config() const {
   io::ConfigWriter config(program_);
   for (const SettingBase* setting : settings()) {

@@ -170,6 +170,12 @@ class App {
   /// refused with a UsageError naming the flag, the path, what it is and the fix, before it is
   /// opened.
   void record_file_digest(const Setting<std::string>& path, std::string key);
+  /// Declares `path` a file the program writes (its --output): once the settings are read, a
+  /// path that exists and is not a regular file (a device such as /dev/null, a FIFO, a
+  /// directory, a symbolic link such as /dev/stdout) is refused with a UsageError naming the
+  /// flag, the path, what it is and the fix, before the job runs (require_output_path in
+  /// tenax/core/regular_file.hpp; the writers replace a regular file whole).
+  void output_file(const Setting<std::string>& path);
 
   /// The standard settings.
   [[nodiscard]] const Standard& standard() const noexcept { return standard_; }
