@@ -566,5 +566,6 @@ int main(int argc, char** argv) {
                       "checkpoints and fault recovery",
                       {.steps = 1000, .checkpoint_every = 100, .divides_work_across_ranks = true});
   const Settings settings(app);
+  app.output_file(settings.output);
   return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });
 }

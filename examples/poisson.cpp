@@ -836,6 +836,7 @@ int main(int argc, char** argv) {
       "Matrix Market input) with tenax Krylov solvers, resumable mid-solve",
       {.steps = 0, .checkpoint_every = 20, .divides_work_across_ranks = true});
   const Settings settings(app);
+  app.output_file(settings.output);
   app.record_file_digest(settings.matrix, "matrix_xxh64");
   app.record_file_digest(settings.rhs, "rhs_xxh64");
   return app.main(argc, argv, [&](tenax::app::Job& job) { return run(settings, job); });

@@ -707,6 +707,7 @@ int main(int argc, char** argv) {
                       "unchanged",
                       {.steps = 300, .checkpoint_every = 50, .divides_work_across_ranks = true});
   const Settings settings(app);
+  app.output_file(settings.output);
   // The grain that runs is recorded; input files by their contents too.
   app.record_also([&](tenax::io::ConfigWriter& c) { c.set("grain", settings.grain_run()); });
   app.record_file_digest(settings.data, "data_xxh64");

@@ -2,8 +2,10 @@
 // in ckpt_show.cpp.
 #include "ckpt_command.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "command_status.hpp"
 #include "doctor.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/state_file.hpp"
@@ -204,9 +207,11 @@ CheckpointPath need_run_dir(const std::filesystem::path& path, std::string_view 
 
 bool has_hdf5_signature(const std::filesystem::path& path) {
   static constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
-  std::ifstream in(path, std::ios::binary);
+  // A regular file only, opened without blocking: a FIFO in a checkpoint would hang the read.
+  const OpenedFile file = try_open_regular_file(path, O_RDONLY, Symlinks::follow);
   char head[8] = {};
-  return in.read(head, sizeof head) && std::equal(head, head + 8, kSignature);
+  return file.ok() && ::read(file.fd.get(), head, sizeof head) == sizeof head &&
+         std::equal(head, head + 8, kSignature);
 }
 
 std::string modification_time(const std::filesystem::path& path) {

@@ -21,6 +21,7 @@
 #include "command_status.hpp"
 #include "svg_chart.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/runtime/run_events.hpp"
 #include "time_text.hpp"
 
@@ -680,33 +681,15 @@ void print_report_summary(const RunHistory& run, const std::filesystem::path& pa
 
 int run_report(const std::filesystem::path& run_dir, const std::filesystem::path& output,
                std::ostream& out) {
-  const RunHistory run = read_run_history(run_dir);
   const std::filesystem::path page = output.empty() ? run_dir / "report.html" : output;
+  // Refused before anything is read or written: -o /dev/full or /dev/stdout was replaced by the
+  // page (a device node or link renamed over).
+  require_output_path(page, output.empty() ? "the report" : "-o");
+  const RunHistory run = read_run_history(run_dir);
   const std::string html = render_report_html(run);
   // Written beside its final name and renamed: a reader never sees half a page, and a failure
   // leaves an earlier report as it was.
-  const std::filesystem::path temporary =
-      page.string() + ".tmp-" + std::to_string(static_cast<long long>(::getpid()));
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << html;
-    file.flush();
-    if (!file) {
-      const int error = errno;
-      std::error_code ec;
-      std::filesystem::remove(temporary, ec);
-      throw IoError("cannot write the report " + page.string() + ": " +
-                        (error != 0 ? std::strerror(error) : "write failed"),
-                    "pass -o with a writable path (or free space on its disk)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, page, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw IoError("cannot move the report into place at " + page.string() + ": " + ec.message(),
-                  "pass -o with a writable path");
-  }
+  replace_file_contents(page, output.empty() ? "the report" : "-o", html);
   print_report_summary(run, page, out);
   return 0;
 }

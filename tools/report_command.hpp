@@ -37,7 +37,9 @@ void print_report_summary(const RunHistory& run, const std::filesystem::path& pa
 
 // Reads `run_dir`, writes the page to `output` (RUN_DIR/report.html when empty) through a
 // temporary file renamed into place, prints the summary; returns the exit status. Throws
-// UsageError for a bad run directory, IoError when the page cannot be written.
+// UsageError for a bad run directory or an output that exists and is not a regular file (a
+// device, a FIFO, a directory, a symbolic link: refused before anything is read or written),
+// IoError when the page cannot be written.
 [[nodiscard]] int run_report(const std::filesystem::path& run_dir,
                              const std::filesystem::path& output, std::ostream& out);
 

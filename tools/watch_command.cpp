@@ -1,10 +1,12 @@
 #include "watch_command.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -17,6 +19,7 @@
 
 #include "command_status.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/runtime/run_events.hpp"
 #include "time_text.hpp"
 
@@ -40,8 +43,8 @@ bool final_status(const std::string& status) {
 }  // namespace
 
 bool LogFollower::exists() const {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path_, ec);
+  // As every reader of a run directory: a regular file, not through a symbolic link.
+  return file_kind(path_) == FileKind::regular;
 }
 
 std::vector<std::string> LogFollower::new_lines() {
@@ -54,14 +57,17 @@ std::vector<std::string> LogFollower::new_lines() {
     partial_.clear();
   }
   if (size == offset_) return lines;
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return lines;
-  in.seekg(static_cast<std::streamoff>(offset_));
+  // Never blocking, never through a link, a regular file only (see tenax/core/regular_file.hpp).
+  const OpenedFile in = try_open_regular_file(path_, O_RDONLY, Symlinks::refuse);
+  if (!in.ok()) return lines;
   // At most 64 MiB per call, so a huge log is caught up with in steps, never in one allocation.
   const std::uintmax_t want = std::min<std::uintmax_t>(size - offset_, std::uintmax_t{64} << 20);
   std::string chunk(static_cast<std::size_t>(want), '\0');
-  in.read(chunk.data(), static_cast<std::streamsize>(want));
-  chunk.resize(static_cast<std::size_t>(in.gcount()));
+  ssize_t got;
+  do {
+    got = ::pread(in.fd.get(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
+  } while (got < 0 && errno == EINTR);
+  chunk.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
   offset_ += chunk.size();
   partial_ += chunk;
   std::size_t start = 0;

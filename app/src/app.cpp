@@ -13,6 +13,7 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/io/checksum.hpp"
 
 #ifndef TENAX_VERSION_STRING
@@ -580,6 +581,15 @@ std::string App::config_text() const {
 void App::record_file_digest(const Setting<std::string>& path, std::string key) {
   record_also([this, &path, key = std::move(key)](io::ConfigWriter& config) {
     if (path().empty()) return;
+    // An input file is read twice (here and by the program's reader), so it must be a regular
+    // file: a FIFO would hang the first open and be empty for the second, a device would be
+    // read without end. Looked at without opening it (stat follows a link to its target).
+    const FileKind kind = file_kind(path(), /*follow_symlinks=*/true);
+    TENAX_EXPECTS(kind == FileKind::missing || kind == FileKind::regular, UsageError,
+                  "--" + path.name() + " " + path() + " is " + std::string(describe(kind)) +
+                      ", not a regular file",
+                  "give the path of a regular file (a pipe, a FIFO or a process substitution "
+                  "such as <(cat A.mtx) can be read only once: save it to a file first)");
     auto found = file_digests_.find(path());
     if (found == file_digests_.end()) {
       std::string digest = "(unreadable)";
@@ -590,6 +600,12 @@ void App::record_file_digest(const Setting<std::string>& path, std::string key) 
       found = file_digests_.emplace(path(), std::move(digest)).first;
     }
     config.set(key, found->second);
+  });
+}
+
+void App::output_file(const Setting<std::string>& path) {
+  on_parsed([&path] {
+    if (!path().empty()) require_output_path(path(), "--" + path.name());
   });
 }
 

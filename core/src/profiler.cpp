@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 
 namespace tenax::profiling {
 namespace {
@@ -120,32 +121,9 @@ std::size_t stop_and_write(const std::filesystem::path& path, int rank) {
   }
   out += "\n]}\n";
 
-  const std::filesystem::path temporary =
-      path.string() + ".tmp-" + std::to_string(static_cast<long long>(::getpid()));
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  bool ok = file != nullptr;
-  int error = ok ? 0 : errno;
-  if (ok && std::fwrite(out.data(), 1, out.size(), file) != out.size()) {
-    ok = false;
-    error = errno;
-  }
-  if (file != nullptr && std::fclose(file) != 0 && ok) {
-    ok = false;
-    error = errno;
-  }
-  std::error_code ec;
-  if (ok) {
-    std::filesystem::rename(temporary, path, ec);
-    if (ec) {
-      ok = false;
-      error = ec.value();
-    }
-  }
-  if (!ok) {
-    std::filesystem::remove(temporary, ec);
-    throw IoError("cannot write the profile " + path.string() + ": " + std::strerror(error),
-                  "pass --profile a path in a writable directory with free space");
-  }
+  // Replaced whole (a temporary renamed over it), and only a regular file: a device, FIFO or
+  // symbolic link given as the profile is refused, never replaced.
+  replace_file_contents(path, "--profile", out);
   return taken.size();
 }
 

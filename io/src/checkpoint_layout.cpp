@@ -12,6 +12,7 @@
 
 #include "durable_file.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/core/text.hpp"
 #include "tenax/io/checksum.hpp"
 
@@ -353,16 +354,23 @@ ParsedCommitRecord parse_commit_record(std::string_view text) {
 }
 
 ParsedCommitRecord read_commit_record(const std::filesystem::path& path) {
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) {
-    const int error = errno;
-    if (error == ENOENT) {
+  // Without blocking and not through a symbolic link: a FIFO named COMMIT hung every reader
+  // (list, verify, show, the resume) beyond the reach of SIGTERM.
+  OpenedFile opened = try_open_regular_file(path, O_RDONLY, Symlinks::refuse);
+  if (!opened.ok()) {
+    if (opened.error == ENOENT) {
       return invalid(CommitProblem::missing,
                      "no commit record (the write was interrupted before it committed)");
     }
-    return invalid(CommitProblem::unreadable,
-                   "cannot open commit record '" + path.string() + "': " + std::strerror(error));
+    if (opened.error == 0) {
+      return invalid(CommitProblem::unreadable, path.filename().string() + " is " +
+                                                    std::string(describe(opened.kind)) +
+                                                    ", not a regular file");
+    }
+    return invalid(CommitProblem::unreadable, "cannot open commit record '" + path.string() +
+                                                  "': " + std::strerror(opened.error));
   }
+  Descriptor file{opened.fd.release()};
   // Reading stops one byte past the limit: that tells an oversized file without reading it all.
   std::string text;
   char chunk[16384];

@@ -9,6 +9,8 @@
 #include <utility>
 
 #include "durable_file.hpp"
+#include "state_file_writer.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/io/checksum.hpp"
 
 namespace tenax::io {
@@ -35,11 +37,28 @@ std::optional<std::string> metadata_problem(const FileMetadata& meta, const Comm
 // part-way leaves either the whole old checkpoint (valid, and removed by the next retention) or
 // a directory whose files no longer match its commit record, which every load verifies and
 // skips. Durability of a removal buys nothing, and each directory fsync is a journal commit.
+// A symbolic link in the place of a step directory is removed as a link: what it points to is
+// outside the run directory's ownership and is never touched (remove_all does not follow links
+// below the directory either).
 void remove_checkpoint_dir(const std::filesystem::path& dir) {
   std::error_code ec;
-  std::filesystem::remove(dir / kCommitFileName, ec);
-  std::filesystem::remove_all(dir, ec);
+  const FileKind kind = file_kind(dir);
+  if (kind == FileKind::directory) {
+    std::filesystem::remove(dir / kCommitFileName, ec);
+    std::filesystem::remove_all(dir, ec);
+  } else if (kind == FileKind::symlink) {
+    std::filesystem::remove(dir, ec);  // unlink(2) of the link itself
+  }
   if (ec) throw_errno("cannot remove", dir, ec.value());
+}
+
+// Why `dir` (checkpoints/step-N) cannot hold a checkpoint of this run directory, or nullopt: a
+// symbolic link there is never followed, for reading or writing.
+std::optional<std::string> step_dir_problem(const std::filesystem::path& dir) {
+  const FileKind kind = file_kind(dir);
+  if (kind == FileKind::directory || kind == FileKind::missing) return std::nullopt;
+  return "checkpoints/" + dir.filename().string() + " is " + std::string(describe(kind)) +
+         ", not a directory (tenax does not follow it; remove it)";
 }
 
 }  // namespace
@@ -159,6 +178,11 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
   const std::filesystem::path final_path = dir / file_name;
   const std::filesystem::path temp_path = dir / temp_name(file_name);
   bool renamed = false;
+  if (auto problem = step_dir_problem(dir)) {
+    throw UsageError(
+        "cannot write the checkpoint of step " + std::to_string(step) + ": " + *problem,
+        "remove " + dir.string() + " (tenax creates its checkpoint directories)");
+  }
   try {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) {
@@ -175,7 +199,7 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
       if (ec) throw_errno("cannot remove", dir / kCommitFileName, ec.value());
       fsync_path(dir, true);
     }
-    write_state_file(temp_path, state, meta);
+    detail::write_hdf5_file(temp_path, state, &meta);  // the temporary is this protocol's own
     phase(CheckpointPhase::after_data_write, step);
     const detail::FileDigest digest = detail::fsync_and_digest(temp_path);
     phase(CheckpointPhase::after_data_fsync, step);
@@ -247,6 +271,11 @@ void CheckpointStore::apply_retention(std::int64_t newest) {
   std::vector<std::filesystem::path> doomed;
   for (const std::int64_t step : list_step_dirs(run_dir_)) {
     const std::filesystem::path dir = step_dir(step);
+    if (step_dir_problem(dir)) {
+      // Not a checkpoint of this directory (a symbolic link): an older one goes as a link.
+      if (step < newest) doomed.push_back(dir);
+      continue;
+    }
     const bool committed = std::filesystem::exists(dir / kCommitFileName, ec);
     if (step == newest) {
       ++kept;
@@ -290,7 +319,10 @@ std::vector<std::int64_t> CheckpointStore::committed_steps() const {
   std::vector<std::int64_t> steps;
   std::error_code ec;
   for (const std::int64_t step : list_step_dirs(run_dir_)) {
-    if (std::filesystem::exists(step_dir(step) / kCommitFileName, ec)) steps.push_back(step);
+    if (!step_dir_problem(step_dir(step)) &&
+        std::filesystem::exists(step_dir(step) / kCommitFileName, ec)) {
+      steps.push_back(step);
+    }
   }
   return steps;
 }
@@ -316,6 +348,7 @@ std::optional<std::string> CheckpointStore::check(std::int64_t step, int rank, D
 std::optional<std::string> CheckpointStore::check_record(std::int64_t step,
                                                          CommitRecord& record) const {
   const std::filesystem::path dir = step_dir(step);
+  if (auto problem = step_dir_problem(dir)) return problem;
   ParsedCommitRecord parsed = read_commit_record(dir / kCommitFileName);
   if (parsed.problem == CommitProblem::missing) {
     std::error_code ec;
@@ -342,7 +375,11 @@ std::optional<std::string> CheckpointStore::check_file(const CommitRecord& recor
   const std::filesystem::path path = step_dir(record.step) / expected.name;
   std::error_code ec;
   try {
-    if (!std::filesystem::is_regular_file(path, ec)) return expected.name + " is missing";
+    const FileKind kind = file_kind(path);
+    if (kind == FileKind::missing) return expected.name + " is missing";
+    if (kind != FileKind::regular) {
+      return expected.name + " is " + std::string(describe(kind)) + ", not a regular file";
+    }
     const std::uint64_t size = std::filesystem::file_size(path, ec);
     if (ec || size != expected.size) {
       return expected.name + " has " + std::to_string(size) + " bytes, the commit record says " +

@@ -12,6 +12,7 @@
 
 #include "hdf5_support.hpp"
 #include "state_file_writer.hpp"
+#include "tenax/core/regular_file.hpp"
 
 namespace tenax::io {
 namespace {
@@ -474,7 +475,9 @@ void write_datasets(const std::filesystem::path& file,
                   "give each dataset once");
     entries.set(path, tensor);
   }
-  detail::write_hdf5_file(file, entries, /*metadata=*/nullptr);
+  replace_file(file, "the HDF5 file", [&](const std::filesystem::path& temporary) {
+    detail::write_hdf5_file(temporary, entries, /*metadata=*/nullptr);
+  });
 }
 
 }  // namespace tenax::io

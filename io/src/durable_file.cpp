@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/io/checksum.hpp"
 
 namespace tenax::io::detail {
@@ -46,6 +47,20 @@ Fd open_or_throw(const std::filesystem::path& path, int flags, mode_t mode = 0) 
   return Fd(fd);
 }
 
+// A regular file opened without blocking (a FIFO or device in its place is refused, never
+// waited on): UsageError naming what is there, or the errno's error as throw_errno() says.
+Fd open_regular_or_throw(const std::filesystem::path& path, int flags, Symlinks symlinks,
+                         mode_t mode = 0) {
+  OpenedFile opened = try_open_regular_file(path, flags, symlinks, mode);
+  if (!opened.ok() && opened.error == 0) {
+    throw UsageError(opened.problem,
+                     "give the path of a regular file (tenax reads and writes only regular "
+                     "files; remove what stands in its place)");
+  }
+  if (!opened.ok()) throw_errno("cannot open", path, opened.error);
+  return Fd(opened.fd.release());
+}
+
 }  // namespace
 
 void throw_errno(std::string_view operation, const std::filesystem::path& path, int errnum) {
@@ -68,7 +83,8 @@ void throw_errno(std::string_view operation, const std::filesystem::path& path, 
 }
 
 void fsync_path(const std::filesystem::path& path, bool directory) {
-  Fd fd = open_or_throw(path, directory ? O_RDONLY | O_DIRECTORY : O_RDONLY);
+  Fd fd = directory ? open_or_throw(path, O_RDONLY | O_DIRECTORY)
+                    : open_regular_or_throw(path, O_RDONLY, Symlinks::refuse);
   if (::fsync(fd.get()) != 0) throw_errno("cannot fsync", path, errno);
 }
 
@@ -77,7 +93,7 @@ void rename_path(const std::filesystem::path& from, const std::filesystem::path&
 }
 
 void write_file_synced(const std::filesystem::path& path, std::string_view bytes) {
-  Fd fd = open_or_throw(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  Fd fd = open_regular_or_throw(path, O_WRONLY | O_CREAT | O_TRUNC, Symlinks::refuse, 0644);
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd.get(), bytes.data(), bytes.size());
     if (n < 0 && errno == EINTR) continue;
@@ -112,7 +128,9 @@ FileDigest digest_descriptor(int fd, const std::filesystem::path& path) {
 }  // namespace
 
 FileDigest digest_file(const std::filesystem::path& path) {
-  Fd fd = open_or_throw(path, O_RDONLY);
+  // A link is followed (a user's input file may be one) but only to a regular file: a FIFO
+  // would hang the open, a pipe fail pread with "Illegal seek", /dev/zero never end.
+  Fd fd = open_regular_or_throw(path, O_RDONLY, Symlinks::follow);
   // Ask for the whole file at once: the kernel then streams it from the disk at full speed while
   // this thread hashes, and a reader of the same file on another thread (the loader) finds the
   // pages already in the cache. Only advice: a failure changes nothing but speed.
@@ -122,7 +140,7 @@ FileDigest digest_file(const std::filesystem::path& path) {
 }
 
 FileDigest fsync_and_digest(const std::filesystem::path& path) {
-  Fd fd = open_or_throw(path, O_RDONLY);
+  Fd fd = open_regular_or_throw(path, O_RDONLY, Symlinks::refuse);
   // fsync mostly waits for the disk while the hash is CPU work on pages that are still in the
   // page cache: done side by side, the digest costs nothing the fsync does not already take.
   FileDigest digest;
@@ -143,7 +161,7 @@ FileDigest fsync_and_digest(const std::filesystem::path& path) {
 }
 
 std::string read_small_file(const std::filesystem::path& path, std::size_t limit) {
-  Fd fd = open_or_throw(path, O_RDONLY);
+  Fd fd = open_regular_or_throw(path, O_RDONLY, Symlinks::refuse);
   std::string text;
   char chunk[8192];
   while (true) {

@@ -50,7 +50,20 @@ Handle make_f16_type() {
 
 }  // namespace
 
-Hdf5Lock::Hdf5Lock() : lock_(hdf5_mutex()) { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+Hdf5Lock::Hdf5Lock() : lock_(hdf5_mutex()) {
+  // No clean-up of HDF5 at exit. A file whose close fails part-way (its last flush cannot
+  // truncate or write: a full disk, RLIMIT_FSIZE, a device) is left half-destroyed by HDF5 1.10,
+  // and H5_term_library, run by atexit, then dereferences it: a SIGSEGV at exit after the error
+  // was reported. tenax closes every identifier it opens (Handle), so the clean-up has nothing to
+  // flush. Effective only before HDF5's first call, which is this one: every HDF5 call of tenax
+  // is made under this lock.
+  static const bool no_atexit = [] {
+    (void)H5dont_atexit();
+    return true;
+  }();
+  (void)no_atexit;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 Handle file_type_of(DType dtype) {
   hid_t predefined = H5I_INVALID_HID;

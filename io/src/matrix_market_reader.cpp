@@ -10,7 +10,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -22,6 +21,7 @@
 
 #include "durable_file.hpp"
 #include "matrix_market_text.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/core/text.hpp"
 
 namespace tenax::io {
@@ -117,16 +117,19 @@ Parsed parse_number(std::string_view token, T& out) {
 class LineReader {
  public:
   LineReader(const std::filesystem::path& path, const std::string& name) : name_(name) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) {
-      throw IoError("cannot read " + name_ + ": it is a directory",
-                    "pass the path of a Matrix Market file");
+    // Only a regular file (a link is followed to one): a FIFO would hang the open, a device be
+    // read without end. Refused before anything is read, without blocking.
+    OpenedFile opened = try_open_regular_file(path, O_RDONLY, Symlinks::follow);
+    if (!opened.ok() && opened.error == 0) {
+      throw UsageError("cannot read " + name_ + ": " + opened.problem,
+                       "give the path of a regular Matrix Market file (a pipe, a FIFO or a process "
+                       "substitution such as <(cat A.mtx) is not one: save it to a file first)");
     }
-    in_.open(path, std::ios::binary);
-    if (!in_) {
-      throw IoError("cannot open " + name_ + ": " + errno_text(errno),
+    if (!opened.ok()) {
+      throw IoError("cannot open " + name_ + ": " + errno_text(opened.error),
                     "check that the file exists and is readable");
     }
+    fd_ = std::move(opened.fd);
     buffer_.resize(kReadChunkBytes);
   }
 
@@ -177,12 +180,16 @@ class LineReader {
     if (eof_) {
       return false;
     }
-    in_.read(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
-    const auto got = static_cast<std::size_t>(in_.gcount());
-    if (in_.bad()) {
-      throw IoError("reading " + name_ + " failed after line " + str(line_number_),
-                    "check the disk and the file system");
+    ssize_t n;
+    do {
+      n = ::read(fd_.get(), buffer_.data(), buffer_.size());
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      throw IoError(
+          "reading " + name_ + " failed after line " + str(line_number_) + ": " + errno_text(errno),
+          "check the disk and the file system");
     }
+    const auto got = static_cast<std::size_t>(n);
     begin_ = 0;
     end_ = got;
     if (got == 0) {
@@ -192,7 +199,7 @@ class LineReader {
   }
 
   std::string name_;
-  std::ifstream in_;
+  FileDescriptor fd_;
   std::vector<char> buffer_;
   std::size_t begin_ = 0;
   std::size_t end_ = 0;

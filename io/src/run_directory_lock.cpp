@@ -218,6 +218,16 @@ RunDirectoryLock RunDirectoryLock::acquire(const fs::path& run_dir, int rank,
                 "rank " + std::to_string(rank) + " of run directory " + run_dir.string(),
                 "pass the communicator's rank (>= 0)");
   const fs::path locks = run_dir / "locks";
+  // A symbolic link in the place of locks/ would put the lock files (created, truncated,
+  // written) wherever it points: refused, as a lock file that is a link is below.
+  struct stat locks_status {};
+  if (::lstat(locks.c_str(), &locks_status) == 0 && S_ISLNK(locks_status.st_mode)) {
+    throw UsageError("the run directory's locks folder " + locks.string() +
+                         " is a symbolic link, not a directory",
+                     "remove the link (tenax creates " + locks.string() +
+                         " itself and would write its lock files wherever it points), or pass "
+                         "another --run-dir");
+  }
   std::error_code ec;
   fs::create_directories(locks, ec);
   if (ec) {

@@ -13,6 +13,7 @@
 #include "hdf5_support.hpp"
 #include "state_file_writer.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/io/checksum.hpp"
 
 namespace tenax::io {
@@ -325,7 +326,9 @@ std::string_view tenax_version() noexcept { return TENAX_VERSION_STRING; }
 
 void write_state_file(const std::filesystem::path& path, const StateDict& state,
                       const FileMetadata& metadata) {
-  detail::write_hdf5_file(path, state, &metadata);
+  replace_file(path, "the state file", [&](const std::filesystem::path& temporary) {
+    detail::write_hdf5_file(temporary, state, &metadata);
+  });
 }
 
 void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict& state,
@@ -339,9 +342,11 @@ void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict&
             std::to_string(metadata->world_size),
         "use 0 <= rank < world_size");
   }
+  // The callers write a temporary of their own; whatever else stands here is refused, never
+  // truncated (a device) or written through (a symbolic link).
+  require_output_path(path, metadata != nullptr ? "the state file" : "the HDF5 file");
   Writer w(path, metadata != nullptr ? "state file" : "HDF5 file");
-  bool created = false;
-  try {
+  {
     Hdf5Lock lock;
     Handle fapl = w.check(Handle(H5Pcreate(H5P_FILE_ACCESS), H5Pclose), "property list");
     // The 1.8 object formats checksum all metadata (superblock v2, object headers v2), so that
@@ -352,7 +357,6 @@ void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict&
     w.check(H5Pset_obj_track_times(fcpl.get(), false), "time tracking");
     Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()), H5Fclose);
     file = w.check(std::move(file), "cannot create the file");
-    created = true;
     const hid_t root = file.get();
     if (metadata != nullptr) {
       w.attr_i64(root, "format_version", kStateFileFormatVersion);
@@ -366,12 +370,6 @@ void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict&
     write_entries(w, root, state, /*tenax_attributes=*/metadata != nullptr);
     // Closing flushes the metadata; on a full disk this is where the write fails.
     if (!file.close()) w.fail("flushing the file");
-  } catch (...) {
-    if (created) {
-      std::error_code ignored;
-      std::filesystem::remove(path, ignored);
-    }
-    throw;
   }
 }
 
@@ -393,12 +391,13 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
   }
   StateDict state;
   state.set(name, tensor);
-  write_state_file(path, state, metadata);
-  Writer w(path);
-  try {
+  // Written whole beside `path` and renamed over it: a failure removes only the temporary.
+  replace_file(path, "the state file", [&](const std::filesystem::path& temporary) {
+    detail::write_hdf5_file(temporary, state, &metadata);
+    Writer w(path);
     Hdf5Lock lock;
     Handle file =
-        w.check(Handle(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose), "reopen");
+        w.check(Handle(H5Fopen(temporary.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose), "reopen");
     Handle dataset =
         w.check(Handle(H5Dopen2(file.get(), std::string(name).c_str(), H5P_DEFAULT), H5Dclose),
                 "dataset '" + std::string(name) + "'");
@@ -408,11 +407,9 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
     }
     for (const auto& [key, value] : text_attributes)
       w.attr_string(dataset.get(), key.c_str(), value);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-    throw;
-  }
+    dataset = Handle();
+    if (!file.close()) w.fail("flushing the file");
+  });
 }
 
 }  // namespace tenax::io

@@ -8,7 +8,9 @@
 
 namespace tenax::io::detail {
 
-// Writes `state` to `path` (created or truncated; a partial file is removed on failure), one
+// Writes `state` to `path` in place (created, or truncated when it is a regular file; anything
+// else there is a UsageError, and a partial file is left to the caller, which writes a temporary
+// of its own: replace_file, or the checkpoint store's protocol), one
 // contiguous dataset per entry with groups made from '/' in the names. With `metadata` it is a
 // state file (root and per-dataset attributes as state_file.hpp describes); with nullptr a plain
 // file of the datasets alone, no attribute anywhere. Throws as write_state_file.

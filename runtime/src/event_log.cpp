@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/runtime/run_events.hpp"
 
 namespace tenax::runtime {
@@ -28,8 +30,17 @@ namespace {
 EventLog::EventLog(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw_io("cannot open the event log", path, errno);
+  // Never through a symbolic link (appending would write to whatever it points to) and never
+  // into a FIFO or a device: only a regular file of the run directory.
+  OpenedFile opened =
+      try_open_regular_file(path, O_RDWR | O_CREAT | O_APPEND, Symlinks::refuse, 0644);
+  if (!opened.ok() && opened.error == 0) {
+    throw UsageError("the event log " + opened.problem,
+                     "remove it (tenax creates " + path.filename().string() +
+                         " itself, as a regular file), or pass another --run-dir");
+  }
+  if (!opened.ok()) throw_io("cannot open the event log", path, opened.error);
+  fd_ = opened.fd.release();
   // A file cut short by a full disk or a crash ends mid-line: the next event starts a new one.
   const off_t size = ::lseek(fd_, 0, SEEK_END);
   char last = '\n';
@@ -78,18 +89,55 @@ void EventLog::append(std::string_view event, std::span<const Field> fields, boo
 }
 
 EventLines read_events(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw_io("cannot read the event log", path, errno != 0 ? errno : ENOENT);
+  // Not through a symbolic link, and only a regular file: a link to /dev/zero or a FIFO in the
+  // log's place would otherwise be read without end or hang.
+  OpenedFile opened = try_open_regular_file(path, O_RDONLY, Symlinks::refuse);
+  if (!opened.ok() && opened.error == 0) {
+    throw UsageError("the event log " + opened.problem, "remove it: a run directory's " +
+                                                            path.filename().string() +
+                                                            " is a regular file that tenax writes");
+  }
+  if (!opened.ok()) throw_io("cannot read the event log", path, opened.error);
   EventLines events;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    const nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_object() && parsed.contains("event") && parsed["event"].is_string()) {
-      events.lines.push_back(std::move(line));
-    } else {
+  std::string line;
+  bool overlong = false;  // the line being read passed kMaxEventLineBytes: skipped at its end
+  const auto end_line = [&] {
+    if (overlong) {
       ++events.skipped;
+    } else if (!line.empty()) {
+      const nlohmann::json parsed =
+          nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_object() && parsed.contains("event") && parsed["event"].is_string()) {
+        events.lines.push_back(std::move(line));
+      } else {
+        ++events.skipped;
+      }
+    }
+    line.clear();
+    overlong = false;
+  };
+  std::vector<char> chunk(std::size_t{64} << 10);
+  while (true) {
+    const ssize_t n = ::read(opened.fd.get(), chunk.data(), chunk.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_io("cannot read the event log", path, errno);
+    if (n == 0) break;
+    std::string_view rest(chunk.data(), static_cast<std::size_t>(n));
+    while (!rest.empty()) {
+      const std::size_t newline = rest.find('\n');
+      const std::string_view piece = rest.substr(0, newline);
+      if (!overlong && line.size() + piece.size() > kMaxEventLineBytes) {
+        overlong = true;
+        line.clear();
+        line.shrink_to_fit();
+      }
+      if (!overlong) line.append(piece);
+      if (newline == std::string_view::npos) break;
+      end_line();
+      rest.remove_prefix(newline + 1);
     }
   }
+  end_line();
   return events;
 }
 

@@ -12,6 +12,7 @@
 
 #include "runner_impl.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/io/run_config.hpp"
 
 namespace tenax::runtime {
@@ -129,6 +130,12 @@ Runner::Runner(Workload& workload, RunnerOptions options,
     TENAX_EXPECTS(!std::filesystem::is_directory(path, ec), UsageError,
                   "RunnerOptions::profile_path " + path.string() + " is a directory",
                   "give a file name in it, e.g. " + (path / "profile.json").string());
+    const FileKind kind = file_kind(path);
+    TENAX_EXPECTS(kind == FileKind::missing || kind == FileKind::regular, UsageError,
+                  "RunnerOptions::profile_path " + path.string() + " is " +
+                      std::string(describe(kind)) + ", not a regular file",
+                  "give the path of a regular file (a new one, or one to replace), e.g. "
+                  "profile.json: the profile is written whole and renamed into place");
     TENAX_EXPECTS(std::filesystem::is_directory(folder, ec), UsageError,
                   "RunnerOptions::profile_path " + path.string() + ": the directory " +
                       folder.string() + " does not exist",

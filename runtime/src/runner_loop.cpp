@@ -12,8 +12,11 @@
 // The step's time is taken whole, every phase and the Runner's own work in it (StepClock).
 #include <algorithm>
 #include <csignal>
+#include <cstddef>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -96,8 +99,32 @@ bool Runner::Impl::with_cache_retry(Action&& action) {
 RunResult Runner::Impl::run() {
   // The run directory belongs to this job until run() returns. Taken before anything in it is
   // opened, so a second job on the same directory is refused before it reads or writes anything.
-  const io::RunDirectoryLock lock =
-      io::RunDirectoryLock::acquire(options.run_dir, rank, options.program);
+  // Every rank learns whether every rank holds its lock before any rank writes anything: a
+  // rank refused (the directory is another job's) would otherwise leave its peers to open their
+  // event logs in that directory and wait out the communicator's timeout at the first collective.
+  io::RunDirectoryLock lock;
+  std::exception_ptr refused;
+  try {
+    lock = io::RunDirectoryLock::acquire(options.run_dir, rank, options.program);
+  } catch (const Error&) {
+    refused = std::current_exception();
+  }
+  if (world > 1) {
+    std::vector<std::byte> held(static_cast<std::size_t>(world));
+    const std::byte mine = refused ? std::byte{0} : std::byte{1};
+    communicator->all_gather_bytes(std::span<const std::byte>(&mine, 1), held);
+    const auto first = std::find(held.begin(), held.end(), std::byte{0});
+    if (!refused && first != held.end()) {
+      lock.release();
+      const auto other = static_cast<int>(first - held.begin());
+      throw UsageError("run directory " + options.run_dir.string() + " cannot be locked by rank " +
+                           std::to_string(other) +
+                           " (it is in use by another job, or unusable; that rank's error says "
+                           "which): this rank writes nothing into it",
+                       "wait for that job to end or stop it, or pass another --run-dir");
+    }
+  }
+  if (refused) std::rethrow_exception(refused);
   events.emplace(event_log_path(options.run_dir, rank));
   io::CheckpointOptions checkpoint_options;
   checkpoint_options.keep_last = options.keep_last;

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tenax {
@@ -198,6 +200,58 @@ TEST_F(HostileInput, ProfilePathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
                  {"--profile", "does not exist", "create it first"});
   expect_refused(TRAIN_MLP_PATH, "--steps 2 --profile /tmp", {"(--profile) /tmp is a directory"});
   expect_refused(POISSON_PATH, "--n 8 --profile ..", {"--profile", "names no file"});
+}
+
+// Files that are not regular files, as a hostile user passes them. A FIFO and a symbolic link of
+// the test's own stand for the devices (/dev/null, /dev/full, /dev/stdout) the user named; every
+// command runs under `timeout`, so a regression that blocks fails instead of hanging.
+
+// `poisson --matrix FIFO` hung (the file was opened twice), `--matrix <(cat A.mtx)` failed with
+// "Illegal seek -- fix: check the filesystem".
+TEST_F(HostileInput, PoissonInputsThatAreNotRegularFilesAreRefusedAtOnce) {
+  const fs::path fifo = dir_ / "A.mtx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir_ / "B.mtx") << "%%MatrixMarket matrix coordinate real general\n2 2 2\n"
+                                   "1 1 2.0\n2 2 3.0\n";
+  expect_refused("timeout 60 " + std::string(POISSON_PATH), "--matrix " + fifo.string(),
+                 {"--matrix " + fifo.string() + " is a FIFO, not a regular file",
+                  "give the path of a regular file", "save it to a file first"});
+  expect_refused("timeout 60 " + std::string(POISSON_PATH),
+                 "--matrix " + (dir_ / "B.mtx").string() + " --rhs " + fifo.string(),
+                 {"--rhs " + fifo.string() + " is a FIFO, not a regular file"});
+  expect_refused("timeout 60 " + std::string(POISSON_PATH), "--matrix " + dir_.string(),
+                 {"--matrix " + dir_.string() + " is a directory, not a regular file"});
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "events.jsonl")) << "refused before the run";
+}
+
+// `heat2d --output /dev/null`: an io error, SIGSEGV at exit, the device node deleted; the same
+// for poisson (and train_mlp writes its --output the same way). Each is refused before the run
+// and left as it was.
+TEST_F(HostileInput, OutputsThatAreNotRegularFilesAreRefusedBeforeTheRunAndLeftAlone) {
+  const fs::path fifo = dir_ / "out.h5";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir_ / "victim") << "precious";
+  fs::create_symlink(dir_ / "victim", dir_ / "link.h5");
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {HEAT2D_PATH, "--n 16 --steps 2"}, {POISSON_PATH, "--n 8"}, {TRAIN_MLP_PATH, "--steps 2"}};
+  for (const auto& [program, args] : programs) {
+    for (const auto& [path, kind] : std::vector<std::pair<fs::path, std::string>>{
+             {fifo, "a FIFO"}, {dir_ / "link.h5", "a symbolic link"}}) {
+      fs::remove_all(dir_ / "run");
+      expect_refused("timeout 120 " + program, args + " --output " + path.string(),
+                     {"--output " + path.string() + " is " + kind + ", not a regular file",
+                      "fix: give the path of a regular file"});
+      EXPECT_FALSE(fs::exists(dir_ / "run" / "checkpoints")) << "refused before the run";
+    }
+    expect_refused("timeout 120 " + program, args + " --profile " + fifo.string(),
+                   {"--profile) " + fifo.string() + " is a FIFO, not a regular file"});
+  }
+  struct stat info {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link.h5"));
+  std::ifstream in(dir_ / "victim");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
 }
 
 }  // namespace

@@ -1,10 +1,15 @@
 #include "tenax/io/checkpoint_store.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <optional>
 
 #include "io/io_test_helpers.hpp"
@@ -152,6 +157,67 @@ TEST(CheckpointStore, RetentionKeepsTheLastNAndCleansUncommittedDirectories) {
   EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{4, 3}));
   EXPECT_FALSE(std::filesystem::exists(store.step_dir(1)));
   EXPECT_EQ(store.load_latest().step, 4);
+}
+
+// A FIFO named COMMIT hung `tenax ckpt list|verify|show` and the resume (SIGTERM could not stop
+// them). Every reader now skips that checkpoint with the reason, at once. Each call runs under a
+// deadline; a regression is unblocked by opening the FIFO's other end.
+TEST(CheckpointStore, AFifoNamedCommitIsSkippedWithItsReasonWithoutBlocking) {
+  Fixture fx;
+  CheckpointStore store(fx.dir.path(), fx.options());
+  store.write(1, sample_state(1), {});
+  store.write(2, sample_state(2), {});
+  const std::filesystem::path commit = store.step_dir(2) / "COMMIT";
+  std::filesystem::remove(commit);
+  ASSERT_EQ(::mkfifo(commit.c_str(), 0600), 0);
+  const auto bounded = [&](const std::function<std::string()>& call) {
+    auto result = std::async(std::launch::async, call);
+    if (result.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "blocked on the FIFO";
+      const int end = ::open(commit.c_str(), O_WRONLY | O_NONBLOCK);
+      if (end >= 0) ::close(end);
+    }
+    return result.get();
+  };
+  const std::string expected = "COMMIT is a FIFO, not a regular file";
+  EXPECT_EQ(bounded([&] { return store.verify(2, 0).value_or("valid"); }), expected);
+  EXPECT_EQ(bounded([&] {
+              const LoadedCheckpoint loaded = store.load_latest();
+              return std::to_string(loaded.step) + " " + reasons(loaded);
+            }),
+            "1 step 2: " + expected + "\n");
+  EXPECT_EQ(bounded([&] { return std::to_string(store.newest_valid_step(0).step.value_or(-1)); }),
+            "1");
+  EXPECT_EQ(bounded([&] { return read_commit_record(commit).reason; }), expected);
+}
+
+// `checkpoints/step-N` as a symbolic link to a directory outside the run directory: retention
+// deleted the target's COMMIT. Now an older one is removed as a link, a newer one is refused for
+// writing and skipped for reading, and nothing outside the run directory changes.
+TEST(CheckpointStore, ASymlinkedStepDirectoryIsNeverFollowed) {
+  Fixture fx;
+  const std::filesystem::path victim = fx.dir.path() / "outside" / "victim";
+  std::filesystem::create_directories(victim);
+  std::ofstream(victim / "COMMIT") << "not yours";
+  std::ofstream(victim / "rank-0.h5") << "not yours either";
+  CheckpointStore store(fx.dir.path() / "run", fx.options(1));
+  std::filesystem::create_directories(store.checkpoints_dir());
+  std::filesystem::create_directory_symlink(victim, store.step_dir(0));
+  std::filesystem::create_directory_symlink(victim, store.step_dir(9));
+  store.write(1, sample_state(1), {});
+  store.write(2, sample_state(2), {});
+  store.wait_for_background_work();
+  EXPECT_FALSE(std::filesystem::is_symlink(store.step_dir(0))) << "removed as a link";
+  EXPECT_THROW(store.write(9, sample_state(9), {}), UsageError);
+  const LoadedCheckpoint loaded = store.load_latest();
+  EXPECT_EQ(loaded.step, 2) << reasons(loaded);
+  EXPECT_TRUE(has_reason(loaded, 9, "symbolic link")) << reasons(loaded);
+  EXPECT_EQ(store.committed_steps(), (std::vector<std::int64_t>{2}));
+  EXPECT_EQ(read_bytes(victim / "COMMIT"), "not yours");
+  EXPECT_EQ(read_bytes(victim / "rank-0.h5"), "not yours either");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(victim)) ++entries;
+  EXPECT_EQ(entries, 2);
 }
 
 // A damaged checkpoint does not count toward keep_last (it counted, so fewer valid ones were

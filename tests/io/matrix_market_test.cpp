@@ -1,13 +1,19 @@
 #include "tenax/io/matrix_market.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <future>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <random>
@@ -17,6 +23,7 @@
 #include <vector>
 
 #include "host_memory_limit.hpp"
+#include "tenax/io/checksum.hpp"
 
 namespace tenax::io {
 namespace {
@@ -442,9 +449,11 @@ TEST_F(MatrixMarket, WriterRejectsAsymmetryNamingTheEntry) {
   EXPECT_THROW(write_matrix_market(dir_ / "no_such_dir" / "x.mtx", s), IoError);
 }
 
-TEST_F(MatrixMarket, MissingFileOrDirectoryIsAnIoError) {
+// A missing file is an I/O error; a directory is not a file at all, a usage error (as a FIFO or
+// a device is: AFifoIsRefusedWithoutBlockingByTheReaderAndTheDigest).
+TEST_F(MatrixMarket, MissingFileIsAnIoErrorAndADirectoryAUsageError) {
   EXPECT_THROW((void)read_matrix_market(dir_ / "absent.mtx"), IoError);
-  EXPECT_THROW((void)read_matrix_market(dir_), IoError);
+  EXPECT_THROW((void)read_matrix_market(dir_), UsageError);
 }
 
 struct Malformed {
@@ -668,6 +677,61 @@ TEST(MatrixMarketMemory, CsrOfManyRowsIsRefusedByThePoolLimit) {
   ASSERT_EQ(csr.values.numel(), 3);
   EXPECT_EQ(csr.values.data_as<double>()[2], 1.5);
   EXPECT_EQ(csr.row_ptr.data_as<std::int64_t>()[1000], 3);
+}
+
+// `poisson --matrix FIFO` hung (the file was opened twice: its digest, then the reader) and
+// `--matrix <(cat A.mtx)` failed with "Illegal seek". Both readers refuse anything but a regular
+// file, without blocking; each runs under a deadline, and a regression is unblocked by opening
+// the FIFO's other end.
+TEST_F(MatrixMarket, AFifoIsRefusedWithoutBlockingByTheReaderAndTheDigest) {
+  const fs::path fifo = dir_ / "A.mtx";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::function<void()>> readers = {
+      [&] { (void)read_matrix_market(fifo); },
+      [&] {
+        (void)read_matrix_market_rows(fifo, [](std::int64_t rows, std::int64_t) {
+          return RowRange{0, rows};
+        });
+      },
+      [&] { (void)xxh64_file(fifo); },
+  };
+  for (std::size_t k = 0; k < readers.size(); ++k) {
+    SCOPED_TRACE("reader " + std::to_string(k));
+    auto reading = std::async(std::launch::async, [&] {
+      try {
+        readers[k]();
+        return std::string("read it");
+      } catch (const UsageError& e) {
+        return std::string(e.what());
+      } catch (const std::exception& e) {
+        return "not a UsageError: " + std::string(e.what());
+      }
+    });
+    if (reading.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "blocked on a FIFO";
+      const int end = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the reader see EOF
+      if (end >= 0) ::close(end);
+    }
+    const std::string what = reading.get();
+    EXPECT_NE(what.find(fifo.string() + "' is a FIFO, not a regular file"), std::string::npos)
+        << what;
+    if (k < 2) {
+      EXPECT_NE(what.find("give the path of a regular Matrix Market file"), std::string::npos)
+          << what;
+    }
+  }
+}
+
+TEST_F(MatrixMarket, ASymlinkToARegularFileIsFollowedAndADirectoryIsRefused) {
+  write("A.mtx", "%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 2.0\n");
+  fs::create_symlink(dir_ / "A.mtx", dir_ / "link.mtx");
+  EXPECT_EQ(read_matrix_market(dir_ / "link.mtx").nnz(), 1);
+  try {
+    (void)read_matrix_market(dir_);
+    ADD_FAILURE() << "read a directory";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find("is a directory, not a regular file"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -278,5 +278,24 @@ TEST_F(RunDirectoryLockTest, UnusableRunDirectoriesAreRefusedWithTheFix) {
   EXPECT_THROW((void)RunDirectoryLock::acquire(root_, -1, "job"), UsageError);
 }
 
+// `RUN_DIR/locks` as a symbolic link to a directory elsewhere: the lock files were created and
+// written there. Refused, with nothing created or written where it points.
+TEST_F(RunDirectoryLockTest, ASymlinkedLocksFolderIsRefusedAndItsTargetLeftAlone) {
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_directories(root_ / "run");
+  fs::create_directory_symlink(elsewhere, root_ / "run" / "locks");
+  try {
+    const RunDirectoryLock lock = RunDirectoryLock::acquire(root_ / "run", 0, "job");
+    ADD_FAILURE() << "locked through a symbolic link";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find((root_ / "run" / "locks").string() + " is a symbolic link"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.fix().find("remove the link"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+}
+
 }  // namespace
 }  // namespace tenax::io

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 
 #include "io/io_test_helpers.hpp"
 #include "tenax/core/half.hpp"
+#include "tenax/io/dataset_file.hpp"
 
 namespace tenax::io {
 namespace {
@@ -215,6 +217,86 @@ TEST(StateFile, AWriteTheSystemRefusesIsReportedOnOneLineWithItsReason) {
   EXPECT_EQ(what.find("18446744073709551615"), std::string::npos) << what;
   EXPECT_NE(what.find("File too large"), std::string::npos) << what;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "big.h5"));
+}
+
+// The same refusal by the system, now of an output that already exists, in a child that leaves
+// through exit() (atexit handlers run): the old file stays whole (the write went to a temporary
+// beside it), nothing else is left behind, and the process exits normally. Before: the output
+// was truncated, then removed, and HDF5's atexit clean-up crashed with SIGSEGV on the file whose
+// close had failed (what `heat2d --output /dev/null` showed).
+TEST(StateFile, AFailedWriteKeepsTheOldFileAndTheProcessExitsCleanly) {
+  ScratchDir dir;
+  const std::filesystem::path path = dir.path() / "field.h5";
+  std::ofstream(path) << "old";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small{};
+    ::getrlimit(RLIMIT_FSIZE, &small);
+    small.rlim_cur = 256 << 10;
+    ::setrlimit(RLIMIT_FSIZE, &small);
+    Tensor u = Tensor::empty({1 << 18}, DType::f64);  // 2 MiB
+    std::fill_n(u.data_as<double>(), 1 << 18, 1.0);
+    int code = 3;  // no error
+    try {
+      write_tensor_file(path, "u", u, {{"t", 1.0}});
+    } catch (const IoError&) {
+      code = 0;
+    } catch (...) {
+      code = 4;
+    }
+    std::exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  if (WIFEXITED(status)) EXPECT_EQ(WEXITSTATUS(status), 0) << "3: no error, 4: not an IoError";
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "old");
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"field.h5"}) << "the temporary is removed";
+}
+
+// `--output FIFO`, a symbolic link or a directory: refused before anything is written, and left
+// as they were (a device node, which they stand for, was truncated and then deleted).
+TEST(StateFile, AnOutputThatIsNotARegularFileIsRefusedAndLeftInPlace) {
+  ScratchDir dir;
+  const std::filesystem::path fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::ofstream(dir.path() / "victim") << "precious";
+  std::filesystem::create_symlink(dir.path() / "victim", dir.path() / "link");
+  std::filesystem::create_directory(dir.path() / "folder");
+  StateDict s;
+  s.set("x", std::int64_t{1});
+  Tensor u = Tensor::empty({4}, DType::f64);
+  std::fill_n(u.data_as<double>(), 4, 1.0);
+  for (const auto& path : {fifo, dir.path() / "link", dir.path() / "folder"}) {
+    SCOPED_TRACE(path.string());
+    for (int writer = 0; writer < 3; ++writer) {
+      try {
+        if (writer == 0) write_state_file(path, s, {});
+        if (writer == 1) write_tensor_file(path, "u", u, {});
+        if (writer == 2) write_datasets(path, {{"u", u}});
+        ADD_FAILURE() << "writer " << writer << " wrote";
+      } catch (const UsageError& e) {
+        EXPECT_NE(e.cause().find(path.string() + " is a"), std::string::npos) << e.what();
+        EXPECT_NE(e.cause().find(", not a regular file"), std::string::npos) << e.what();
+      } catch (const Error& e) {
+        ADD_FAILURE() << "writer " << writer << ": " << e.what();
+      }
+    }
+  }
+  struct stat info {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path() / "link"));
+  std::ifstream in(dir.path() / "victim");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "folder"));
 }
 
 TEST(StateFile, ReaderRejectsMissingForeignAndOversizedFiles) {

@@ -5,9 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -116,6 +121,91 @@ TEST(EventLog, UnwritableLocationIsAnErrorNamingThePath) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/proc/tenax-cannot-write-here"), std::string::npos);
   }
+}
+
+std::string contents(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// `ln -s VICTIM RUN_DIR/events.jsonl` must not make a job append to VICTIM.
+TEST(EventLog, ASymlinkInTheLogsPlaceIsRefusedAndItsTargetLeftAlone) {
+  const auto dir = fresh_dir("symlink");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "victim") << "root:x:0:0\n";
+  std::filesystem::create_symlink(dir / "victim", dir / "events.jsonl");
+  try {
+    EventLog log(dir / "events.jsonl");
+    log.append("started", {});
+    ADD_FAILURE() << "opened the event log through a symbolic link";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find((dir / "events.jsonl").string()), std::string::npos) << e.what();
+    EXPECT_NE(e.cause().find("is a symbolic link, not a regular file"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.fix().find("remove it"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(contents(dir / "victim"), "root:x:0:0\n");
+  EXPECT_THROW((void)read_events(dir / "events.jsonl"), UsageError) << "readers do not follow it";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EventLog, AFifoInTheLogsPlaceIsRefusedByTheWriter) {
+  const auto dir = fresh_dir("fifo-writer");
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "events.jsonl").c_str(), 0600), 0);
+  try {
+    EventLog log(dir / "events.jsonl");
+    ADD_FAILURE() << "opened a FIFO as the event log";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find("is a FIFO, not a regular file"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// `tenax report` on a run whose events.jsonl is a FIFO (or a link to /dev/zero, which a FIFO
+// stands for here) must return at once: the read runs on another thread under a deadline, and
+// a regression is unblocked by opening the FIFO's other end.
+TEST(EventLog, AReaderRefusesAFifoWithoutBlocking) {
+  const auto dir = fresh_dir("fifo-reader");
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::filesystem::create_symlink(fifo, dir / "events.jsonl");
+  for (const auto& path : {fifo, dir / "events.jsonl"}) {
+    auto reading = std::async(std::launch::async, [&] {
+      try {
+        (void)read_events(path);
+        return std::string("read it");
+      } catch (const UsageError& e) {
+        return e.cause();
+      }
+    });
+    if (reading.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "read_events blocked on " << path;
+      const int end = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // lets the reader see EOF
+      if (end >= 0) ::close(end);
+    }
+    const std::string cause = reading.get();
+    EXPECT_NE(cause.find("not a regular file"), std::string::npos) << path << ": " << cause;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EventLog, AReaderSkipsALineLongerThanTheBoundAndReadsOn) {
+  constexpr std::size_t kBound = std::size_t{1} << 20;  // kMaxEventLineBytes
+  const auto dir = fresh_dir("long-line");
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream out(dir / "events.jsonl", std::ios::binary);
+    out << "{\"event\":\"started\"}\n";
+    out << "{\"event\":\"x\",\"pad\":\"" << std::string(kBound + 10, 'a') << "\"}\n";
+    out << "{\"event\":\"exit\"}\n" << std::string(3 * kBound, 'b');
+  }
+  const EventLines events = read_events(dir / "events.jsonl");
+  ASSERT_EQ(events.lines.size(), 2u);
+  EXPECT_EQ(events.lines[1], "{\"event\":\"exit\"}");
+  EXPECT_EQ(events.skipped, 2);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/toy_workload.hpp"
@@ -19,6 +21,7 @@
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/run_directory_lock.hpp"
+#include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/runner.hpp"
 
 namespace tenax::runtime {
@@ -111,6 +114,45 @@ TEST_F(RunnerRunDirTest, TheRunHoldsTheLockAndADirectoryInUseIsRefusedBeforeAnyt
   ASSERT_GE(holders.size(), 4u);  // after each step, and before the final checkpoint
   EXPECT_EQ(holders, std::vector<std::string>(holders.size(), "toy"));
   EXPECT_TRUE(io::RunDirectoryLock::acquire(dir_, 0, "after").held()) << "released at the end";
+}
+
+// A 2-rank job on a directory another job holds (its rank 0): rank 0 is refused, and rank 1,
+// whose own lock was free, waited out the communicator's timeout and wrote events-rank-1.jsonl
+// into the other job's directory. Now every rank is refused at once and writes nothing there.
+TEST_F(RunnerRunDirTest, ARefusalOnOneRankReachesEveryRankAtOnceAndNothingIsWritten) {
+  const io::RunDirectoryLock other = io::RunDirectoryLock::acquire(dir_, 0, "other-job");
+  CommOptions comm_options;
+  comm_options.timeout_seconds = 30;
+  auto comms = make_thread_communicators(2, comm_options);
+  std::vector<std::string> errors(2);
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      ToyWorkload toy(kSize);
+      try {
+        Runner runner(toy, options(4), comms[static_cast<std::size_t>(r)]);
+        (void)runner.run();
+        errors[static_cast<std::size_t>(r)] = "ran";
+      } catch (const Error& e) {
+        errors[static_cast<std::size_t>(r)] =
+            std::string(to_string(e.fault_class())) + ": " + e.cause();
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 10.0) << "a rank waited for the communicator's timeout";
+  EXPECT_NE(errors[0].find("usage: run directory " + dir_.string() + " is in use by other-job"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("usage: run directory " + dir_.string() + " cannot be locked by rank 0"),
+            std::string::npos)
+      << errors[1];
+  EXPECT_FALSE(fs::exists(dir_ / "events.jsonl"));
+  EXPECT_FALSE(fs::exists(dir_ / "events-rank-1.jsonl"));
+  EXPECT_FALSE(fs::exists(dir_ / "checkpoints"));
 }
 
 TEST_F(RunnerRunDirTest, ARefusedConfigurationChangeThrowsBeforeTheStateIsLoaded) {

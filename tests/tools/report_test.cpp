@@ -4,6 +4,7 @@
 // pages are rendered by headless Chromium and checked pixel by pixel (the screenshots are kept in
 // the build directory's test-artefacts/).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -675,6 +676,56 @@ TEST(ReportCommand, WritesThePageAndSaysWhatHappened) {
   fs::remove_all(dir);
 }
 
+// `tenax report RUN -o /dev/full` (or /dev/stdout, a link) replaced the device node or the link
+// with the page, rc 0. A FIFO, a symbolic link to a file of the test's own and a directory stand
+// for them here: each is refused before anything is written and left as it was.
+TEST(ReportCommand, AnOutputThatIsNotARegularFileIsRefusedAndLeftAlone) {
+  const fs::path dir = write_eventful_run();
+  const fs::path fifo = dir / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  { std::ofstream(dir / "victim") << "precious"; }
+  fs::create_symlink(dir / "victim", dir / "link.html");
+  fs::create_directory(dir / "folder");
+  for (const auto& [path, kind] :
+       std::vector<std::pair<fs::path, std::string>>{{fifo, "a FIFO"},
+                                                     {dir / "link.html", "a symbolic link"},
+                                                     {dir / "folder", "a directory"}}) {
+    const CliRun run = run_shell("timeout 60 '" + std::string(TENAX_CLI_PATH) + "' report " +
+                                 quote(dir) + " -o " + quote(path));
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_NE(run.output.find("-o " + path.string() + " is " + kind + ", not a regular file"),
+              std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("fix: give the path of a regular file"), std::string::npos)
+        << run.output;
+  }
+  struct stat info {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_TRUE(fs::is_symlink(dir / "link.html"));
+  std::ifstream in(dir / "victim");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  EXPECT_TRUE(fs::is_empty(dir / "folder"));
+  fs::remove_all(dir);
+}
+
+// `ln -s /dev/zero RUN/events.jsonl; tenax report RUN` grew without bound, a FIFO never returned.
+// A link to a FIFO of the test's own stands for both (the command runs under `timeout`).
+TEST(ReportCommand, AnEventLogThatIsNotARegularFileIsRefusedAtOnce) {
+  const fs::path dir = fresh_dir("fifo-log");
+  fs::create_directories(dir);
+  ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0600), 0);
+  fs::create_symlink(dir / "pipe", dir / "events.jsonl");
+  const CliRun run =
+      run_shell("timeout 60 '" + std::string(TENAX_CLI_PATH) + "' report " + quote(dir));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("events.jsonl' is a symbolic link, not a regular file"),
+            std::string::npos)
+      << run.output;
+  EXPECT_FALSE(fs::exists(dir / "report.html"));
+  fs::remove_all(dir);
+}
+
 TEST(ReportCommand, BadPathsAreUsageErrorsAndAnUnwritablePageAnIoError) {
   const fs::path dir = fresh_dir("bad");
   CliRun run = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(dir / "nope"));
@@ -691,7 +742,9 @@ TEST(ReportCommand, BadPathsAreUsageErrorsAndAnUnwritablePageAnIoError) {
   run = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(dir) + " -o " +
                   quote(dir / "no-such-dir" / "page.html"));
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_NE(run.output.find("cannot write the report"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("cannot write " + (dir / "no-such-dir" / "page.html").string()),
+            std::string::npos)
+      << run.output;
   run = run_shell(std::string("'") + TENAX_CLI_PATH + "' report");
   EXPECT_NE(run.exit_code, 0);
   EXPECT_NE(run.output.find("RUN_DIR"), std::string::npos) << run.output;

@@ -165,8 +165,17 @@ class App {
   /// Records, as `key`, the XXH64 of the file that `path` names (when it names one) beside the
   /// path itself, so that a file edited in place is a change on resume and a file moved is not
   /// (declare `path` free_to_change()). Each file is read once; one that cannot be read is
-  /// recorded as "(unreadable)" and the program's reader says why.
+  /// recorded as "(unreadable)" and the program's reader says why. A path that names something
+  /// other than a regular file (a FIFO, a directory, a device; a symbolic link is followed) is
+  /// refused with a UsageError naming the flag, the path, what it is and the fix, before it is
+  /// opened.
   void record_file_digest(const Setting<std::string>& path, std::string key);
+  /// Declares `path` a file the program writes (its --output): once the settings are read, a
+  /// path that exists and is not a regular file (a device such as /dev/null, a FIFO, a
+  /// directory, a symbolic link such as /dev/stdout) is refused with a UsageError naming the
+  /// flag, the path, what it is and the fix, before the job runs (require_output_path in
+  /// tenax/core/regular_file.hpp; the writers replace a regular file whole).
+  void output_file(const Setting<std::string>& path);
 
   /// The standard settings.
   [[nodiscard]] const Standard& standard() const noexcept { return standard_; }

@@ -31,8 +31,10 @@ bool start(std::size_t max_events = 1'000'000);
 
 /// Stops recording and writes the trace to `path` (parent directories must exist), written to a
 /// temporary file and renamed into place; the spans go under process id `rank`, named
-/// `rank N`. Returns the number of spans written. Throws IoError naming the path when it cannot
-/// be written; the spans are dropped either way. Nothing happens (returns 0) when no profile is
+/// `rank N`. Returns the number of spans written. Throws UsageError when `path` exists and is
+/// not a regular file (a device, a FIFO, a directory, a symbolic link: never replaced; see
+/// regular_file.hpp), IoError naming the path when it cannot be written; the spans are dropped
+/// either way. Nothing happens (returns 0) when no profile is
 /// recording.
 std::size_t stop_and_write(const std::filesystem::path& path, int rank);
 

@@ -61,11 +61,12 @@ struct DatasetListing {
 [[nodiscard]] DatasetListing list_datasets(const std::filesystem::path& file,
                                            std::size_t max_names = 1000);
 
-/// Writes `datasets` to `file` (created or truncated; a partial file is removed on failure) as
+/// Writes `datasets` to `file`, replaced whole as write_state_file does (a temporary renamed over
+/// it; a non-regular `file` is refused with a UsageError), as
 /// plain contiguous datasets of the tensors' shapes and types, in the given order, with groups
 /// made from '/' in the names and no attribute anywhere, so that h5py, h5dump and read_dataset read
 /// them. Tensors on a device are copied to the host first; bf16 is written as uint16 (its bit
-/// pattern), u8 as uint8. Not fsync'ed and not atomic. Throws UsageError for an undefined tensor,
+/// pattern), u8 as uint8. Not fsync'ed. Throws UsageError for an undefined tensor,
 /// a duplicate name or a name that cannot be an HDF5 path (empty, "." or ".." components, or a
 /// name that is also the group of another, like "a" and "a/b"), IoError when the file cannot be
 /// written.

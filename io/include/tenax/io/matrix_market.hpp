@@ -70,6 +70,8 @@ struct CsrArrays {
 /// (the diagonal once); for them, entries above the diagonal (or on it, for skew-symmetric) are
 /// an error. Dense array files yield every stored entry, zeros included. Indices become 0-based.
 /// Throws IoError when the file cannot be read or is malformed, naming the file and line;
+/// UsageError, before anything is read and without blocking, when `path` is not a regular file
+/// (a FIFO, a pipe such as `<(cat A.mtx)`, a directory, a device; a symbolic link is followed);
 /// OutOfMemoryError when the entries do not fit in memory.
 [[nodiscard]] CooMatrix read_matrix_market(const std::filesystem::path& path);
 

@@ -59,7 +59,8 @@ class RunDirectoryLock {
   /// process's command name). Throws UsageError "run directory R is in use by PROGRAM (pid P on
   /// host H, rank r, since T)" when another holder has it; UsageError for an empty `run_dir`, a
   /// negative rank, or a run directory that cannot be used (a file in its place, no permission,
-  /// a read-only filesystem, a lock file that is a symbolic link or not a regular file) and
+  /// a read-only filesystem, a locks/ folder that is a symbolic link, a lock file that is a
+  /// symbolic link or not a regular file) and
   /// IoError for other system failures (a full disk, a filesystem without flock), each with the
   /// errno text and a fix. Never blocks on the lock (a holder's description that is missing or
   /// stale is re-read for up to about half a second before the refusal).

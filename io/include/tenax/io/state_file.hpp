@@ -70,12 +70,15 @@ struct ReadOptions {
 /// The version string written as tenax_version, e.g. "0.1.0".
 [[nodiscard]] std::string_view tenax_version() noexcept;
 
-/// Writes `state` to `path` (created or truncated). Does not fsync and is not atomic: the
-/// checkpoint store adds that (see checkpoint_store.hpp). Throws UsageError for an undefined
+/// Writes `state` to `path` whole: a new file beside it renamed over it (replace_file in
+/// tenax/core/regular_file.hpp), so a failure leaves `path` as it was and removes only that
+/// temporary. Does not fsync: the checkpoint store adds that (see checkpoint_store.hpp). An
+/// existing `path` that is not a regular file (a device, a FIFO, a directory, a symbolic link)
+/// is refused with a UsageError before anything is written. Throws UsageError for an undefined
 /// tensor, metadata whose rank is outside [0, world_size), or a name that cannot be an HDF5 path
 /// (empty, "." or ".." components, a NUL byte, more than 4096 bytes or 64 levels of '/', or an
 /// entry whose name is a prefix scope of another, like "a" and "a/b"); IoError when the file
-/// cannot be written (the partial file is removed).
+/// cannot be written.
 void write_state_file(const std::filesystem::path& path, const StateDict& state,
                       const FileMetadata& metadata);
 
@@ -84,7 +87,7 @@ void write_state_file(const std::filesystem::path& path, const StateDict& state,
 /// h5dump), e.g. a final field "u" (HDF5 path /u) with its time "t". The file is a state file of
 /// one entry written with `metadata`, so read_state_file reads it back. Throws UsageError for an
 /// attribute name that state files reserve (kind, index, checksum, dtype, shape, length),
-/// otherwise as write_state_file; a failure after the file was created removes it.
+/// otherwise as write_state_file (the file is replaced whole, attributes included).
 void write_tensor_file(
     const std::filesystem::path& path, std::string_view name, const Tensor& tensor,
     const std::vector<std::pair<std::string, double>>& attributes,

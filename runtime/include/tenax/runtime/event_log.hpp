@@ -12,6 +12,7 @@
 /// whole JSON objects.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
@@ -36,8 +37,10 @@ class EventLog {
   using Field = std::pair<std::string_view, Value>;
 
   /// Opens (creating if needed) `path` for appending; creates missing parent directories.
-  /// Throws IoError naming the path and the errno reason (EnvironmentError for an errno that
-  /// is not an I/O fault).
+  /// Throws UsageError naming the path, what it is and the fix when it is not a regular file (a
+  /// symbolic link is never followed: appending through one would write to any file it points
+  /// to; a FIFO or a device is refused without blocking); IoError naming the path and the errno
+  /// reason (EnvironmentError for an errno that is not an I/O fault) when it cannot be opened.
   explicit EventLog(const std::filesystem::path& path);
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
@@ -81,9 +84,14 @@ struct EventLines {
   /// The non-empty lines that are not (torn by a full disk or a crash mid-write, or not JSON).
   std::int64_t skipped = 0;
 };
-/// Reads the event log at `path` (`RUN_DIR/events.jsonl`); empty lines are ignored. Throws
-/// IoError when the file cannot be opened (EnvironmentError for an errno that is not an I/O
-/// fault).
+/// The longest line read_events() reads; a longer one is counted as skipped, never accumulated.
+inline constexpr std::size_t kMaxEventLineBytes = std::size_t{1} << 20;
+
+/// Reads the event log at `path` (`RUN_DIR/events.jsonl`); empty lines are ignored, lines longer
+/// than kMaxEventLineBytes are skipped (memory stays bounded whatever the file holds). Throws
+/// UsageError (path, what it is, the fix) when `path` is not a regular file: a symbolic link is
+/// not followed, a FIFO or device is refused without blocking; IoError when the file cannot be
+/// opened or read (EnvironmentError for an errno that is not an I/O fault).
 [[nodiscard]] EventLines read_events(const std::filesystem::path& path);
 
 }  // namespace tenax::runtime
