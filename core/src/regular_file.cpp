@@ -26,7 +26,13 @@ FileKind kind_of(mode_t mode) noexcept {
 }
 
 std::string not_regular(const std::filesystem::path& path, FileKind kind) {
-  return "'" + path.string() + "' is " + std::string(describe(kind)) + ", not a regular file";
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "'" + string + ...
+  std::string text = "'";
+  text += path.string();
+  text += "' is ";
+  text += describe(kind);
+  text += ", not a regular file";
+  return text;
 }
 
 [[noreturn]] void throw_errno(std::string cause, std::string fix, int errnum) {
