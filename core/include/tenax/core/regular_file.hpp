@@ -56,7 +56,9 @@ class FileDescriptor {
   FileDescriptor() noexcept = default;
   /// Takes ownership of `fd` (-1: none).
   explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
+  /// Takes `other`'s descriptor; `other` holds none afterwards.
   FileDescriptor(FileDescriptor&& other) noexcept;
+  /// Closes the held descriptor, then takes `other`'s.
   FileDescriptor& operator=(FileDescriptor&& other) noexcept;
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
