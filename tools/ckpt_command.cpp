@@ -1,6 +1,7 @@
 // `tenax ckpt`: path resolution, `list` and `verify`, and the command-line front end. `show` is
 // in ckpt_show.cpp.
 #include "ckpt_command.hpp"
+#include "terminal_text.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -444,7 +445,10 @@ void add_ckpt_command(CLI::App& app, int& exit_code) {
   list->add_flag("--json", args->list.json, "Print one JSON object");
   list->allow_extras();
   list->callback([list, args, &exit_code] {
-    exit_code = guarded(list, [&] { return run_ckpt_list(args->path, args->list, std::cout); });
+    exit_code = guarded(list, [&] {
+      return print_terminal_safe(
+          std::cout, [&](std::ostream& out) { return run_ckpt_list(args->path, args->list, out); });
+    });
   });
 
   CLI::App* verify = ckpt->add_subcommand(
@@ -456,8 +460,11 @@ void add_ckpt_command(CLI::App& app, int& exit_code) {
   verify->add_flag("--json", args->verify.json, "Print one JSON object");
   verify->allow_extras();
   verify->callback([verify, args, &exit_code] {
-    exit_code =
-        guarded(verify, [&] { return run_ckpt_verify(args->path, args->verify, std::cout); });
+    exit_code = guarded(verify, [&] {
+      return print_terminal_safe(std::cout, [&](std::ostream& out) {
+        return run_ckpt_verify(args->path, args->verify, out);
+      });
+    });
   });
 
   CLI::App* show = ckpt->add_subcommand(
@@ -473,7 +480,10 @@ void add_ckpt_command(CLI::App& app, int& exit_code) {
   show->add_flag("--json", args->show.json, "Print one JSON object");
   show->allow_extras();
   show->callback([show, args, &exit_code] {
-    exit_code = guarded(show, [&] { return run_ckpt_show(args->path, args->show, std::cout); });
+    exit_code = guarded(show, [&] {
+      return print_terminal_safe(
+          std::cout, [&](std::ostream& out) { return run_ckpt_show(args->path, args->show, out); });
+    });
   });
 
   ckpt->callback([ckpt, &exit_code] {

@@ -1,4 +1,5 @@
 #include "report_command.hpp"
+#include "terminal_text.hpp"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -708,8 +709,11 @@ void add_report_command(CLI::App& app, int& exit_code) {
   report->add_option("-o,--output", args->output,
                      "Where to write the page (default: RUN_DIR/report.html)");
   report->callback([args, &exit_code] {
-    exit_code = run_reporting_errors(
-        "report", [&] { return run_report(args->run_dir, args->output, std::cout); });
+    exit_code = run_reporting_errors("report", [&] {
+      return print_terminal_safe(std::cout, [&](std::ostream& out) {
+        return run_report(args->run_dir, args->output, out);
+      });
+    });
   });
 }
 

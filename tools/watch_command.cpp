@@ -1,4 +1,5 @@
 #include "watch_command.hpp"
+#include "terminal_text.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -349,10 +350,12 @@ int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
     } else {
       for (const std::string& line : state.render(now, options.events)) body += line + "\n";
     }
+    // The log's text as text: only the screen's own clear-and-home sequence is a control.
     if (options.terminal) {
-      out << "\x1b[H\x1b[J" << header(now) << "\n\n" << body << std::flush;
+      out << "\x1b[H\x1b[J" << terminal_safe(header(now)) << "\n\n"
+          << terminal_safe(body) << std::flush;
     } else if (body != previous || options.once) {
-      out << header(now) << "\n" << body << "\n" << std::flush;
+      out << terminal_safe(header(now)) << "\n" << terminal_safe(body) << "\n" << std::flush;
     }
     previous = body;
     if (options.once) return state.completed() ? 0 : state.ended() ? 1 : 0;

@@ -206,6 +206,26 @@ TEST_F(CkptTest, AnUncommittedDirectoryIsReportedButDoesNotFailTheRun) {
   EXPECT_EQ(tenax_cli("ckpt verify " + quote(step_dir(30))).exit_code, 1);
 }
 
+// A checkpoint's text (its configuration, an entry's text) is shown as text: escape sequences in
+// it never reach the terminal as control bytes.
+TEST_F(CkptTest, ShowPrintsEscapeSequencesAsText) {
+  StateDict state;
+  state.set("note", std::string("\x1b[2Jcleared"));
+  io::FileMetadata metadata;
+  metadata.config = "{\"program\":\"\x1b]0;pwned\x07\"}";
+  const fs::path file = run_dir_.parent_path() / "escapes.h5";
+  io::write_state_file(file, state, metadata);
+  for (const std::string arguments :
+       {"ckpt show " + quote(file), "ckpt show --entry note " + quote(file),
+        "ckpt verify " + quote(file)}) {
+    const CliRun run = tenax_cli(arguments);
+    EXPECT_EQ(run.output.find('\x1b'), std::string::npos) << arguments << ": " << run.output;
+    EXPECT_EQ(run.output.find('\x07'), std::string::npos) << arguments;
+  }
+  EXPECT_NE(tenax_cli("ckpt show " + quote(file)).output.find("?]0;pwned?"), std::string::npos);
+  fs::remove(file);
+}
+
 TEST_F(CkptTest, ShowPrintsMetadataAndEntries) {
   const CliRun run = tenax_cli("ckpt show " + quote(run_dir_));
   ASSERT_EQ(run.exit_code, 0) << run.output;

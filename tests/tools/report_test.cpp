@@ -654,6 +654,31 @@ TEST(SvgChart, TickLabelsAreShortRoundAndDistinct) {
             (std::vector<std::string>{"-1e+308", "0", "1e+308"}));
 }
 
+// Text from a run directory is shown as text: escape sequences in a log line (a retitle, a
+// clear, a bell) reach neither the report's summary nor tenax watch as control bytes.
+TEST(ReportCommand, EscapeSequencesInTheLogAreShownAsText) {
+  const fs::path dir = fresh_dir("escapes");
+  {
+    Log log(dir / "events.jsonl");
+    log.line(R"({"event":"started","time":1000.0,"total_steps":4,"micro_batch":8,"ranks":1})");
+    log.steps(1, 2, 1000.0, 1.0, 0.25);
+    log.line(R"({"event":"exit","time":1003.0,"status":"anomaly","exit_code":1,"step":2,)"
+             R"("message":"\u001b]0;pwned\u0007\u001b[2J\u009b31m gone"})");
+  }
+  for (const std::string command : {"report", "watch --once"}) {
+    const CliRun run =
+        run_shell(std::string("'") + TENAX_CLI_PATH + "' " + command + " " + quote(dir));
+    EXPECT_EQ(run.output.find('\x1b'), std::string::npos) << command << ": " << run.output;
+    EXPECT_EQ(run.output.find('\x07'), std::string::npos) << command;
+    EXPECT_EQ(run.output.find("\xc2\x9b"), std::string::npos) << command;
+  }
+  // watch shows the exit's message: as text.
+  const CliRun watch =
+      run_shell(std::string("'") + TENAX_CLI_PATH + "' watch --once " + quote(dir));
+  EXPECT_NE(watch.output.find("?]0;pwned??[2J?31m gone"), std::string::npos) << watch.output;
+  fs::remove_all(dir);
+}
+
 TEST(ReportCommand, WritesThePageAndSaysWhatHappened) {
   const fs::path dir = write_eventful_run();
   const CliRun run = run_shell(std::string("'") + TENAX_CLI_PATH + "' report " + quote(dir));
