@@ -48,9 +48,13 @@ std::size_t hessenberg_entries(std::int64_t restart) {
 }  // namespace
 
 Gmres::Gmres(SolverOptions options)
-    : KrylovSolver(std::move(options)), restart_(this->options().restart) {
-  (void)hessenberg_entries(restart_);  // a restart whose arrays cannot even be counted
-}
+    : KrylovSolver(std::move(options)),
+      restart_(this->options().restart),
+      hessenberg_(hessenberg_entries(restart_)),
+      cosines_(static_cast<std::size_t>(restart_)),
+      sines_(static_cast<std::size_t>(restart_)),
+      g_(static_cast<std::size_t>(restart_ + 1)),
+      column_(static_cast<std::size_t>(restart_ + 1)) {}
 
 Tensor Gmres::basis_vector(std::int64_t i) const {
   return basis_.slice(i, i + 1).reshape({basis_.shape()[1]});
@@ -58,19 +62,10 @@ Tensor Gmres::basis_vector(std::int64_t i) const {
 
 void Gmres::allocate_method() {
   const std::int64_t n = op().rows();
-  cycle_ = std::min(restart_, std::max<std::int64_t>(n, 1));
-  if (!basis_.defined() || basis_.shape() != Shape{cycle_ + 1, n} ||
+  if (!basis_.defined() || basis_.shape() != Shape{restart_ + 1, n} ||
       basis_.dtype() != op().dtype() || basis_.device() != op().device()) {
-    basis_ = Tensor::empty({cycle_ + 1, n}, op().dtype(), op().device());
+    basis_ = Tensor::empty({restart_ + 1, n}, op().dtype(), op().device());
   }
-  // After the basis: the pool has refused a cycle too long for the memory by now, and the
-  // Hessenberg ((cycle + 1) x cycle) is never larger than the basis.
-  const auto cycle = static_cast<std::size_t>(cycle_);
-  hessenberg_.assign(hessenberg_entries(cycle_), 0.0);
-  cosines_.assign(cycle, 0.0);
-  sines_.assign(cycle, 0.0);
-  g_.assign(cycle + 1, 0.0);
-  column_.assign(cycle + 1, 0.0);
   ensure_vector(w_);
   if (active_preconditioner() != nullptr) ensure_vector(z_);
 }
@@ -160,7 +155,7 @@ KrylovSolver::Step Gmres::step() {
   g_[j] = c * g_[j];
   j_ = j + 1;
 
-  if (j_ == cycle_ || subdiagonal == 0.0) {
+  if (j_ == restart_ || subdiagonal == 0.0) {
     update_solution();
     return Step::done(restart_cycle());
   }
@@ -212,9 +207,9 @@ void Gmres::load_method(const StateDict& state) {
           " but this solver has restart " + std::to_string(restart_),
       "configure restart=" + std::to_string(state.integer("restart")) + " to resume this solve");
   const std::int64_t j = state.integer("j");
-  TENAX_EXPECTS(j >= 0 && j < cycle_, UsageError,
+  TENAX_EXPECTS(j >= 0 && j < restart_, UsageError,
                 "gmres: the saved cycle position j = " + std::to_string(j) + " is outside [0, " +
-                    std::to_string(cycle_) + ")",
+                    std::to_string(restart_) + ")",
                 "the state is damaged; restart the solve");
   load_vector(state, "basis", basis_.slice(0, j + 1));
   read_host_tensor(state, "hessenberg", hessenberg_);

@@ -268,19 +268,5 @@ TEST(Resume, AStopAtTheIterationLimitGoesOnUnderALargerOne) {
   }
 }
 
-// A restart longer than the system (20000 for 576 unknowns) is a cycle of the system's size:
-// the same bits as restart = n, without the 3 GB of least-squares arrays the long restart asked
-// for; it saves and resumes like any other.
-TEST(Resume, AGmresRestartLongerThanTheSystemIsACycleOfTheSystemsSize) {
-  const OperatorPtr a = make_csr_operator(testing::convection_diffusion(24, 10.0, 5.0));
-  const Tensor b = random_vector(576, 6);
-  const Outcome capped = uninterrupted({"gmres", "tol=1e-12,restart=576"}, a, b, 1000);
-  const Outcome asked = uninterrupted({"gmres", "tol=1e-12,restart=20000"}, a, b, 1000);
-  ASSERT_EQ(asked.result.status, SolveStatus::converged) << asked.result.detail;
-  EXPECT_EQ(asked.result.iterations, capped.result.iterations);
-  EXPECT_EQ(asked.x, capped.x);
-  expect_bitwise_resume({"gmres", "tol=1e-12,restart=20000"}, a, b);
-}
-
 }  // namespace
 }  // namespace tenax::solvers

@@ -40,11 +40,8 @@ namespace tenax::solvers {
 class Gmres final : public KrylovSolver {
  public:
   /// Validates `options` (UsageError); m = options.restart and the Gram-Schmidt variant
-  /// options.orthogonalization are fixed for the solver's lifetime. A cycle is m iterations long,
-  /// or n for a system of n < m unknowns (the Krylov space cannot grow past n: a longer restart
-  /// adds nothing but memory). The basis ((m + 1) x n, from the pool) and the host-side
-  /// least-squares arrays (about (m + 1) m doubles) are allocated at start(), the basis first, so
-  /// that a restart too long for the memory is an out-of-memory error of the pool.
+  /// options.orthogonalization are fixed for the solver's lifetime. The host-side least-squares
+  /// arrays (about (m + 1) m doubles) are allocated here, the basis at start().
   explicit Gmres(SolverOptions options = {});
   [[nodiscard]] std::string_view name() const noexcept override { return "gmres"; }
 
@@ -62,7 +59,7 @@ class Gmres final : public KrylovSolver {
 
   [[nodiscard]] Tensor basis_vector(std::int64_t i) const;
   [[nodiscard]] double& h(std::int64_t row, std::int64_t col) {
-    return hessenberg_[static_cast<std::size_t>(col * (cycle_ + 1) + row)];
+    return hessenberg_[static_cast<std::size_t>(col * (restart_ + 1) + row)];
   }
   /// r = b - A x into basis vector 0, normalised; resets the cycle; returns ||r||.
   double restart_cycle();
@@ -70,11 +67,10 @@ class Gmres final : public KrylovSolver {
   void update_solution();
 
   std::int64_t restart_;
-  std::int64_t cycle_ = 0;  ///< a cycle's length: restart_, at most the system's unknowns
-  Tensor basis_;            ///< [cycle + 1, n]
+  Tensor basis_;  ///< [restart + 1, n]
   Tensor w_;
   Tensor z_;                        ///< M^-1 v (preconditioned only)
-  std::vector<double> hessenberg_;  ///< column-major [cycle + 1, cycle], rotated
+  std::vector<double> hessenberg_;  ///< column-major [restart + 1, restart], rotated
   std::vector<double> cosines_;
   std::vector<double> sines_;
   std::vector<double> g_;           ///< rotated right-hand side of the least-squares problem
