@@ -157,15 +157,27 @@ bool Runner::Impl::start() {
       return true;
     });
     // A state that starts unhealthy (a NaN in a file it was initialised from) has no checkpoint
-    // to roll back to: refused before anything is written, naming the tensor.
+    // to roll back to: refused before anything is written, naming the tensor. The ranks agree
+    // on it first, so that a NaN on one rank stops every rank at once.
     {
       const AllocationTag tag("nan_scan");
-      if (auto problem = scan_tensors(workload.save_state())) {
+      const std::optional<std::string> problem = scan_tensors(workload.save_state());
+      StepProposal proposal;
+      if (problem) {
+        proposal.decision = StepDecision::stop;
+        proposal.reason = StepReason::anomaly;
+      }
+      const StepAgreement agreed = communicator->agree(proposal);
+      if (agreed.decision != StepDecision::proceed) {
+        const std::string what = problem ? *problem
+                                         : "non-finite values on rank " +
+                                               std::to_string(agreed.asking_rank) +
+                                               " (its log has the details)";
         events->append(event::error, {{"step", std::int64_t{0}},
-                                      {"rank", std::int64_t{rank}},
-                                      {"reason", "the initial state holds " + *problem}});
+                                      {"rank", std::int64_t{agreed.asking_rank}},
+                                      {"reason", "the initial state holds " + what}});
         throw AnomalyError(
-            "the initial state (Workload::init) holds " + *problem + "; nothing was written",
+            "the initial state (Workload::init) holds " + what + "; nothing was written",
             "check what the workload starts from (its initial condition, an "
             "initial parameters file, the data it reads)");
       }

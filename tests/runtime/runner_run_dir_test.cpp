@@ -155,6 +155,43 @@ TEST_F(RunnerRunDirTest, ARefusalOnOneRankReachesEveryRankAtOnceAndNothingIsWrit
   EXPECT_FALSE(fs::exists(dir_ / "checkpoints"));
 }
 
+// A NaN in one rank's initial state stops every rank at once (the ranks agree on it), and no
+// checkpoint is written.
+TEST_F(RunnerRunDirTest, ANonFiniteInitialStateOnOneRankStopsEveryRankAtOnce) {
+  CommOptions comm_options;
+  comm_options.timeout_seconds = 30;
+  auto comms = make_thread_communicators(2, comm_options);
+  std::vector<std::string> errors(2);
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      ToyWorkload toy(kSize);
+      toy.nan_at_init = r == 1;
+      try {
+        Runner runner(toy, options(4), comms[static_cast<std::size_t>(r)]);
+        (void)runner.run();
+        errors[static_cast<std::size_t>(r)] = "ran";
+      } catch (const Error& e) {
+        errors[static_cast<std::size_t>(r)] =
+            std::string(to_string(e.fault_class())) + ": " + e.cause();
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  EXPECT_LT(seconds, 10.0) << "a rank waited for the communicator's timeout";
+  EXPECT_NE(errors[0].find("anomaly: the initial state (Workload::init) holds non-finite values "
+                           "on rank 1"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_NE(errors[1].find("anomaly: the initial state (Workload::init) holds 1 non-finite"),
+            std::string::npos)
+      << errors[1];
+  EXPECT_TRUE(io::CheckpointStore(dir_).committed_steps().empty());
+}
+
 TEST_F(RunnerRunDirTest, ARefusedConfigurationChangeThrowsBeforeTheStateIsLoaded) {
   {
     ToyWorkload toy(kSize);
