@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -56,6 +57,36 @@ class RunnerRunDirTest : public ::testing::Test {
     o.config = io::ConfigWriter("toy").set("size", size).set("steps", steps).text();
     o.config_policy.free_keys = {"steps"};
     return o;
+  }
+  // Runs a 4-step job of the toy on 2 threaded ranks (the toy of each set up by `prepare`) and
+  // returns what each rank ended with: "ran", or "<fault class>: <cause>". Fails the test when a
+  // rank waited for the communicator's 30 s timeout instead of learning of its peer's error.
+  std::vector<std::string> run_two_ranks(const std::function<void(int, ToyWorkload&)>& prepare) {
+    CommOptions comm_options;
+    comm_options.timeout_seconds = 30;
+    auto comms = make_thread_communicators(2, comm_options);
+    std::vector<std::string> errors(2);
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.emplace_back([&, r] {
+        ToyWorkload toy(kSize);
+        prepare(r, toy);
+        try {
+          Runner runner(toy, options(4), comms[static_cast<std::size_t>(r)]);
+          (void)runner.run();
+          errors[static_cast<std::size_t>(r)] = "ran";
+        } catch (const Error& e) {
+          errors[static_cast<std::size_t>(r)] =
+              std::string(to_string(e.fault_class())) + ": " + e.cause();
+        }
+      });
+    }
+    for (std::thread& t : ranks) t.join();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    EXPECT_LT(seconds, 10.0) << "a rank waited for the communicator's timeout";
+    return errors;
   }
 
   [[nodiscard]] std::vector<json> events(std::string_view event) const {
@@ -121,29 +152,7 @@ TEST_F(RunnerRunDirTest, TheRunHoldsTheLockAndADirectoryInUseIsRefusedBeforeAnyt
 // into the other job's directory. Now every rank is refused at once and writes nothing there.
 TEST_F(RunnerRunDirTest, ARefusalOnOneRankReachesEveryRankAtOnceAndNothingIsWritten) {
   const io::RunDirectoryLock other = io::RunDirectoryLock::acquire(dir_, 0, "other-job");
-  CommOptions comm_options;
-  comm_options.timeout_seconds = 30;
-  auto comms = make_thread_communicators(2, comm_options);
-  std::vector<std::string> errors(2);
-  const auto started = std::chrono::steady_clock::now();
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.emplace_back([&, r] {
-      ToyWorkload toy(kSize);
-      try {
-        Runner runner(toy, options(4), comms[static_cast<std::size_t>(r)]);
-        (void)runner.run();
-        errors[static_cast<std::size_t>(r)] = "ran";
-      } catch (const Error& e) {
-        errors[static_cast<std::size_t>(r)] =
-            std::string(to_string(e.fault_class())) + ": " + e.cause();
-      }
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  EXPECT_LT(seconds, 10.0) << "a rank waited for the communicator's timeout";
+  const std::vector<std::string> errors = run_two_ranks([](int, ToyWorkload&) {});
   EXPECT_NE(errors[0].find("usage: run directory " + dir_.string() + " is in use by other-job"),
             std::string::npos)
       << errors[0];
@@ -158,30 +167,8 @@ TEST_F(RunnerRunDirTest, ARefusalOnOneRankReachesEveryRankAtOnceAndNothingIsWrit
 // A NaN in one rank's initial state stops every rank at once (the ranks agree on it), and no
 // checkpoint is written.
 TEST_F(RunnerRunDirTest, ANonFiniteInitialStateOnOneRankStopsEveryRankAtOnce) {
-  CommOptions comm_options;
-  comm_options.timeout_seconds = 30;
-  auto comms = make_thread_communicators(2, comm_options);
-  std::vector<std::string> errors(2);
-  const auto started = std::chrono::steady_clock::now();
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.emplace_back([&, r] {
-      ToyWorkload toy(kSize);
-      toy.nan_at_init = r == 1;
-      try {
-        Runner runner(toy, options(4), comms[static_cast<std::size_t>(r)]);
-        (void)runner.run();
-        errors[static_cast<std::size_t>(r)] = "ran";
-      } catch (const Error& e) {
-        errors[static_cast<std::size_t>(r)] =
-            std::string(to_string(e.fault_class())) + ": " + e.cause();
-      }
-    });
-  }
-  for (std::thread& t : ranks) t.join();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  EXPECT_LT(seconds, 10.0) << "a rank waited for the communicator's timeout";
+  const std::vector<std::string> errors =
+      run_two_ranks([](int rank, ToyWorkload& toy) { toy.nan_at_init = rank == 1; });
   EXPECT_NE(errors[0].find("anomaly: the initial state (Workload::init) holds non-finite values "
                            "on rank 1"),
             std::string::npos)
