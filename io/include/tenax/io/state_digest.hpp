@@ -1,0 +1,64 @@
+/// The digest of a state: one 64-bit value that names a state's contents whatever the number of
+/// ranks that hold it, so that a wrong bit is detectable -- between the ranks of a data-parallel
+/// job (their replicated states must be equal), between a state and the checkpoint written from
+/// it, and between a run and its replay on another device or number of ranks. @file
+///
+/// The rule, written once here:
+///  - every element of a tensor contributes mix(seed of its entry, its global row-major index,
+///    its bits), and an entry's value is the sum (mod 2^64) of its elements' contributions. A sum
+///    does not depend on the order of its terms, so a tensor split into slabs over any number of
+///    ranks (io::TensorShard) gives the same value as the whole tensor on one: each rank sums its
+///    own elements over their global indices and the ranks' partial sums add up;
+///  - the entries that are the same on every rank (all of a replicated state; the entries of a
+///    sharded state that are not sharded) form the *common* part: XXH64 over, in order, each
+///    entry's name, kind, dtype, (global) shape and value. Ranks compare it: a rank whose common
+///    part differs from the others' holds a corrupted state;
+///  - the sharded entries (and, for a state that is neither replicated nor sharded on several
+///    ranks, every entry, seeded with the rank) form the *partial* part, summed over the ranks;
+///  - the state digest is combine_digest(common, sum of the partials).
+/// Entries named in `rank_local` (a rank's own timings) are left out: they may differ without
+/// changing any result.
+///
+/// A single flipped bit changes the digest for certain (each element's contribution is a
+/// bijection of its bits); two faults cancel with probability 2^-64. The digest detects
+/// accidental corruption, not tampering.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tenax/core/state_dict.hpp"
+#include "tenax/io/shard_layout.hpp"
+
+namespace tenax::io {
+
+/// How a state is split across the ranks, as the digest needs it.
+struct DigestLayout {
+  /// This rank's slabs of the sharded tensors (names as in the state digested).
+  std::vector<TensorShard> shards;
+  /// Entries left out of the digest (names as in the state digested).
+  std::vector<std::string> rank_local;
+  /// True when the entries that are not sharded are this rank's own (a state that is neither
+  /// replicated nor sharded, on several ranks): they then go to the partial part, seeded with
+  /// the rank, and nothing is compared between ranks.
+  bool per_rank = false;
+};
+
+/// One rank's two parts of a state digest (see the file).
+struct DigestParts {
+  std::uint64_t common = 0;   ///< equal on every rank of a healthy job
+  std::uint64_t partial = 0;  ///< summed over the ranks (mod 2^64)
+};
+
+/// This rank's parts of the digest of `state` (see the file). Tensors on a device are copied to
+/// the host first. Throws UsageError when a shard names a tensor of another extent than the
+/// shard's, or an entry that is not a tensor.
+[[nodiscard]] DigestParts digest_parts(const StateDict& state, const DigestLayout& layout,
+                                       int rank);
+
+/// The state digest from the common part and the sum over the ranks of the partial parts.
+[[nodiscard]] std::uint64_t combine_digest(std::uint64_t common,
+                                           std::uint64_t partial_sum) noexcept;
+
+}  // namespace tenax::io

@@ -1,0 +1,177 @@
+#include "tenax/io/state_digest.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+#include <variant>
+
+#include "tenax/core/error.hpp"
+#include "tenax/io/checksum.hpp"
+
+namespace tenax::io {
+namespace {
+
+// The finaliser of MurmurHash3: a bijection of 64-bit words that spreads every input bit.
+constexpr std::uint64_t fmix64(std::uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+constexpr std::uint64_t kIndexStep = 0x9e3779b97f4a7c15ULL;
+
+// Sum of the contributions of `count` elements of `Word` at `data` whose global indices are
+// `first`, first + 1, ...: fmix64(bits ^ (seed + index * kIndexStep)), a bijection of the bits.
+template <class Word>
+std::uint64_t sum_run(const unsigned char* data, std::int64_t count, std::uint64_t first,
+                      std::uint64_t seed) noexcept {
+  std::uint64_t sum = 0;
+  std::uint64_t key = seed + first * kIndexStep;
+  for (std::int64_t k = 0; k < count; ++k) {
+    Word bits;
+    std::memcpy(&bits, data + k * static_cast<std::int64_t>(sizeof(Word)), sizeof(Word));
+    sum += fmix64(static_cast<std::uint64_t>(bits) ^ key);
+    key += kIndexStep;
+  }
+  return sum;
+}
+
+// The element sum of a contiguous CPU tensor holding the slab [begin, begin + local extent)
+// along `axis` of a global tensor of extent `extent` along it (the whole tensor: begin 0, extent
+// its own).
+std::uint64_t element_sum(const Tensor& tensor, int axis, std::int64_t begin, std::int64_t extent,
+                          std::uint64_t seed) {
+  const Shape& shape = tensor.shape();
+  if (tensor.numel() == 0) return 0;
+  std::int64_t outer = 1;
+  std::int64_t inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= shape[d];
+  for (int d = axis + 1; d < shape.rank(); ++d) inner *= shape[d];
+  const std::int64_t along = shape.rank() == 0 ? 1 : shape[axis];
+  const std::size_t width = size_of(tensor.dtype());
+  const auto* bytes = static_cast<const unsigned char*>(tensor.data());
+  std::uint64_t sum = 0;
+  for (std::int64_t o = 0; o < outer; ++o) {
+    // The slab's rows along the axis are contiguous in the global order too: one run per outer
+    // index.
+    const auto first = static_cast<std::uint64_t>((o * extent + begin) * inner);
+    const unsigned char* run = bytes + static_cast<std::size_t>(o * along * inner) * width;
+    const std::int64_t count = along * inner;
+    switch (width) {
+      case 1:
+        sum += sum_run<std::uint8_t>(run, count, first, seed);
+        break;
+      case 2:
+        sum += sum_run<std::uint16_t>(run, count, first, seed);
+        break;
+      case 4:
+        sum += sum_run<std::uint32_t>(run, count, first, seed);
+        break;
+      default:
+        sum += sum_run<std::uint64_t>(run, count, first, seed);
+        break;
+    }
+  }
+  return sum;
+}
+
+Tensor on_host(const Tensor& tensor) {
+  return tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu());
+}
+
+template <class T>
+void put(Xxh64& hash, const T& value) {
+  hash.update(&value, sizeof(value));
+}
+
+void put_text(Xxh64& hash, std::string_view text) {
+  put(hash, static_cast<std::uint64_t>(text.size()));
+  hash.update(text.data(), text.size());
+}
+
+void put_shape(Xxh64& hash, const Shape& shape, int axis, std::int64_t extent) {
+  put(hash, static_cast<std::int32_t>(shape.rank()));
+  for (int d = 0; d < shape.rank(); ++d) put(hash, d == axis ? extent : shape[d]);
+}
+
+// A scalar entry's value as one word (a string's through XXH64).
+std::uint64_t scalar_word(const StateDict::Value& value) {
+  if (const auto* integer = std::get_if<std::int64_t>(&value)) {
+    return static_cast<std::uint64_t>(*integer);
+  }
+  if (const auto* real = std::get_if<double>(&value)) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, real, sizeof(bits));
+    return bits;
+  }
+  const auto& text = std::get<std::string>(value);
+  return xxh64(text.data(), text.size());
+}
+
+}  // namespace
+
+DigestParts digest_parts(const StateDict& state, const DigestLayout& layout, int rank) {
+  Xxh64 common;
+  std::uint64_t partial = 0;
+  const std::uint64_t rank_seed = fmix64(static_cast<std::uint64_t>(rank) + 1);
+  for (const auto& [name, value] : state.entries()) {
+    if (std::find(layout.rank_local.begin(), layout.rank_local.end(), name) !=
+        layout.rank_local.end()) {
+      continue;
+    }
+    const auto shard = std::find_if(layout.shards.begin(), layout.shards.end(),
+                                    [&](const TensorShard& s) { return s.name == name; });
+    const bool sharded = shard != layout.shards.end();
+    const bool own = !sharded && layout.per_rank;
+    std::uint64_t seed = xxh64(name.data(), name.size());
+    if (own) seed ^= rank_seed;
+    // The entry's description (and, unless it is sharded or this rank's own, its value) goes to
+    // the common part; a sharded entry's global shape is the same on every rank.
+    Xxh64 own_about(rank_seed);
+    Xxh64& described = own ? own_about : common;
+    put_text(described, name);
+    put(described, static_cast<std::uint8_t>(value.index()));
+    if (const auto* tensor = std::get_if<Tensor>(&value)) {
+      put(described, static_cast<std::uint8_t>(tensor->dtype()));
+      const Tensor host = on_host(*tensor);
+      if (sharded) {
+        TENAX_EXPECTS(shard->holds(tensor->shape()), UsageError,
+                      "the shard of '" + name + "' does not fit its tensor of shape " +
+                          to_string(tensor->shape()),
+                      "describe the rank's slab of that tensor in Workload::state_layout()");
+        put_shape(described, tensor->shape(), shard->axis, shard->extent);
+        partial += element_sum(host, shard->axis, shard->begin, shard->extent, seed);
+        continue;
+      }
+      put_shape(described, tensor->shape(), -1, 0);
+      const std::int64_t extent = tensor->shape().rank() == 0 ? 1 : tensor->shape()[0];
+      const std::uint64_t sum = element_sum(host, 0, 0, extent, seed);
+      if (own) {
+        partial += fmix64(own_about.digest() ^ sum);
+      } else {
+        put(described, sum);
+      }
+      continue;
+    }
+    TENAX_EXPECTS(!sharded, UsageError,
+                  "the state entry '" + name + "' is sharded but holds no tensor",
+                  "shard only tensors in Workload::state_layout()");
+    const std::uint64_t word = scalar_word(value);
+    if (own) {
+      partial += fmix64(own_about.digest() ^ fmix64(word ^ seed));
+    } else {
+      put(described, word);
+    }
+  }
+  return {common.digest(), partial};
+}
+
+std::uint64_t combine_digest(std::uint64_t common, std::uint64_t partial_sum) noexcept {
+  const std::uint64_t words[2] = {common, partial_sum};
+  return xxh64(words, sizeof(words));
+}
+
+}  // namespace tenax::io

@@ -1,0 +1,156 @@
+// The state digest: the same value for a state held whole or split over any number of ranks
+// (along any axis), a different one after any single flipped bit, a moved row or a changed
+// scalar, and nothing from the entries left out.
+#include "tenax/io/state_digest.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tenax/core/error.hpp"
+#include "tenax/core/tensor.hpp"
+
+namespace tenax::io {
+namespace {
+
+Tensor counting(const Shape& shape, DType dtype = DType::f64) {
+  Tensor t = Tensor::empty(shape, dtype);
+  auto* bytes = static_cast<unsigned char*>(t.data());
+  for (std::size_t i = 0; i < t.nbytes(); ++i) bytes[i] = static_cast<unsigned char>(i * 37 + 11);
+  return t;
+}
+
+// The slab [begin, end) along `axis` of `whole`, copied.
+Tensor slab(const Tensor& whole, int axis, std::int64_t begin, std::int64_t end) {
+  const TensorShard all{"x", axis, 0, whole.shape()[axis], whole.shape()[axis]};
+  const TensorShard part{"x", axis, begin, end, whole.shape()[axis]};
+  Tensor out = Tensor::empty(part.part_shape(whole.shape()), whole.dtype());
+  copy_shard_overlap(all, whole, part, out);
+  return out;
+}
+
+// The digest of `whole` split into `cuts` along `axis`, each slab a rank's, with a replicated
+// scalar beside it.
+std::uint64_t split_digest(const Tensor& whole, int axis, const std::vector<std::int64_t>& cuts) {
+  std::uint64_t common = 0;
+  std::uint64_t partial = 0;
+  for (std::size_t r = 0; r + 1 < cuts.size(); ++r) {
+    StateDict state;
+    state.set("t", 0.25);
+    state.set("x", slab(whole, axis, cuts[r], cuts[r + 1]));
+    const DigestLayout layout{{{"x", axis, cuts[r], cuts[r + 1], whole.shape()[axis]}}, {}, false};
+    const DigestParts parts = digest_parts(state, layout, static_cast<int>(r));
+    if (r == 0) common = parts.common;
+    EXPECT_EQ(parts.common, common) << "rank " << r << ": the common part differs";
+    partial += parts.partial;
+  }
+  return combine_digest(common, partial);
+}
+
+TEST(StateDigest, TheSameForAnyNumberOfRanksAlongAnyAxis) {
+  const Tensor rows = counting({7, 5});
+  const std::uint64_t one = split_digest(rows, 0, {0, 7});
+  EXPECT_EQ(split_digest(rows, 0, {0, 3, 7}), one);
+  EXPECT_EQ(split_digest(rows, 0, {0, 1, 2, 7}), one);
+  EXPECT_EQ(split_digest(rows, 0, {0, 0, 7}), one) << "an empty slab contributes nothing";
+  const Tensor basis = counting({3, 10}, DType::f32);
+  const std::uint64_t whole = split_digest(basis, 1, {0, 10});
+  EXPECT_EQ(split_digest(basis, 1, {0, 4, 10}), whole);
+  EXPECT_EQ(split_digest(basis, 1, {0, 2, 5, 9, 10}), whole);
+}
+
+TEST(StateDigest, EveryFlippedBitOfEveryDTypeChangesIt) {
+  for (DType dtype :
+       {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8}) {
+    const Tensor x = counting({4, 3}, dtype);
+    StateDict state;
+    state.set("x", x);
+    const std::uint64_t clean = digest_parts(state, {}, 0).common;
+    auto* bytes = static_cast<unsigned char*>(x.data());
+    for (std::size_t byte = 0; byte < x.nbytes(); ++byte) {
+      for (int bit = 0; bit < 8; ++bit) {
+        bytes[byte] ^= static_cast<unsigned char>(1u << bit);
+        EXPECT_NE(digest_parts(state, {}, 0).common, clean)
+            << to_string(dtype) << " byte " << byte << " bit " << bit;
+        bytes[byte] ^= static_cast<unsigned char>(1u << bit);
+      }
+    }
+    EXPECT_EQ(digest_parts(state, {}, 0).common, clean);
+  }
+}
+
+TEST(StateDigest, AFlipInOneRanksSlabChangesTheStateDigest) {
+  Tensor rows = counting({6, 4});
+  const std::uint64_t clean = split_digest(rows, 0, {0, 2, 4, 6});
+  rows.data_as<double>()[13] = std::nextafter(rows.data_as<double>()[13], 1e300);
+  EXPECT_NE(split_digest(rows, 0, {0, 2, 4, 6}), clean);
+}
+
+TEST(StateDigest, MovedValuesRenamedEntriesAndChangedScalarsChangeIt) {
+  const Tensor x = counting({4, 2});
+  StateDict state;
+  state.set("x", x);
+  state.set("step", std::int64_t{3});
+  state.set("t", 0.5);
+  state.set("name", std::string("run"));
+  const std::uint64_t clean = digest_parts(state, {}, 0).common;
+
+  Tensor swapped = counting({4, 2});
+  std::vector<double> row(2);
+  std::memcpy(row.data(), swapped.data_as<double>(), 16);
+  std::memcpy(swapped.data_as<double>(), swapped.data_as<double>() + 2, 16);
+  std::memcpy(swapped.data_as<double>() + 2, row.data(), 16);
+  StateDict moved = state;
+  moved.set("x", swapped);
+  EXPECT_NE(digest_parts(moved, {}, 0).common, clean) << "two rows swapped";
+
+  StateDict reshaped = state;
+  reshaped.set("x", x.reshape({2, 4}));
+  EXPECT_NE(digest_parts(reshaped, {}, 0).common, clean) << "the same bytes in another shape";
+
+  StateDict renamed;
+  renamed.set("y", x);
+  renamed.set("step", std::int64_t{3});
+  renamed.set("t", 0.5);
+  renamed.set("name", std::string("run"));
+  EXPECT_NE(digest_parts(renamed, {}, 0).common, clean);
+
+  for (const auto& [key, value] : std::vector<std::pair<std::string, StateDict::Value>>{
+           {"step", std::int64_t{4}}, {"t", 0.5000000000000001}, {"name", std::string("rum")}}) {
+    StateDict changed = state;
+    changed.set(key, value);
+    EXPECT_NE(digest_parts(changed, {}, 0).common, clean) << key;
+  }
+}
+
+TEST(StateDigest, RankLocalEntriesAreLeftOutAndPerRankStatesAreSeededWithTheRank) {
+  StateDict state;
+  state.set("x", counting({3}));
+  state.set("seconds", 1.5);
+  const DigestLayout layout{{}, {"seconds"}, false};
+  const DigestParts clean = digest_parts(state, layout, 0);
+  state.set("seconds", 99.0);
+  EXPECT_EQ(digest_parts(state, layout, 0).common, clean.common);
+  EXPECT_EQ(digest_parts(state, layout, 1).common, clean.common) << "replicated: any rank";
+
+  const DigestLayout own{{}, {"seconds"}, true};
+  const DigestParts zero = digest_parts(state, own, 0);
+  const DigestParts one = digest_parts(state, own, 1);
+  EXPECT_EQ(zero.common, one.common) << "nothing is compared between the ranks";
+  EXPECT_NE(zero.partial, one.partial) << "rank 1's copy of rank 0's state is another state";
+}
+
+TEST(StateDigest, AShardThatDoesNotFitItsTensorIsRefused) {
+  StateDict state;
+  state.set("x", counting({4, 2}));
+  state.set("n", std::int64_t{1});
+  EXPECT_THROW((void)digest_parts(state, {{{"x", 0, 0, 3, 9}}, {}, false}, 0), UsageError);
+  EXPECT_THROW((void)digest_parts(state, {{{"n", 0, 0, 1, 1}}, {}, false}, 0), UsageError);
+}
+
+}  // namespace
+}  // namespace tenax::io
