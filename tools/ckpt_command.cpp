@@ -25,6 +25,8 @@
 #include "tenax/core/regular_file.hpp"
 #include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checkpoint_store.hpp"
+#include "tenax/io/checksum.hpp"
+#include "tenax/io/state_digest.hpp"
 #include "tenax/io/state_file.hpp"
 
 namespace tenax::tools {
@@ -64,27 +66,83 @@ struct Report {
 };
 
 // Reads every dataset of a state file (checksums included); adds what is wrong to `report`.
-// `step` and `rank`, when known, must match the file's own metadata.
-void check_state_file(const std::filesystem::path& file, std::optional<std::int64_t> step,
-                      std::optional<int> rank, Report& report) {
+// `step` and `rank`, when known, must match the file's own metadata. The state read, or nothing
+// when the file has a problem.
+std::optional<StateDict> check_state_file(const std::filesystem::path& file,
+                                          std::optional<std::int64_t> step, std::optional<int> rank,
+                                          Report& report) {
   if (!has_hdf5_signature(file)) {
     report.add(file.string(), "'" + file.string() +
                                   "' does not start with the HDF5 signature: it is not a tenax "
                                   "state file, or its first bytes are corrupt");
-    return;
+    return std::nullopt;
   }
   try {
     io::FileMetadata meta;
-    (void)io::read_state_file(file, &meta);
+    StateDict state = io::read_state_file(file, &meta);
     if ((step && meta.step != *step) || (rank && meta.rank != *rank)) {
       report.add(file.string(), "'" + file.string() + "' says step " + std::to_string(meta.step) +
                                     ", rank " + std::to_string(meta.rank) +
                                     ", which does not match its directory and name");
+      return std::nullopt;
     }
+    return state;
   } catch (const Error& e) {
     report.add(file.string(), e.cause());
   }
+  return std::nullopt;
 }
+
+// The deep check of a checkpoint's state digest, one rank file at a time: the state the files
+// hold against the digest the ranks agreed on when it was written (a state corrupted in memory
+// or on its way to the disk after that agreement has valid checksums and the wrong digest).
+class DigestCheck {
+ public:
+  explicit DigestCheck(std::string where) : where_(std::move(where)) {}
+  // Rank `rank`'s file, read whole and valid.
+  void add(const StateDict& state, int rank, Report& report) {
+    try {
+      const std::optional<io::RecordedDigest> recorded = io::recorded_digest(state, rank, where_);
+      if (!recorded) {
+        unrecorded_ = true;
+        return;
+      }
+      recorded_ = recorded->digest;
+      parts_.push_back(io::digest_parts(state.scope("workload"), recorded->layout, rank));
+    } catch (const Error& e) {
+      report.add(where_, e.cause());
+      failed_ = true;
+    }
+  }
+  // After every rank's file was added (`ranks` of them).
+  void finish(int ranks, Report& report) const {
+    if (unrecorded_ || failed_ || static_cast<int>(parts_.size()) != ranks || ranks == 0) return;
+    const io::DigestVote voted = io::vote(parts_);
+    if (!voted.suspects.empty()) {
+      std::string list;
+      for (int r : voted.suspects) {
+        if (!list.empty()) list += ", ";
+        list += std::to_string(r);
+      }
+      report.add("",
+                 "the ranks' files hold states that differ where they must be alike (state "
+                 "digests; suspect rank files: " +
+                     list + ")");
+    } else if (voted.digest != recorded_) {
+      report.add("", "the state in the files has the digest " + io::to_hex64(voted.digest) +
+                         ", not the " + io::to_hex64(recorded_) +
+                         " the ranks agreed on when it was written: it was corrupted after the "
+                         "step (in memory or on its way to the disk)");
+    }
+  }
+
+ private:
+  std::string where_;
+  std::vector<io::DigestParts> parts_;
+  std::uint64_t recorded_ = 0;
+  bool unrecorded_ = false;
+  bool failed_ = false;
+};
 
 // Inspects RUN_DIR/checkpoints/step-<step>: the commit record, every rank file's size and
 // digest, and when `deep` every dataset checksum.
@@ -124,15 +182,20 @@ Report inspect_checkpoint(const io::CheckpointStore& store, std::int64_t step, b
   // damaged (and says nothing trustworthy), as many as the directory holds.
   const io::ParsedCommitRecord record = io::read_commit_record(commit);
   const int world = record.ok() ? record.record.world_size : std::max(highest_rank + 1, 1);
+  DigestCheck digests(report.path.string());
   for (int rank = 0; rank < world; ++rank) {
     const std::filesystem::path file = report.path / io::rank_file_name(rank);
     if (auto problem = store.verify(step, rank, /*deep=*/false)) {
       report.add(file.string(), std::move(*problem));
     }
     // Read the datasets even when the digest already failed: that names the damaged entry.
-    if (deep && std::filesystem::is_regular_file(file, ec))
-      check_state_file(file, step, rank, report);
+    if (deep && std::filesystem::is_regular_file(file, ec)) {
+      if (const std::optional<StateDict> state = check_state_file(file, step, rank, report)) {
+        digests.add(*state, rank, report);
+      }
+    }
   }
+  if (deep && report.problems.empty()) digests.finish(world, report);
   return report;
 }
 
@@ -454,10 +517,14 @@ void add_ckpt_command(CLI::App& app, int& exit_code) {
   CLI::App* verify = ckpt->add_subcommand(
       "verify",
       "Deep verification of every checkpoint of RUN_DIR, of one STEP_DIR or of one FILE.h5: "
-      "commit record, file digests and every dataset checksum. Exit status 0 when all are "
-      "valid, 1 otherwise");
+      "commit record, file digests, every dataset checksum and, for a checkpoint, the state "
+      "digest the ranks agreed on when it was written. Exit status 0 when all are valid, 1 "
+      "otherwise");
   verify->add_option("PATH", args->path, "RUN_DIR, RUN_DIR/checkpoints/step-<N> or a .h5 file");
   verify->add_flag("--json", args->verify.json, "Print one JSON object");
+  verify->add_flag("--deep", args->verify.deep,
+                   "Accepted for symmetry with `list --deep`: verify always checks "
+                   "every dataset and the state digest");
   verify->allow_extras();
   verify->callback([verify, args, &exit_code] {
     exit_code = guarded(verify, [&] {

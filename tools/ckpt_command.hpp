@@ -51,6 +51,7 @@ struct CkptListOptions {
 };
 struct CkptVerifyOptions {
   bool json = false;
+  bool deep = true;  // --deep: accepted; verify is always deep
 };
 struct CkptShowOptions {
   bool json = false;

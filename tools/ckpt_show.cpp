@@ -18,6 +18,7 @@
 #include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checkpoint_store.hpp"
 #include "tenax/io/checksum.hpp"
+#include "tenax/io/runner_entries.hpp"
 #include "tenax/io/shard_layout.hpp"
 #include "tenax/io/state_file.hpp"
 
@@ -345,7 +346,7 @@ int show_entry(const Shown& shown, const CkptShowOptions& options, std::ostream&
 
 // The entry in which the Runner stores how the state is split across the ranks (the table of
 // io/shard_layout.hpp, every rank's slabs).
-constexpr const char* kShardTableEntry = "runner/shards";
+constexpr std::string_view kShardTableEntry = io::runner_entry::shards;
 
 // The sharding of the shown checkpoint: per split tensor, its axis, extent and every rank's slab;
 // null when the state holds no table (a state that is not split, or replicated); a string saying

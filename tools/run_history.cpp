@@ -187,7 +187,7 @@ class FaultWalk {
       fault.time = event.time;
       fault.marker = "skipped";
       run_.faults.push_back(std::move(fault));
-    } else if (kind == event::anomaly) {
+    } else if (kind == event::anomaly || kind == event::digest_mismatch) {
       anomaly_ = event;
       anomaly_lost_ = since_last;
     } else if (kind == event::rollback) {
@@ -195,8 +195,8 @@ class FaultWalk {
       SurvivedFault fault;
       fault.marker = "anomaly";
       if (anomaly_) {
-        fault.what = "non-finite values at step " + step_text(*anomaly_) + " (" +
-                     anomaly_->field("reason") + ")";
+        fault.what = bad_step_text(*anomaly_);
+        fault.marker = marker_of(*anomaly_);
         fault.step = anomaly_->step;
         fault.time = anomaly_->time;
         // Every step after the checkpoint up to the anomalous one is computed again, the
@@ -299,9 +299,8 @@ class FaultWalk {
                           : "a device or communication fault at step " + step_text(exit);
       fault.marker = "fault";
     } else if (status == "anomaly" && anomaly_) {
-      fault.what = "non-finite values at step " + step_text(*anomaly_) + " (" +
-                   anomaly_->field("reason") + ")";
-      fault.marker = "anomaly";
+      fault.what = bad_step_text(*anomaly_);
+      fault.marker = marker_of(*anomaly_);
     } else {
       // The message's first line: the rest (a memory table) is in the exit line and the page.
       const std::string message = exit.field("message");
@@ -310,6 +309,7 @@ class FaultWalk {
           status + " at step " + step_text(at) + (first_line.empty() ? "" : ": " + first_line);
       fault.marker = status == "overflow"        ? "overflow"
                      : status == "out_of_memory" ? "oom"
+                     : status == "corrupted"     ? "corruption"
                                                  : "fault";
     }
     pending_ = std::move(fault);
@@ -347,13 +347,12 @@ class FaultWalk {
     }
     if (anomaly_) {
       SurvivedFault fault;
-      fault.what = "non-finite values at step " + step_text(*anomaly_) + " (" +
-                   anomaly_->field("reason") + ")";
+      fault.what = bad_step_text(*anomaly_);
       fault.action = "no rollback followed";
       fault.step = anomaly_->step;
       fault.time = anomaly_->time;
       fault.recovered = false;
-      fault.marker = "anomaly";
+      fault.marker = marker_of(*anomaly_);
       run_.faults.push_back(std::move(fault));
     }
   }
@@ -369,6 +368,17 @@ class FaultWalk {
 
   static std::string step_text(const RunEvent& event) {
     return event.step ? std::to_string(*event.step) : std::string("?");
+  }
+
+  // What made a step bad: non-finite values, or ranks whose state digests differed.
+  static std::string bad_step_text(const RunEvent& event) {
+    if (event.kind == event::digest_mismatch) {
+      const std::string suspects = event.field("suspects");
+      return "silent data corruption at step " + step_text(event) +
+             " (state digests differed; suspect rank" +
+             (suspects.find(',') == std::string::npos ? " " : "s ") + suspects + ")";
+    }
+    return "non-finite values at step " + step_text(event) + " (" + event.field("reason") + ")";
   }
 
   RunHistory& run_;
@@ -522,6 +532,7 @@ const std::vector<MarkerKind>& marker_kinds() {
       {"skipped", "step skipped (gradient overflow)", "#ff7f0e"},
       {"loss_scale", "loss scale raised", "#c49c94"},
       {"anomaly", "non-finite values", "#9467bd"},
+      {"corruption", "silent data corruption (state digests)", "#393b79"},
       {"rollback", "rollback to a checkpoint", "#e377c2"},
       {"checkpoint", "checkpoint written", "#2ca02c"},
       {"checkpoint_failed", "checkpoint failed or skipped", "#bcbd22"},
@@ -540,6 +551,7 @@ std::string marker_of(const RunEvent& event) {
   if (k == event::regrow) return "regrow";
   if (k == event::loss_scale_changed) return "loss_scale";
   if (k == event::anomaly) return "anomaly";
+  if (k == event::digest_mismatch) return "corruption";
   if (k == event::rollback) return "rollback";
   if (k == event::checkpoint_written) return "checkpoint";
   if (k == event::checkpoint_failed || k == event::checkpoint_skipped) return "checkpoint_failed";

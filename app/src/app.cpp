@@ -153,6 +153,7 @@ runtime::RunnerOptions Job::runner_options() const {
   options.async_checkpoints = (*s.async)();
   options.progress = runtime::parse_progress_mode((*s.progress)());
   options.anomaly_check_every = (*s.anomaly_check_every)();
+  options.digest_every = (*s.digest_every)();
   options.telemetry_seconds = (*s.telemetry_seconds)();
   options.profile_path = (*s.profile)();
   options.option_flags = app_.option_flags();
@@ -241,6 +242,13 @@ App::App(std::string program, std::string description, RunDefaults defaults)
            .at_least(0)
            .not_recorded()
            .sets_option("RunnerOptions::anomaly_check_every");
+  standard_.digest_every =
+      &setting("digest-every", std::int64_t{10},
+               "steps between state digests the ranks compare, to catch silent data corruption "
+               "(0: only at checkpoints and at the end)")
+           .at_least(0)
+           .not_recorded()
+           .sets_option("RunnerOptions::digest_every");
   standard_.allow_config_change =
       &setting("allow-config-change", std::vector<std::string>{},
                "resume although setting KEY changed, for a setting that is safe to change (a "

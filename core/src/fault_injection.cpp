@@ -11,13 +11,15 @@
 namespace tenax {
 namespace {
 
-constexpr std::string_view kKinds = "oom, nan, inf, device, comm, io, kill, enospc, overflow, hang";
+constexpr std::string_view kKinds =
+    "oom, nan, inf, device, comm, io, kill, enospc, overflow, hang, bitflip";
 constexpr std::string_view kPoints = "alloc, step, checkpoint";
 constexpr std::string_view kSyntax =
     "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), optionally "
     "followed by :phase and/or :rank=R (step and checkpoint points), e.g. "
     "TENAX_FAULTS=oom@alloc=37,nan@step=50x2:rank=1,kill@checkpoint=2:after_rename; kinds: oom, "
-    "nan, inf, device, comm, io, kill, enospc, overflow, hang; points: alloc, step, checkpoint";
+    "nan, inf, device, comm, io, kill, enospc, overflow, hang, bitflip; points: alloc, step, "
+    "checkpoint";
 
 [[noreturn]] void bad(std::string_view item, const std::string& what) {
   throw UsageError("bad fault-injection item '" + std::string(item) + "' in TENAX_FAULTS: " + what,
@@ -30,7 +32,8 @@ FaultKind parse_kind(std::string_view item, std::string_view token) {
       {"inf", FaultKind::inf},           {"device", FaultKind::device},
       {"comm", FaultKind::comm},         {"io", FaultKind::io},
       {"kill", FaultKind::kill},         {"enospc", FaultKind::enospc},
-      {"overflow", FaultKind::overflow}, {"hang", FaultKind::hang}};
+      {"overflow", FaultKind::overflow}, {"hang", FaultKind::hang},
+      {"bitflip", FaultKind::bitflip}};
   for (const auto& [name, kind] : kTable) {
     if (token == name) return kind;
   }
@@ -134,6 +137,8 @@ std::string_view to_string(FaultKind kind) noexcept {
       return "overflow";
     case FaultKind::hang:
       return "hang";
+    case FaultKind::bitflip:
+      return "bitflip";
   }
   return "unknown";
 }

@@ -7,6 +7,7 @@
 
 #include "tenax/core/error.hpp"
 #include "tenax/io/checksum.hpp"
+#include "tenax/io/runner_entries.hpp"
 
 namespace tenax::io {
 namespace {
@@ -172,6 +173,110 @@ DigestParts digest_parts(const StateDict& state, const DigestLayout& layout, int
 std::uint64_t combine_digest(std::uint64_t common, std::uint64_t partial_sum) noexcept {
   const std::uint64_t words[2] = {common, partial_sum};
   return xxh64(words, sizeof(words));
+}
+
+DigestVote vote(std::span<const DigestParts> ranks) {
+  DigestVote result;
+  if (ranks.empty()) return result;
+  std::uint64_t partial_sum = 0;
+  std::uint64_t majority = ranks[0].common;
+  std::size_t majority_count = 0;
+  for (const DigestParts& p : ranks) {
+    partial_sum += p.partial;
+    const auto count = static_cast<std::size_t>(std::count_if(
+        ranks.begin(), ranks.end(), [&](const DigestParts& q) { return q.common == p.common; }));
+    if (count > majority_count) {
+      majority = p.common;
+      majority_count = count;
+    }
+  }
+  result.digest = combine_digest(majority, partial_sum);
+  if (majority_count == ranks.size()) return result;
+  const bool strict = 2 * majority_count > ranks.size();
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (!strict || ranks[r].common != majority) result.suspects.push_back(static_cast<int>(r));
+  }
+  return result;
+}
+
+namespace {
+
+IoError damaged(std::string_view where, const std::string& what) {
+  return IoError(std::string(where) + ": " + what,
+                 "the checkpoint's runner entries are damaged; `tenax ckpt verify` names the file");
+}
+
+template <class T>
+const T& entry_of(const StateDict& state, std::string_view name, std::string_view where,
+                  const char* what) {
+  const auto* value = std::get_if<T>(&state.at(name));
+  if (value == nullptr) throw damaged(where, std::string(what) + " ('" + std::string(name) + "')");
+  return *value;
+}
+
+}  // namespace
+
+std::optional<RecordedDigest> recorded_digest(const StateDict& rank_file, int rank,
+                                              std::string_view where) {
+  if (!rank_file.contains(runner_entry::state_digest)) return std::nullopt;
+  RecordedDigest result;
+  const auto& text = entry_of<std::string>(rank_file, runner_entry::state_digest, where,
+                                           "the recorded state digest is not text");
+  if (!parse_hex64(text, result.digest)) {
+    throw damaged(where, "the recorded state digest '" + text + "' is not 16 hex digits");
+  }
+  if (rank_file.contains(runner_entry::shards)) {
+    const ShardTable table =
+        parse_shard_table(entry_of<std::string>(rank_file, runner_entry::shards, where,
+                                                "the shard table is not text"),
+                          where);
+    if (rank < 0 || static_cast<std::size_t>(rank) >= table.ranks.size()) {
+      throw damaged(where, "the shard table lists " + std::to_string(table.ranks.size()) +
+                               " ranks, not rank " + std::to_string(rank));
+    }
+    constexpr std::string_view kPrefix = "workload/";
+    for (TensorShard shard : table.ranks[static_cast<std::size_t>(rank)]) {
+      if (shard.name.starts_with(kPrefix)) shard.name.erase(0, kPrefix.size());
+      result.layout.shards.push_back(std::move(shard));
+    }
+  }
+  if (rank_file.contains(runner_entry::digest_rank_local)) {
+    std::string_view rest =
+        entry_of<std::string>(rank_file, runner_entry::digest_rank_local, where,
+                              "the list of entries left out of the digest is not text");
+    while (!rest.empty()) {
+      const std::size_t end = rest.find('\n');
+      result.layout.rank_local.emplace_back(rest.substr(0, end));
+      rest.remove_prefix(end == std::string_view::npos ? rest.size() : end + 1);
+    }
+  }
+  if (rank_file.contains(runner_entry::digest_per_rank)) {
+    result.layout.per_rank =
+        entry_of<std::int64_t>(rank_file, runner_entry::digest_per_rank, where,
+                               "the digest's per-rank flag is not an integer") != 0;
+  }
+  return result;
+}
+
+std::optional<CheckpointDigest> checkpoint_digest(std::span<const StateDict> ranks,
+                                                  std::string_view where) {
+  if (ranks.empty()) return std::nullopt;
+  const std::optional<RecordedDigest> first = recorded_digest(ranks[0], 0, where);
+  if (!first) return std::nullopt;
+  std::vector<DigestParts> parts;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const int rank = static_cast<int>(r);
+    const std::optional<RecordedDigest> recorded = recorded_digest(ranks[r], rank, where);
+    if (!recorded) throw damaged(where, "rank " + std::to_string(r) + " records no digest");
+    try {
+      parts.push_back(digest_parts(ranks[r].scope("workload"), recorded->layout, rank));
+    } catch (const UsageError& e) {
+      throw damaged(where,
+                    "rank " + std::to_string(r) + "'s state does not fit its shards: " + e.cause());
+    }
+  }
+  DigestVote voted = vote(parts);
+  return CheckpointDigest{first->digest, voted.digest, std::move(voted.suspects)};
 }
 
 }  // namespace tenax::io

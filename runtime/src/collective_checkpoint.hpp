@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tenax/io/checkpoint_store.hpp"
+#include "tenax/io/runner_entries.hpp"
 #include "tenax/io/shard_layout.hpp"
 #include "tenax/runtime/communicator.hpp"
 
@@ -57,7 +58,7 @@ struct ResumeLayout {
 };
 
 // The state entry holding the checkpoint's io::ShardTable (JSON text).
-inline constexpr const char* kShardTableEntry = "runner/shards";
+inline constexpr std::string_view kShardTableEntry = io::runner_entry::shards;
 
 // Collective: every rank's shards gathered into one table (all ranks list the same tensors; each
 // gives its slabs). Empty when the layout has no shards.

@@ -1,5 +1,7 @@
 #include "tenax/runtime/communicator.hpp"
 
+#include "tenax/io/state_digest.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -10,6 +12,7 @@
 #include "comm_backends.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/io/state_digest.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/launch_environment.hpp"
 
@@ -67,6 +70,24 @@ std::string_view to_string(StepReason reason) noexcept {
   return "unknown";
 }
 
+namespace {
+
+// The state digests, when every rank sent its parts: the vote of io/state_digest.hpp.
+void settle_digests(std::span<const StepProposal> proposals, StepAgreement& agreement) {
+  const bool all = std::all_of(proposals.begin(), proposals.end(),
+                               [](const StepProposal& p) { return p.digested; });
+  if (!all) return;
+  std::vector<io::DigestParts> parts;
+  parts.reserve(proposals.size());
+  for (const StepProposal& p : proposals) parts.push_back({p.digest_common, p.digest_partial});
+  io::DigestVote voted = io::vote(parts);
+  agreement.digested = true;
+  agreement.state_digest = voted.digest;
+  agreement.digest_suspects = std::move(voted.suspects);
+}
+
+}  // namespace
+
 StepAgreement settle(std::span<const StepProposal> proposals) {
   StepAgreement agreement;
   if (proposals.empty()) return agreement;
@@ -97,6 +118,7 @@ StepAgreement settle(std::span<const StepProposal> proposals) {
       agreement.slowest_rank = rank;
     }
   }
+  settle_digests(proposals, agreement);
   return agreement;
 }
 
@@ -108,13 +130,17 @@ struct WireProposal {
   std::int64_t step;
   std::uint64_t sequence;
   double seconds;
+  std::uint64_t digest_common;
+  std::uint64_t digest_partial;
   std::int32_t signal;
   std::uint8_t decision;
   std::uint8_t reason;
   std::uint8_t checkpoint_due;
   std::uint8_t finished;
+  std::uint8_t digested;
+  std::uint8_t unused[7];  // zero: the record has no undefined bytes
 };
-static_assert(sizeof(WireProposal) == 32);
+static_assert(sizeof(WireProposal) == 56);
 
 void check_contiguous_tensor(const Tensor& tensor, std::string_view call) {
   TENAX_EXPECTS(tensor.defined(), UsageError, std::string(call) + " was given an undefined tensor",
@@ -207,6 +233,9 @@ StepAgreement Communicator::agree(const StepProposal& proposal) {
     mine.reason = static_cast<std::uint8_t>(proposal.reason);
     mine.checkpoint_due = proposal.checkpoint_due ? 1 : 0;
     mine.finished = proposal.finished ? 1 : 0;
+    mine.digested = proposal.digested ? 1 : 0;
+    mine.digest_common = proposal.digest_common;
+    mine.digest_partial = proposal.digest_partial;
     do_all_gather(call, &mine, sizeof(mine), gathered.data());
     std::vector<StepProposal> proposals(gathered.size());
     for (std::size_t r = 0; r < gathered.size(); ++r) {
@@ -230,7 +259,10 @@ StepAgreement Communicator::agree(const StepProposal& proposal) {
                                   w.signal,
                                   w.checkpoint_due != 0,
                                   w.finished != 0,
-                                  w.seconds};
+                                  w.seconds,
+                                  w.digested != 0,
+                                  w.digest_common,
+                                  w.digest_partial};
     }
     agreement = settle(proposals);
   });

@@ -6,6 +6,7 @@
 #include <variant>
 #include <vector>
 
+#include "tenax/core/copy.hpp"
 #include "tenax/kernels/ops.hpp"
 
 namespace tenax::runtime::detail {
@@ -60,6 +61,22 @@ void InjectedFaults::poison(const StateDict& state, double value) {
       return;
     }
   }
+}
+
+std::string InjectedFaults::flip_bit(const StateDict& state) {
+  for (const auto& [name, entry] : state.entries()) {
+    const Tensor* tensor = std::get_if<Tensor>(&entry);
+    if (tensor == nullptr || !is_floating(tensor->dtype()) || tensor->numel() == 0) continue;
+    const std::int64_t index = tensor->numel() / 2;
+    const std::size_t width = size_of(tensor->dtype());
+    auto* element = static_cast<unsigned char*>(tensor->data()) + index * width;
+    unsigned char bytes[8] = {};
+    copy_bytes(bytes, Device::cpu(), element, tensor->device(), width);
+    bytes[0] ^= 1u << 3;  // little-endian: the lowest byte holds the lowest mantissa bits
+    copy_bytes(element, tensor->device(), bytes, Device::cpu(), width);
+    return "bit 3 of element " + std::to_string(index) + " of state tensor '" + name + "'";
+  }
+  return {};
 }
 
 }  // namespace tenax::runtime::detail

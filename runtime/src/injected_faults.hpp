@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/state_dict.hpp"
@@ -29,6 +30,11 @@ class InjectedFaults {
   // Writes a non-finite `value` into the first element of the first floating tensor of `state`
   // (the tensors are the workload's own, shared by the StateDict).
   static void poison(const StateDict& state, double value);
+
+  // Flips one bit (bit 3: a mantissa bit of every floating dtype, a change of a few units in the
+  // last place) of the middle element of the first floating tensor of `state`, as silent data
+  // corruption would; says what it flipped ("" when the state has no floating tensor).
+  static std::string flip_bit(const StateDict& state);
 
  private:
   FaultPlan plan_;             // the items for this rank

@@ -31,6 +31,8 @@ std::string_view to_string(RunStatus status) noexcept {
       return "anomaly";
     case RunStatus::overflow:
       return "overflow";
+    case RunStatus::corrupted:
+      return "corrupted";
   }
   return "unknown";
 }
@@ -44,6 +46,7 @@ std::string describe(const RunEvents& events) {
     text += std::to_string(count) + " " + (count == 1 ? one : many) + detail;
   };
   add(events.resumes, "resume", "resumes");
+  add(events.corruptions, "state digest mismatch", "state digest mismatches");
   add(events.rollbacks, "rollback", "rollbacks",
       " (" + std::to_string(events.steps_recomputed) + " steps computed again)");
   add(events.oom_retries, "out-of-memory retry", "out-of-memory retries");
@@ -107,6 +110,10 @@ Runner::Runner(Workload& workload, RunnerOptions options,
       "RunnerOptions::anomaly_check_every is " + std::to_string(options.anomaly_check_every),
       "use 1 (scan after every step), N > 1 (every N steps) or 0 (only before "
       "checkpoints and at the end)");
+  TENAX_EXPECTS(options.digest_every >= 0, UsageError,
+                "RunnerOptions::digest_every is " + std::to_string(options.digest_every),
+                "use N >= 1 (digest the state every N steps) or 0 (only at checkpoints and at the "
+                "end)");
   TENAX_EXPECTS(
       options.max_anomaly_retries >= 0, UsageError,
       "RunnerOptions::max_anomaly_retries is " + std::to_string(options.max_anomaly_retries),

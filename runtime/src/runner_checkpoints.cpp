@@ -10,6 +10,7 @@
 #include "runner_impl.hpp"
 #include "tenax/core/memory/history_resource.hpp"
 #include "tenax/core/profiler.hpp"
+#include "tenax/io/checksum.hpp"
 #include "tenax/io/run_config.hpp"
 #include "tenax/runtime/run_events.hpp"
 
@@ -51,11 +52,19 @@ std::vector<io::TensorShard> prefixed(std::vector<io::TensorShard> shards) {
 StateDict Runner::Impl::checkpoint_state() const {
   StateDict state;
   state.merge("workload", workload.save_state());
-  state.set("runner/step", step);
+  state.set(io::runner_entry::step, step);
   state.set("runner/micro_batch", micro.micro_batch());
   state.set("runner/regrow_clean_steps", micro.clean_steps());
   state.set("runner/total_steps", options.total_steps);
   if (!shard_table.empty()) state.set(detail::kShardTableEntry, shard_table);
+  if (digested_step == step) {
+    // What `tenax ckpt verify --deep` needs to compute the digest again from the files.
+    state.set(io::runner_entry::state_digest, io::to_hex64(agreed_digest));
+    std::string rank_local;
+    for (const std::string& name : digest_layout.rank_local) rank_local += name + "\n";
+    state.set(io::runner_entry::digest_rank_local, rank_local);
+    state.set(io::runner_entry::digest_per_rank, std::int64_t{digest_layout.per_rank ? 1 : 0});
+  }
   return state;
 }
 
@@ -63,6 +72,16 @@ StateDict Runner::Impl::checkpoint_state() const {
 // any rank is reported on every rank and the run goes on (the previous checkpoint is intact);
 // three failures in a row end the run.
 void Runner::Impl::checkpoint(bool wait_for_it) {
+  // A checkpoint holds a state whose digest the ranks agreed on: a rollback never lands on a
+  // corrupted one.
+  if (!agree_on_digest()) {
+    schedule.checkpointed(step);
+    console.say(
+        "checkpoint of step %lld not written: the ranks' states differ (the checkpoint of "
+        "step %lld is kept)",
+        static_cast<long long>(step), static_cast<long long>(saved_step));
+    return;
+  }
   const profiling::Span span("checkpoint", step);
   const AllocationTag tag("checkpoint");
   io::FileMetadata metadata;
@@ -133,6 +152,36 @@ void Runner::Impl::settle_async_write() {
   }
 }
 
+// The digest recorded with a checkpoint against that of the state loaded from it (collective):
+// a state corrupted between the agreement and the write (in memory, on its way to the disk) is
+// refused before the run goes on from it. Checkpoints written before digests existed have none.
+void Runner::Impl::check_loaded_digest(const io::LoadedCheckpoint& loaded) {
+  if (!loaded.state.contains(io::runner_entry::state_digest)) return;
+  std::uint64_t recorded = 0;
+  const bool parsed = io::parse_hex64(loaded.state.text(io::runner_entry::state_digest), recorded);
+  // The state as the files hold it (resharded to this rank): load_state() may go on from it in
+  // its own way (a solve whose limit was raised), which is no corruption.
+  StepProposal proposal;
+  proposal.step = step;
+  digest_into(proposal, loaded.state.scope("workload"));
+  const StepAgreement agreed = communicator->agree(proposal);
+  if (parsed && agreed.digest_suspects.empty() && agreed.state_digest == recorded) {
+    digested_step = step;
+    agreed_digest = recorded;
+    return;
+  }
+  const std::string found = agreed.digest_suspects.empty()
+                                ? "has the digest " + io::to_hex64(agreed.state_digest)
+                                : "differs between the ranks (" +
+                                      std::to_string(agreed.digest_suspects.size()) + " suspect)";
+  throw IoError("the checkpoint of step " + std::to_string(step) + " holds a state that " + found +
+                    ", not the digest " + loaded.state.text(io::runner_entry::state_digest) +
+                    " recorded when it was written: it was corrupted on its way to the disk",
+                "run `tenax ckpt verify --deep " + options.run_dir.string() +
+                    "`; move that checkpoint's directory out of checkpoints/ and run again to "
+                    "resume from the one before");
+}
+
 // Loads the newest checkpoint valid on every rank; false when there is none. On a rollback
 // the micro-batch learned since that checkpoint is kept when it is not larger, with its count
 // of clean steps (the two go together: a regrowth since the checkpoint is undone).
@@ -162,7 +211,8 @@ bool Runner::Impl::restore(std::string_view kind) {
   const io::LoadedCheckpoint& loaded = agreed.loaded;
   if (resuming) check_resumed_config(loaded, options, *events, console);
   workload.load_state(loaded.state.scope("workload"));
-  step = loaded.state.integer("runner/step");
+  step = loaded.state.integer(io::runner_entry::step);
+  check_loaded_digest(loaded);
   std::int64_t micro_batch =
       std::min(loaded.state.integer("runner/micro_batch"), full_micro_batch());
   // Checkpoints written before the regrowth policy existed lack the count.

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "anomaly_policy.hpp"
 #include "checkpoint_schedule.hpp"
@@ -22,6 +23,7 @@
 #include "step_context.hpp"
 #include "tenax/io/async_checkpointer.hpp"
 #include "tenax/io/checkpoint_store.hpp"
+#include "tenax/io/state_digest.hpp"
 #include "tenax/runtime/event_log.hpp"
 #include "tenax/runtime/progress.hpp"
 #include "tenax/runtime/runner.hpp"
@@ -54,8 +56,12 @@ struct Runner::Impl {
   std::int64_t saved_step = -1;    // newest step checkpointed (asynchronously: write started)
   std::int64_t scanned_step = -1;  // newest step whose state was scanned for NaN/Inf
   int checkpoint_failures = 0;
-  RunEvents counted;        // what changed the run, for RunResult and the closing line
-  StateLayout layout;       // the workload's split across the ranks
+  RunEvents counted;                // what changed the run, for RunResult and the closing line
+  StateLayout layout;               // the workload's split across the ranks
+  io::DigestLayout digest_layout;   // the same, as the state digest needs it
+  std::int64_t digested_step = -1;  // the newest step whose state digest the ranks agreed on
+  std::uint64_t agreed_digest = 0;  // that digest
+  std::vector<std::int64_t> suspect_steps;  // per rank: the step its digest first differed at
   std::string shard_table;  // every rank's shards (JSON), stored with each checkpoint
 
   // ---- runner_loop.cpp: the loop ----
@@ -95,8 +101,21 @@ struct Runner::Impl {
                                      const std::string& where);
   // The state agreement after a commit (or at the start): health, signals, the checkpoint
   // trigger, finished(), timing. `clock`: the step's (nullptr outside a step).
+  // `digest`: this rank's digest parts travel with it (the ranks compare them).
   StepAgreement agree_on_state(bool scan, const detail::StepClock* clock,
-                               std::optional<std::string>& anomaly);
+                               std::optional<std::string>& anomaly, bool digest = false);
+  // This rank's parts of the digest of `state` (the workload's), into `proposal`.
+  void digest_into(StepProposal& proposal, const StateDict& state) const;
+  // The state's digest agreed now (a collective), unless the ranks agreed on this step's
+  // already; false when they disagree (said and logged, as after a step).
+  bool agree_on_digest();
+  // Ranks whose digests differed: said, counted and logged.
+  void report_corruption(const StepAgreement& state);
+  // ... and the rollback, or the stop when a rank differs again.
+  std::optional<RunResult> on_corruption(const StepAgreement& state);
+  [[nodiscard]] bool digest_due(bool checkpoint_ahead) const;
+  // Loads the last checkpoint after a bad step (`bad_step`): said, counted and logged.
+  void rewind(std::int64_t bad_step);
   std::optional<std::string> find_anomaly(bool scan);
   // The first floating tensor of `state` with NaN/Inf values, said, or nothing.
   static std::optional<std::string> scan_tensors(const StateDict& state);
@@ -107,6 +126,7 @@ struct Runner::Impl {
   StateDict checkpoint_state() const;
   void checkpoint(bool wait_for_it);
   bool restore(std::string_view event);
+  void check_loaded_digest(const io::LoadedCheckpoint& loaded);
   // The background write in flight, waited for; its failure counted and said.
   void settle_async_write();
   template <class Action>

@@ -28,6 +28,7 @@
 #include "tenax/core/memory/history_resource.hpp"
 #include "tenax/core/memory/pool_resource.hpp"
 #include "tenax/core/profiler.hpp"
+#include "tenax/io/checksum.hpp"
 #include "tenax/io/run_directory_lock.hpp"
 #include "tenax/runtime/run_events.hpp"
 
@@ -148,6 +149,9 @@ RunResult Runner::Impl::run() {
 
 bool Runner::Impl::start() {
   layout = workload.state_layout();
+  digest_layout = {.shards = layout.shards,
+                   .rank_local = layout.rank_local,
+                   .per_rank = world > 1 && layout.shards.empty() && !workload.replicated_state()};
   const io::ShardTable table = detail::gather_shard_table(*communicator, prefixed(layout.shards));
   if (!table.ranks.empty()) shard_table = io::format_shard_table(table);
   const bool resumed = with_cache_retry([&] { return restore(event::resumed); });
@@ -181,6 +185,31 @@ bool Runner::Impl::start() {
             "check what the workload starts from (its initial condition, an "
             "initial parameters file, the data it reads)");
       }
+    }
+    // What the ranks must hold alike (a replicated state; the entries of a sharded one that are
+    // not sharded) is alike from the start, or the workload breaks its contract.
+    {
+      StepProposal proposal;
+      digest_into(proposal, workload.save_state());
+      const StepAgreement agreed = communicator->agree(proposal);
+      if (!agreed.digest_suspects.empty()) {
+        std::string ranks;
+        for (int r : agreed.digest_suspects) {
+          ranks += ranks.empty() ? "" : ", ";
+          ranks += std::to_string(r);
+        }
+        const std::string what =
+            "the initial states of the ranks differ in what they must hold "
+            "alike (state digests; suspect ranks: " +
+            ranks + ")";
+        events->append(event::error, {{"step", std::int64_t{0}}, {"reason", what}});
+        throw UsageError(what + "; nothing was written",
+                         "every entry of save_state() that is not sharded must be the same on "
+                         "every rank (or, for a state that is not replicated_state(), be "
+                         "sharded): list a rank's own entries in state_layout().rank_local");
+      }
+      digested_step = 0;
+      agreed_digest = agreed.state_digest;
     }
     step = 0;
     micro.reset(full_micro_batch(), 0);
@@ -293,17 +322,28 @@ RunResult Runner::Impl::run_steps() {
     }
     ++step;
     const bool checkpoint_ahead = schedule.due(step);
-    state = agree_on_state(scan_due(checkpoint_ahead), &clock, anomaly);
+    state =
+        agree_on_state(scan_due(checkpoint_ahead), &clock, anomaly, digest_due(checkpoint_ahead));
     if (state.decision == StepDecision::rollback) continue;
+    if (!state.digest_suspects.empty()) {
+      if (auto stopped = on_corruption(state)) return *stopped;
+      state = agree_on_state(false, nullptr, anomaly);
+      continue;
+    }
     anomalies.on_healthy(step);
     record_step(clock, state);
     // The scan before a checkpoint is part of the agreement just taken, so an unhealthy state
     // is never written (a rollback is taken above instead).
     if (state.checkpoint_due && scanned_step != step) {
       std::optional<std::string> late;
-      state = agree_on_state(true, &clock, late);
+      state = agree_on_state(true, &clock, late, digested_step != step);
       anomaly = late;
       if (state.decision == StepDecision::rollback) continue;
+      if (!state.digest_suspects.empty()) {
+        if (auto stopped = on_corruption(state)) return *stopped;
+        state = agree_on_state(false, nullptr, anomaly);
+        continue;
+      }
     }
     if (state.checkpoint_due) checkpoint(/*wait_for_it=*/false);
   }
@@ -335,6 +375,7 @@ void Runner::Impl::record_step(const detail::StepClock& clock, const StepAgreeme
   for (std::size_t k = 0; k < metrics.size(); ++k) {
     fields.emplace_back(metric_names[k], metrics[k].value);
   }
+  if (state.digested) fields.emplace_back("digest", io::to_hex64(state.state_digest));
   events->append(event::step, fields, /*durable=*/false);
   record_notices();
   progress->update(step, memory.reserved_bytes.current);
@@ -400,7 +441,9 @@ RunResult Runner::Impl::finish(RunStatus status, std::string message) {
       // it again, synchronously, so the run ends with it on disk.
       saved_step = -1;
       async.reset();
-      if (status != RunStatus::anomaly) checkpoint(/*wait_for_it=*/true);
+      if (status != RunStatus::anomaly && status != RunStatus::corrupted) {
+        checkpoint(/*wait_for_it=*/true);
+      }
     }
   }
   // The run directory is settled when run() returns: no removal of old checkpoints is left

@@ -3,6 +3,7 @@
 // that rank and the reason), and all act on the same decision; after the commit they agree on
 // the state's health. This file holds what a step's faults make the ranks do: retry, back off,
 // roll back, restart or stop.
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -10,12 +11,14 @@
 #include <string>
 #include <thread>
 #include <variant>
+#include <vector>
 
 #include "runner_impl.hpp"
 #include "stop_signals.hpp"
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/core/memory/history_resource.hpp"
 #include "tenax/core/profiler.hpp"
+#include "tenax/io/checksum.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/run_events.hpp"
 
@@ -192,14 +195,19 @@ std::optional<RunResult> Runner::Impl::roll_back(std::int64_t anomalous_step,
   }
   console.say("anomaly at step %lld (%s); rolling back", static_cast<long long>(anomalous_step),
               reason.c_str());
+  rewind(anomalous_step);
+  return std::nullopt;
+}
+
+void Runner::Impl::rewind(std::int64_t bad_step) {
   if (!restore(event::rollback)) {
-    throw AnomalyError("anomaly at step " + std::to_string(anomalous_step) + " (" + reason +
-                           ") and no valid checkpoint to roll back to",
+    throw AnomalyError("step " + std::to_string(bad_step) +
+                           " cannot be rolled back: no valid checkpoint to roll back to",
                        "check the run directory " + options.run_dir.string());
   }
-  // The steps computed again: from the checkpoint through the anomalous step, which is computed
-  // again too (the step it replaces was never committed as good).
-  const std::int64_t recompute = anomalous_step - step;
+  // The steps computed again: from the checkpoint through the bad step, which is computed again
+  // too (the step it replaces was never committed as good).
+  const std::int64_t recompute = bad_step - step;
   ++counted.rollbacks;
   counted.steps_recomputed += recompute;
   events->append(event::rollback,
@@ -207,11 +215,17 @@ std::optional<RunResult> Runner::Impl::roll_back(std::int64_t anomalous_step,
   console.say("rolled back to the checkpoint of step %lld (%lld step%s to compute again)",
               static_cast<long long>(step), static_cast<long long>(recompute),
               recompute == 1 ? "" : "s");
-  return std::nullopt;
 }
 
 StepAgreement Runner::Impl::agree_on_state(bool scan, const detail::StepClock* clock,
-                                           std::optional<std::string>& anomaly) {
+                                           std::optional<std::string>& anomaly, bool digest) {
+  if (faults.fires(FaultKind::bitflip, step)) {
+    const std::string what = detail::InjectedFaults::flip_bit(workload.save_state());
+    events->append(event::fault,
+                   {{"kind", std::string("bitflip")}, {"step", step}, {"what", what}});
+    console.say("injected bit flip after step %lld: %s", static_cast<long long>(step),
+                what.c_str());
+  }
   anomaly = find_anomaly(scan);
   StepProposal proposal;
   proposal.step = step;
@@ -223,8 +237,142 @@ StepAgreement Runner::Impl::agree_on_state(bool scan, const detail::StepClock* c
   proposal.checkpoint_due = schedule.due(step);
   proposal.finished = workload.finished();
   proposal.seconds = clock != nullptr ? clock->compute() : 0.0;
-  const profiling::Span span("wait.agree_state", step);
-  return communicator->agree(proposal);
+  if (digest) digest_into(proposal, workload.save_state());
+  StepAgreement agreed;
+  {
+    const profiling::Span span("wait.agree_state", step);
+    agreed = communicator->agree(proposal);
+  }
+  if (agreed.digested && agreed.digest_suspects.empty()) {
+    digested_step = step;
+    agreed_digest = agreed.state_digest;
+  }
+  return agreed;
+}
+
+void Runner::Impl::digest_into(StepProposal& proposal, const StateDict& state) const {
+  const profiling::Span span("digest", step);
+  const AllocationTag tag("digest");
+  const io::DigestParts parts = io::digest_parts(state, digest_layout, rank);
+  proposal.digested = true;
+  proposal.digest_common = parts.common;
+  proposal.digest_partial = parts.partial;
+}
+
+bool Runner::Impl::digest_due(bool checkpoint_ahead) const {
+  return checkpoint_ahead || step == options.total_steps || workload.finished() ||
+         (options.digest_every > 0 && step % options.digest_every == 0);
+}
+
+bool Runner::Impl::agree_on_digest() {
+  if (digested_step == step) return true;
+  StepProposal proposal;
+  proposal.step = step;
+  digest_into(proposal, workload.save_state());
+  const StepAgreement agreed = communicator->agree(proposal);
+  if (agreed.digest_suspects.empty()) {
+    digested_step = step;
+    agreed_digest = agreed.state_digest;
+    return true;
+  }
+  report_corruption(agreed);
+  return false;
+}
+
+namespace {
+
+// "rank 1", "ranks 0 and 1", "ranks 0, 2 and 3".
+std::string name_ranks(const std::vector<int>& ranks) {
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) text += i + 1 == ranks.size() ? " and " : ", ";
+    text += std::to_string(ranks[i]);
+  }
+  return text;
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown host";
+  return name;
+}
+
+}  // namespace
+
+void Runner::Impl::report_corruption(const StepAgreement& state) {
+  const std::vector<int>& suspects = state.digest_suspects;
+  const bool majority = static_cast<int>(suspects.size()) < world;
+  std::string list;
+  for (int r : suspects) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(r);
+  }
+  StepProposal mine;
+  mine.step = step;
+  digest_into(mine, workload.save_state());
+  ++counted.corruptions;
+  events->append(event::digest_mismatch, {{"step", step},
+                                          {"suspects", list},
+                                          {"digest", io::to_hex64(mine.digest_common)},
+                                          {"majority", io::to_hex64(state.state_digest)}});
+  const std::string who =
+      majority ? name_ranks(suspects) + " computed a state that differs from the other " +
+                     std::to_string(world - static_cast<int>(suspects.size())) + " ranks'"
+               : "the ranks' states differ and no majority tells which is right (" +
+                     name_ranks(suspects) + " are suspect)";
+  console.say("silent data corruption at step %lld: %s (state digests)",
+              static_cast<long long>(step), who.c_str());
+  record_telemetry("digest_mismatch");
+}
+
+std::optional<RunResult> Runner::Impl::on_corruption(const StepAgreement& state) {
+  report_corruption(state);
+  const std::vector<int>& suspects = state.digest_suspects;
+  // A rank that differs a second time is faulty hardware, not a passing upset: the run stops,
+  // naming where that rank runs.
+  if (suspect_steps.empty()) suspect_steps.assign(static_cast<std::size_t>(world), -1);
+  std::vector<int> repeated;
+  for (int r : suspects) {
+    auto& first = suspect_steps[static_cast<std::size_t>(r)];
+    if (first >= 0) repeated.push_back(r);
+    if (first < 0) first = step;
+  }
+  if (!repeated.empty()) {
+    // Every rank's host and device, for the message (a collective: every rank is here).
+    constexpr std::size_t kWidth = 128;
+    std::string here = host_name() + "\n" + to_string(workload.device());
+    here.resize(kWidth, '\0');
+    std::vector<std::byte> all(kWidth * static_cast<std::size_t>(world));
+    communicator->all_gather_bytes(
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(here.data()), kWidth), all);
+    std::string places;
+    std::string hosts;
+    for (int r : repeated) {
+      std::string record(reinterpret_cast<const char*>(all.data()) + kWidth * r, kWidth);
+      record.resize(record.find('\0') == std::string::npos ? kWidth : record.find('\0'));
+      const std::size_t cut = record.find('\n');
+      const std::string host = record.substr(0, cut);
+      const std::string device = cut == std::string::npos ? "?" : record.substr(cut + 1);
+      if (!places.empty()) places += "; ";
+      places += "rank " + std::to_string(r) + " on host " + host + ", device " + device +
+                ", first at step " + std::to_string(suspect_steps[static_cast<std::size_t>(r)]);
+      if (!hosts.empty()) hosts += ',';
+      hosts += host;
+    }
+    console.say("silent data corruption again at step %lld on %s: stopping",
+                static_cast<long long>(step), name_ranks(repeated).c_str());
+    return finish(RunStatus::corrupted,
+                  name_ranks(repeated) + " computed a wrong state twice (" + places +
+                      "): its hardware is suspect; the checkpoint of step " +
+                      std::to_string(saved_step) +
+                      " is kept (its digests agreed)\nfix: exclude that node from the job "
+                      "(Slurm: --exclude=" +
+                      hosts +
+                      ") and run again: the job resumes from that checkpoint; `tenax replay` "
+                      "on another device checks the steps since");
+  }
+  rewind(step);
+  return std::nullopt;
 }
 
 std::optional<std::string> Runner::Impl::scan_tensors(const StateDict& state) {

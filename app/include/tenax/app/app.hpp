@@ -19,8 +19,9 @@
 ///
 /// The standard settings (App::Standard), with the meaning they have in every job:
 /// `--run-dir`, `--steps`, `--checkpoint-every`, `--checkpoint-seconds`, `--keep-last`,
-/// `--async`, `--inject`, `--progress`, `--anomaly-check-every`, `--allow-config-change`,
-/// `--device`, `--comm`, `--comm-timeout`, `--telemetry-seconds`, `--profile`; and `--help`,
+/// `--async`, `--inject`, `--progress`, `--anomaly-check-every`, `--digest-every`,
+/// `--allow-config-change`, `--device`, `--comm`, `--comm-timeout`, `--telemetry-seconds`,
+/// `--profile`; and `--help`,
 /// `--version`, `--print-config`, `--config FILE`. Of them only `--steps` is recorded (free to
 /// change on resume).
 ///
@@ -118,6 +119,7 @@ class App {
     Setting<std::string>* inject;             ///< `--inject`
     Setting<std::string>* progress;           ///< `--progress`
     Setting<std::int64_t>* anomaly_check_every;              ///< `--anomaly-check-every`
+    Setting<std::int64_t>* digest_every;                     ///< `--digest-every`
     Setting<std::vector<std::string>>* allow_config_change;  ///< `--allow-config-change`
     Setting<std::string>* device;                            ///< `--device`
     Setting<std::string>* comm;                              ///< `--comm`

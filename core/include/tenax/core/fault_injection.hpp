@@ -25,6 +25,7 @@
 ///   overflow@step=7                      step 7's gradients overflow (an Inf, as f16 makes)
 ///   hang@step=40:rank=1                  rank 1 stops making progress in step 40 (a hung rank)
 ///   enospc@checkpoint=2:rank=1           rank 1's file of the 2nd checkpoint hits a full disk
+///   bitflip@step=6:rank=1                one bit of rank 1's state flips after step 6
 /// @endcode
 /// What a fault means at a point is up to the code that owns the point (the fault-injecting
 /// memory resource for alloc, the runner for step and checkpoint). The runner reads N of a step
@@ -53,7 +54,8 @@ enum class FaultKind : unsigned char {
   kill,      ///< step or checkpoint (phase): the process raises SIGKILL
   enospc,    ///< checkpoint (phase): the write fails with ENOSPC, as on a full disk
   overflow,  ///< step: the step's gradients overflow (an Inf, as f16 makes)
-  hang       ///< step: the rank stops making progress until its peers give up on it
+  hang,      ///< step: the rank stops making progress until its peers give up on it
+  bitflip    ///< step: one bit of the state flips after the step, as silent corruption does
 };
 /// Where a fault is injected, and whose counter N counts.
 enum class FaultPoint : unsigned char {

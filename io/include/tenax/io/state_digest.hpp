@@ -25,6 +25,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,5 +62,44 @@ struct DigestParts {
 /// The state digest from the common part and the sum over the ranks of the partial parts.
 [[nodiscard]] std::uint64_t combine_digest(std::uint64_t common,
                                            std::uint64_t partial_sum) noexcept;
+
+/// What the ranks' digest parts say together.
+struct DigestVote {
+  /// combine_digest of the common part most ranks hold and the sum of every rank's partial part.
+  std::uint64_t digest = 0;
+  /// The ranks whose common part differs from that of a strict majority; every rank when the
+  /// ranks disagree and no value has a strict majority (two ranks that differ); empty when all
+  /// agree.
+  std::vector<int> suspects;
+};
+/// The vote over every rank's parts (index = rank); the rule the step agreement applies.
+[[nodiscard]] DigestVote vote(std::span<const DigestParts> ranks);
+
+/// What one rank file of a checkpoint records of the state digest: the digest the ranks agreed
+/// on and the layout that rank computed its parts with (its shards, from the shard table, and
+/// the entries left out), names relative to the workload's state (`workload/` taken off).
+struct RecordedDigest {
+  std::uint64_t digest = 0;
+  DigestLayout layout;
+};
+/// Reads those entries (runner_entries.hpp) of rank `rank`'s file; nullopt for a checkpoint
+/// that records no digest (written before digests existed). Throws IoError naming `where` when
+/// they are malformed.
+[[nodiscard]] std::optional<RecordedDigest> recorded_digest(const StateDict& rank_file, int rank,
+                                                            std::string_view where);
+
+/// What a checkpoint's files say of its state digest (checkpoint_digest).
+struct CheckpointDigest {
+  std::uint64_t recorded = 0;  ///< the digest the Runner recorded when it wrote the checkpoint
+  std::uint64_t computed = 0;  ///< the digest of the state the files hold
+  std::vector<int> suspects;   ///< ranks whose files hold a state unlike the others' (vote)
+  [[nodiscard]] bool matches() const noexcept { return suspects.empty() && recorded == computed; }
+};
+/// The digest of the state held by a checkpoint's rank files, each read whole (`ranks[r]`: rank
+/// r's file), computed as the Runner computed it (recorded_digest, digest_parts of each file's
+/// `workload` scope, vote), against the one it recorded; nullopt when none is recorded. Throws
+/// IoError naming `where` when the runner's entries are malformed or do not fit the state.
+[[nodiscard]] std::optional<CheckpointDigest> checkpoint_digest(std::span<const StateDict> ranks,
+                                                                std::string_view where);
 
 }  // namespace tenax::io

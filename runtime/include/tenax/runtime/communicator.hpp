@@ -81,6 +81,10 @@ struct StepProposal {
   /// communicator calls (waiting for peers, moving data), so that the slowest rank is the one
   /// that computes longest, not the one that waited longest.
   double seconds = 0;
+  /// Whether this rank sends its parts of the state digest (io::digest_parts) below.
+  bool digested = false;
+  std::uint64_t digest_common = 0;   ///< the part every healthy rank has alike
+  std::uint64_t digest_partial = 0;  ///< the part the ranks sum
 };
 
 /// The settled outcome, the same on every rank.
@@ -95,10 +99,19 @@ struct StepAgreement {
   bool finished = false;        ///< any rank's workload reached its goal
   double slowest_seconds = 0;   ///< the largest StepProposal::seconds (compute) of any rank
   int slowest_rank = 0;         ///< the lowest rank that took `slowest_seconds` (0 if all are 0)
+  /// Whether every rank sent its digest parts; then the two fields below hold.
+  bool digested = false;
+  /// io::combine_digest of the common part most ranks sent and the sum of every rank's partial.
+  std::uint64_t state_digest = 0;
+  /// The ranks whose common part differs from that of a strict majority of the ranks; every rank
+  /// when the ranks disagree and no value has a strict majority (two ranks that differ). Empty
+  /// when they all agree.
+  std::vector<int> digest_suspects;
 };
 
 /// The rule every communicator applies to the gathered proposals (index = rank), written once.
-/// Throws CommFaultError when ranks disagree on the step (a desync), naming two ranks' steps.
+/// Throws CommFaultError when ranks disagree on the step (a desync), naming two ranks' steps. The
+/// digests are compared only when every rank sent one.
 [[nodiscard]] StepAgreement settle(std::span<const StepProposal> proposals);
 
 /// Settings shared by every communicator implementation.

@@ -20,7 +20,9 @@ inline constexpr std::string_view resumed = "resumed";
 inline constexpr std::string_view resharded = "resharded";
 /// A committed step (not fdatasync'ed): `step`, `micro_batch`, `seconds` (the whole step),
 /// `compute_seconds` (less the waits in collectives), `slowest_compute_seconds`, `slowest_rank`,
-/// `allocated`, `reserved`, and `metric_<name>` for each Workload::step_metrics() entry.
+/// `allocated`, `reserved`, `metric_<name>` for each Workload::step_metrics() entry, and at the
+/// steps whose state the ranks digested (RunnerOptions::digest_every) `digest`: the state digest
+/// the ranks agreed on (io/state_digest.hpp), 16 hex digits.
 inline constexpr std::string_view step = "step";
 /// A telemetry sample (not fdatasync'ed): `trigger`, `step`, rates, memory and device readings.
 inline constexpr std::string_view telemetry = "telemetry";
@@ -35,7 +37,12 @@ inline constexpr std::string_view checkpoint_skipped = "checkpoint_skipped";
 /// The state was found unhealthy after a step (or the step met a NaN/Inf): `step` (the step
 /// whose result was bad), `reason`, `where` (the source of the error, when one was raised).
 inline constexpr std::string_view anomaly = "anomaly";
-/// The state was loaded from a checkpoint after an anomaly: `step` (the checkpoint's),
+/// The ranks' digests of a replicated state disagreed after a step (silent data corruption):
+/// `step`, `suspects` (the ranks, comma-separated: the minority, or every rank when there is no
+/// majority), `digest` (this rank's common part) and `majority` (the most ranks' common part).
+inline constexpr std::string_view digest_mismatch = "digest_mismatch";
+/// The state was loaded from a checkpoint after an anomaly or a digest mismatch: `step` (the
+/// checkpoint's),
 /// `micro_batch`, `recompute` (the steps to compute again: the anomalous step less this one).
 inline constexpr std::string_view rollback = "rollback";
 /// A step ran out of memory and is tried again with the same micro-batch after the device

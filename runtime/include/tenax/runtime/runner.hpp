@@ -84,6 +84,16 @@ struct RunnerOptions {
   /// before every checkpoint and an unhealthy one is never written (a NaN found late rolls back
   /// further), and Workload::check() runs after every step.
   std::int64_t anomaly_check_every = 1;
+  /// Steps between digests of the state (io/state_digest.hpp): the ranks compare the digests of
+  /// what they hold alike (a replicated state; the unsharded entries of a sharded one) in the
+  /// state agreement after the step. A rank that differs from the majority (both, with two
+  /// ranks) is named and the run rolls back to its last checkpoint; the same rank differing
+  /// again stops the run naming its host and device (RunStatus::corrupted). The agreed digest
+  /// is written into that step's line of the event log (what `tenax replay` compares), and
+  /// every checkpoint records the digest of its state, which a resume and `tenax ckpt verify
+  /// --deep` check. 0: only at checkpoints and at the end; N >= 1: also every N steps. A digest
+  /// reads the whole state once.
+  std::int64_t digest_every = 10;
   std::int64_t min_micro_batch = 1;  ///< floor of the out-of-memory backoff
   /// The micro-batch a fresh run starts with and the ceiling of regrowth: 0 for
   /// Workload::work_units(), else the smaller of the two (a program's `--micro-batch`, so that the
@@ -136,13 +146,15 @@ enum class RunStatus {
   out_of_memory,  ///< OOM at the smallest micro-batch: checkpointed and stopped
   anomaly,        ///< non-finite state after max_anomaly_retries rollbacks
   overflow,       ///< the step threw OverflowError (f16 loss scale at its minimum): checkpointed
+  corrupted,      ///< a rank's state differed from its peers' twice: its hardware is suspect
 };
 
 /// What changed a run on its way, as this process saw it (a resumed process counts from its
 /// resume). Each is also a line on the console and an event in events.jsonl when it happens.
 struct RunEvents {
   std::int64_t resumes = 0;              ///< 1 when the run started from a checkpoint
-  std::int64_t rollbacks = 0;            ///< anomalies rolled back to a checkpoint
+  std::int64_t rollbacks = 0;            ///< anomalies and corruptions rolled back
+  std::int64_t corruptions = 0;          ///< ranks' state digests that disagreed (rolled back)
   std::int64_t steps_recomputed = 0;     ///< steps computed again after those rollbacks
   std::int64_t oom_retries = 0;          ///< out-of-memory: cache emptied, the step tried again
   std::int64_t backoffs = 0;             ///< out-of-memory: the micro-batch halved
