@@ -7,6 +7,7 @@
 
 #include "ckpt_command.hpp"
 #include "doctor.hpp"
+#include "replay_command.hpp"
 #include "report_command.hpp"
 #include "supervisor.hpp"
 #include "tenax/core/error.hpp"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   tenax::tools::add_run_command(app, exit_code);
   tenax::tools::add_ckpt_command(app, exit_code);
   tenax::tools::add_report_command(app, exit_code);
+  tenax::tools::add_replay_command(app, exit_code);
   tenax::tools::add_watch_command(app, exit_code);
 
   try {

@@ -442,6 +442,9 @@ std::optional<HistoryLine> parse_history_line(std::string_view text, int rank) {
     step.micro_batch = integer_field(line, "micro_batch").value_or(0);
     step.allocated = number_or(line, "allocated", 0.0);
     step.reserved = number_or(line, "reserved", 0.0);
+    if (line.contains("digest") && line["digest"].is_string()) {
+      step.digest = line["digest"].get<std::string>();
+    }
     for (const auto& [name, value] : line.items()) {
       if (name.size() > kMetricPrefix.size() && name.starts_with(kMetricPrefix) &&
           value.is_number()) {

@@ -42,6 +42,7 @@ struct StepRecord {
   double allocated = 0.0;  // bytes of the device pool
   double reserved = 0.0;
   std::map<std::string, double> metrics;  // the workload's step_metrics(), "metric_" stripped
+  std::string digest;  // the agreed state digest, at the steps the ranks digested ("" elsewhere)
   int process = 0;  // which process of the run took it (0, 1, ... in log order)
 };
 

@@ -228,7 +228,9 @@ bool Runner::Impl::restore(std::string_view kind) {
   saved_step = step;
   scanned_step = step;
   if (resuming) {
-    events->append(kind, {{"step", step}, {"micro_batch", micro_batch}});
+    events->append(
+        kind,
+        {{"step", step}, {"micro_batch", micro_batch}, {"device", to_string(workload.device())}});
     ++counted.resumes;
     if (loaded.world_size != world) {
       console.say("resumed from the checkpoint of step %lld, written by %d rank(s), on %d rank(s)",

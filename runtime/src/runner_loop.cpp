@@ -215,7 +215,8 @@ bool Runner::Impl::start() {
     micro.reset(full_micro_batch(), 0);
     events->append(event::started, {{"total_steps", options.total_steps},
                                     {"micro_batch", micro.micro_batch()},
-                                    {"ranks", std::int64_t{world}}});
+                                    {"ranks", std::int64_t{world}},
+                                    {"device", to_string(workload.device())}});
     checkpoint(/*wait_for_it=*/true);  // there is always a state to roll back to
   }
   progress.emplace(rank == 0 ? options.progress : ProgressMode::quiet, options.total_steps, step);

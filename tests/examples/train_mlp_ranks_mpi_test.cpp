@@ -120,6 +120,33 @@ TEST_F(TrainMlpRanks, AnOverflowOnOneRankSkipsTheStepOnEveryRank) {
   EXPECT_EQ(model("overflow"), model("one"));
 }
 
+TEST_F(TrainMlpRanks, ABitFlippedOnOneRankIsCaughtAtItsStepRolledBackAndChangesNothing) {
+  ASSERT_EQ(run("one", 1), 0) << log("one");
+  // 3 ranks: the majority names rank 1 at step 12, the run rolls back to step 10 and ends with
+  // the clean bits. 2 ranks: both are suspect, the same rollback.
+  ASSERT_EQ(run("three", 3, "--digest-every 1 --inject bitflip@step=12:rank=1"), 0) << log("three");
+  EXPECT_EQ(model("three"), model("one"));
+  EXPECT_NE(log("three").find("[rank 0/3]: silent data corruption at step 12: rank 1 computed a "
+                              "state that differs from the other 2 ranks'"),
+            std::string::npos)
+      << log("three");
+  EXPECT_NE(log("three").find("rolled back to the checkpoint of step 10"), std::string::npos);
+  ASSERT_EQ(run("two", 2, "--digest-every 1 --inject bitflip@step=12:rank=0"), 0) << log("two");
+  EXPECT_EQ(model("two"), model("one"));
+  EXPECT_NE(log("two").find("no majority tells which is right (ranks 0 and 1 are suspect)"),
+            std::string::npos)
+      << log("two");
+  // A flip at both computations of step 12 on rank 1: the second stops the run naming it.
+  EXPECT_EQ(run("twice", 3, "--digest-every 1 --inject bitflip@step=12x2:rank=1"), 1)
+      << log("twice");
+  EXPECT_NE(log("twice").find("rank 1 computed a wrong state twice (rank 1 on host "),
+            std::string::npos)
+      << log("twice");
+  EXPECT_NE(log("twice").find("fix: exclude that node from the job (Slurm: --exclude="),
+            std::string::npos)
+      << log("twice");
+}
+
 TEST_F(TrainMlpRanks, TheFastReductionRunsAndStaysClose) {
   ASSERT_EQ(run("one", 1), 0) << log("one");
   ASSERT_EQ(run("fast", 3, "--reduction fast"), 0) << log("fast");

@@ -11,9 +11,9 @@
 /// The names of the events in an event log.
 namespace tenax::runtime::event {
 
-/// A fresh run began: `total_steps`, `micro_batch`, `ranks`.
+/// A fresh run began: `total_steps`, `micro_batch`, `ranks`, `device` (the workload's).
 inline constexpr std::string_view started = "started";
-/// A run continued from its newest valid checkpoint: `step`, `micro_batch`.
+/// A run continued from its newest valid checkpoint: `step`, `micro_batch`, `device`.
 inline constexpr std::string_view resumed = "resumed";
 /// The resumed checkpoint was written by another number of ranks: `step`, `from_ranks`,
 /// `to_ranks`.
