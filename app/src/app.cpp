@@ -243,10 +243,11 @@ App::App(std::string program, std::string description, RunDefaults defaults)
            .not_recorded()
            .sets_option("RunnerOptions::anomaly_check_every");
   standard_.digest_every =
-      &setting("digest-every", std::int64_t{10},
+      &setting("digest-every", std::int64_t{-1},
                "steps between state digests the ranks compare, to catch silent data corruption "
-               "(0: only at checkpoints and at the end)")
-           .at_least(0)
+               "(-1: as often as they cost about 1% of the step time; 0: only at checkpoints and "
+               "at the end)")
+           .at_least(-1)
            .not_recorded()
            .sets_option("RunnerOptions::digest_every");
   standard_.allow_config_change =

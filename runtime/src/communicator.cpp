@@ -113,6 +113,7 @@ StepAgreement settle(std::span<const StepProposal> proposals) {
     }
     agreement.checkpoint_due = agreement.checkpoint_due || p.checkpoint_due;
     agreement.finished = agreement.finished || p.finished;
+    agreement.digest_every = std::max(agreement.digest_every, p.digest_every);
     if (p.seconds > agreement.slowest_seconds) {
       agreement.slowest_seconds = p.seconds;
       agreement.slowest_rank = rank;
@@ -133,12 +134,13 @@ struct WireProposal {
   std::uint64_t digest_common;
   std::uint64_t digest_partial;
   std::int32_t signal;
+  std::int32_t digest_every;
   std::uint8_t decision;
   std::uint8_t reason;
   std::uint8_t checkpoint_due;
   std::uint8_t finished;
   std::uint8_t digested;
-  std::uint8_t unused[7];  // zero: the record has no undefined bytes
+  std::uint8_t unused[3];  // zero: the record has no undefined bytes
 };
 static_assert(sizeof(WireProposal) == 56);
 
@@ -234,6 +236,7 @@ StepAgreement Communicator::agree(const StepProposal& proposal) {
     mine.checkpoint_due = proposal.checkpoint_due ? 1 : 0;
     mine.finished = proposal.finished ? 1 : 0;
     mine.digested = proposal.digested ? 1 : 0;
+    mine.digest_every = proposal.digest_every;
     mine.digest_common = proposal.digest_common;
     mine.digest_partial = proposal.digest_partial;
     do_all_gather(call, &mine, sizeof(mine), gathered.data());
@@ -262,7 +265,8 @@ StepAgreement Communicator::agree(const StepProposal& proposal) {
                                   w.seconds,
                                   w.digested != 0,
                                   w.digest_common,
-                                  w.digest_partial};
+                                  w.digest_partial,
+                                  w.digest_every};
     }
     agreement = settle(proposals);
   });

@@ -110,10 +110,10 @@ Runner::Runner(Workload& workload, RunnerOptions options,
       "RunnerOptions::anomaly_check_every is " + std::to_string(options.anomaly_check_every),
       "use 1 (scan after every step), N > 1 (every N steps) or 0 (only before "
       "checkpoints and at the end)");
-  TENAX_EXPECTS(options.digest_every >= 0, UsageError,
+  TENAX_EXPECTS(options.digest_every >= -1, UsageError,
                 "RunnerOptions::digest_every is " + std::to_string(options.digest_every),
-                "use N >= 1 (digest the state every N steps) or 0 (only at checkpoints and at the "
-                "end)");
+                "use -1 (automatic: about 1% of the step time), N >= 1 (digest the state every N "
+                "steps) or 0 (only at checkpoints and at the end)");
   TENAX_EXPECTS(
       options.max_anomaly_retries >= 0, UsageError,
       "RunnerOptions::max_anomaly_retries is " + std::to_string(options.max_anomaly_retries),

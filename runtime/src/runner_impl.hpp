@@ -61,6 +61,11 @@ struct Runner::Impl {
   io::DigestLayout digest_layout;   // the same, as the state digest needs it
   std::int64_t digested_step = -1;  // the newest step whose state digest the ranks agreed on
   std::uint64_t agreed_digest = 0;  // that digest
+  // Automatic cadence (digest_every -1): the ranks' agreed steps between digests, and what this
+  // rank measured: its last digest's seconds and its steps' (without a digest), averaged.
+  std::int64_t auto_digest_every = 1;
+  double digest_seconds = 0;
+  double step_seconds = 0;
   std::vector<std::int64_t> suspect_steps;  // per rank: the step its digest first differed at
   std::string shard_table;  // every rank's shards (JSON), stored with each checkpoint
 
@@ -105,7 +110,7 @@ struct Runner::Impl {
   StepAgreement agree_on_state(bool scan, const detail::StepClock* clock,
                                std::optional<std::string>& anomaly, bool digest = false);
   // This rank's parts of the digest of `state` (the workload's), into `proposal`.
-  void digest_into(StepProposal& proposal, const StateDict& state) const;
+  void digest_into(StepProposal& proposal, const StateDict& state);
   // The state's digest agreed now (a collective), unless the ranks agreed on this step's
   // already; false when they disagree (said and logged, as after a step).
   bool agree_on_digest();
@@ -114,6 +119,8 @@ struct Runner::Impl {
   // ... and the rollback, or the stop when a rank differs again.
   std::optional<RunResult> on_corruption(const StepAgreement& state);
   [[nodiscard]] bool digest_due(bool checkpoint_ahead) const;
+  // The steps between digests this rank asks for under the automatic cadence (0: none yet).
+  [[nodiscard]] std::int32_t digest_every_wish() const;
   // Loads the last checkpoint after a bad step (`bad_step`): said, counted and logged.
   void rewind(std::int64_t bad_step);
   std::optional<std::string> find_anomaly(bool scan);

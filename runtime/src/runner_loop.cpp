@@ -359,6 +359,9 @@ void Runner::Impl::record_step(const detail::StepClock& clock, const StepAgreeme
                                 .compute_seconds = clock.compute(),
                                 .slowest_compute_seconds = state.slowest_seconds,
                                 .slowest_rank = state.slowest_rank};
+  // The step's own time (its digest taken out), averaged: the automatic digest cadence's base.
+  const double own = std::max(0.0, times.seconds - (state.digested ? digest_seconds : 0.0));
+  step_seconds = step_seconds <= 0 ? own : 0.9 * step_seconds + 0.1 * own;
   const MemoryStats memory = memory_stats(workload.device());
   const std::vector<StepMetric> metrics = workload.step_metrics();
   std::vector<std::string> metric_names;

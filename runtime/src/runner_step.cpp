@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <limits>
 #include <string>
@@ -238,11 +239,13 @@ StepAgreement Runner::Impl::agree_on_state(bool scan, const detail::StepClock* c
   proposal.finished = workload.finished();
   proposal.seconds = clock != nullptr ? clock->compute() : 0.0;
   if (digest) digest_into(proposal, workload.save_state());
+  proposal.digest_every = digest_every_wish();
   StepAgreement agreed;
   {
     const profiling::Span span("wait.agree_state", step);
     agreed = communicator->agree(proposal);
   }
+  if (agreed.digest_every > 0) auto_digest_every = agreed.digest_every;
   if (agreed.digested && agreed.digest_suspects.empty()) {
     digested_step = step;
     agreed_digest = agreed.state_digest;
@@ -250,18 +253,29 @@ StepAgreement Runner::Impl::agree_on_state(bool scan, const detail::StepClock* c
   return agreed;
 }
 
-void Runner::Impl::digest_into(StepProposal& proposal, const StateDict& state) const {
+void Runner::Impl::digest_into(StepProposal& proposal, const StateDict& state) {
   const profiling::Span span("digest", step);
   const AllocationTag tag("digest");
+  const auto start = std::chrono::steady_clock::now();
   const io::DigestParts parts = io::digest_parts(state, digest_layout, rank);
+  digest_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   proposal.digested = true;
   proposal.digest_common = parts.common;
   proposal.digest_partial = parts.partial;
 }
 
 bool Runner::Impl::digest_due(bool checkpoint_ahead) const {
-  return checkpoint_ahead || step == options.total_steps || workload.finished() ||
-         (options.digest_every > 0 && step % options.digest_every == 0);
+  if (checkpoint_ahead || step == options.total_steps || workload.finished()) return true;
+  if (options.digest_every > 0) return step % options.digest_every == 0;
+  return options.digest_every < 0 && step - digested_step >= auto_digest_every;
+}
+
+std::int32_t Runner::Impl::digest_every_wish() const {
+  if (options.digest_every >= 0 || step_seconds <= 0) return 0;
+  // Digests every N steps cost digest / (N step) of the time: about 1% at N = 100 digest / step.
+  const double steps = std::ceil(100.0 * digest_seconds / step_seconds);
+  return static_cast<std::int32_t>(
+      std::clamp(steps, 1.0, static_cast<double>(kMaxAutoDigestEvery)));
 }
 
 bool Runner::Impl::agree_on_digest() {

@@ -85,6 +85,8 @@ struct StepProposal {
   bool digested = false;
   std::uint64_t digest_common = 0;   ///< the part every healthy rank has alike
   std::uint64_t digest_partial = 0;  ///< the part the ranks sum
+  /// Steps between digests this rank asks for (its measure of their cost; 0: no wish).
+  std::int32_t digest_every = 0;
 };
 
 /// The settled outcome, the same on every rank.
@@ -107,6 +109,8 @@ struct StepAgreement {
   /// when the ranks disagree and no value has a strict majority (two ranks that differ). Empty
   /// when they all agree.
   std::vector<int> digest_suspects;
+  /// The largest StepProposal::digest_every of any rank.
+  std::int32_t digest_every = 0;
 };
 
 /// The rule every communicator applies to the gathered proposals (index = rank), written once.

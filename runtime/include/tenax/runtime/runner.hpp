@@ -90,10 +90,12 @@ struct RunnerOptions {
   /// ranks) is named and the run rolls back to its last checkpoint; the same rank differing
   /// again stops the run naming its host and device (RunStatus::corrupted). The agreed digest
   /// is written into that step's line of the event log (what `tenax replay` compares), and
-  /// every checkpoint records the digest of its state, which a resume and `tenax ckpt verify
-  /// --deep` check. 0: only at checkpoints and at the end; N >= 1: also every N steps. A digest
-  /// reads the whole state once.
-  std::int64_t digest_every = 10;
+  /// every checkpoint records the digest of its state, which a resume and `tenax ckpt verify`
+  /// check. A digest reads the whole state once. -1 (the default): as often as digests cost
+  /// about 1% of the step time, measured as the run goes (every step for a model whose steps
+  /// compute much on a small state; every ~100 steps for a memory-bound stencil), at most every
+  /// kMaxAutoDigestEvery steps; 0: only at checkpoints and at the end; N >= 1: every N steps.
+  std::int64_t digest_every = -1;
   std::int64_t min_micro_batch = 1;  ///< floor of the out-of-memory backoff
   /// The micro-batch a fresh run starts with and the ceiling of regrowth: 0 for
   /// Workload::work_units(), else the smaller of the two (a program's `--micro-batch`, so that the
@@ -137,6 +139,9 @@ struct RunnerOptions {
   /// flag beside an option they mention. The app layer fills it from the settings' declarations.
   OptionFlags option_flags;
 };
+
+/// The longest stretch between two digests when RunnerOptions::digest_every is automatic (-1).
+inline constexpr std::int64_t kMaxAutoDigestEvery = 1000;
 
 /// How a run ended (RunResult::status; the `status` of the `exit` event).
 enum class RunStatus {
