@@ -13,6 +13,8 @@
 
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
+#include "tenax/io/checksum.hpp"
+#include "tenax/io/runner_entries.hpp"
 
 namespace tenax::io {
 namespace {
@@ -150,6 +152,50 @@ TEST(StateDigest, AShardThatDoesNotFitItsTensorIsRefused) {
   state.set("n", std::int64_t{1});
   EXPECT_THROW((void)digest_parts(state, {{{"x", 0, 0, 3, 9}}, {}, false}, 0), UsageError);
   EXPECT_THROW((void)digest_parts(state, {{{"n", 0, 0, 1, 1}}, {}, false}, 0), UsageError);
+}
+
+TEST(StateDigest, ACheckpointsFilesAreCheckedAgainstTheDigestTheRanksRecorded) {
+  // Two rank files as the Runner writes them: the workload's state, its shard table, the entries
+  // left out and the agreed digest.
+  const Tensor whole = counting({6, 3});
+  const ShardTable table{{{{"workload/u", 0, 0, 4, 6}}, {{"workload/u", 0, 4, 6, 6}}}};
+  std::vector<StateDict> files(2);
+  std::vector<DigestParts> parts;
+  for (int r = 0; r < 2; ++r) {
+    StateDict workload;
+    workload.set("u", slab(whole, 0, r == 0 ? 0 : 4, r == 0 ? 4 : 6));
+    workload.set("t", 0.5);
+    workload.set("seconds", 1.0 + r);
+    const TensorShard shard = table.ranks[static_cast<std::size_t>(r)][0];
+    parts.push_back(
+        digest_parts(workload, {{{"u", 0, shard.begin, shard.end, 6}}, {"seconds"}, false}, r));
+    files[static_cast<std::size_t>(r)].merge("workload", workload);
+    files[static_cast<std::size_t>(r)].set(runner_entry::shards, format_shard_table(table));
+    files[static_cast<std::size_t>(r)].set(runner_entry::digest_rank_local,
+                                           std::string("seconds\n"));
+    files[static_cast<std::size_t>(r)].set(runner_entry::digest_per_rank, std::int64_t{0});
+  }
+  for (StateDict& f : files) f.set(runner_entry::state_digest, to_hex64(vote(parts).digest));
+  const std::optional<CheckpointDigest> clean = checkpoint_digest(files, "test");
+  ASSERT_TRUE(clean.has_value());
+  EXPECT_TRUE(clean->matches());
+  // A value changed after the agreement: the files no longer hold the recorded state.
+  Tensor changed = files[1].tensor("workload/u").clone();
+  changed.data_as<double>()[1] += 1.0;
+  files[1].set("workload/u", changed);
+  EXPECT_FALSE(checkpoint_digest(files, "test")->matches());
+  // Rank 1's copy of a replicated entry differs: rank 1 cannot be told from rank 0 with two.
+  files[1].set("workload/u", slab(whole, 0, 4, 6));
+  files[1].set("workload/t", 0.25);
+  const std::optional<CheckpointDigest> split = checkpoint_digest(files, "test");
+  EXPECT_EQ(split->suspects, (std::vector<int>{0, 1}));
+  // Without a recorded digest (a checkpoint older than digests) there is nothing to check.
+  StateDict old;
+  old.set("workload/u", whole);
+  EXPECT_FALSE(checkpoint_digest(std::vector<StateDict>{old}, "test").has_value());
+  // A damaged record is an IoError naming where.
+  files[0].set(runner_entry::state_digest, std::string("not hex"));
+  EXPECT_THROW((void)checkpoint_digest(files, "test"), IoError);
 }
 
 }  // namespace

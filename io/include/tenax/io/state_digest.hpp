@@ -79,8 +79,8 @@ struct DigestVote {
 /// on and the layout that rank computed its parts with (its shards, from the shard table, and
 /// the entries left out), names relative to the workload's state (`workload/` taken off).
 struct RecordedDigest {
-  std::uint64_t digest = 0;
-  DigestLayout layout;
+  std::uint64_t digest = 0;  ///< the digest the ranks agreed on for the state
+  DigestLayout layout;       ///< how this rank computed its parts
 };
 /// Reads those entries (runner_entries.hpp) of rank `rank`'s file; nullopt for a checkpoint
 /// that records no digest (written before digests existed). Throws IoError naming `where` when
@@ -93,6 +93,7 @@ struct CheckpointDigest {
   std::uint64_t recorded = 0;  ///< the digest the Runner recorded when it wrote the checkpoint
   std::uint64_t computed = 0;  ///< the digest of the state the files hold
   std::vector<int> suspects;   ///< ranks whose files hold a state unlike the others' (vote)
+  /// Whether the files hold the state the digest was recorded for.
   [[nodiscard]] bool matches() const noexcept { return suspects.empty() && recorded == computed; }
 };
 /// The digest of the state held by a checkpoint's rank files, each read whole (`ranks[r]`: rank
