@@ -1,5 +1,6 @@
 // Doctor checks of environment variables and of the CPU backend's thread pool.
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,7 +23,11 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/memory/memory_stats.hpp"
+#include "tenax/core/tensor.hpp"
 #include "tenax/core/text.hpp"
+#include "tenax/kernels/csr_matrix.hpp"
+#include "tenax/kernels/detail/cpu_simd.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -162,6 +167,29 @@ Finding memory_limit(const std::string& value) {
   }
 }
 
+// The settings a job reads at its first kernel or first matrix, checked with the same parsers.
+Finding cpu_simd_setting(const std::string& value) {
+  constexpr const char* kName = "env:TENAX_CPU_SIMD";
+  try {
+    const kernels::cpu::CpuSimd& simd = kernels::cpu::cpu_simd();
+    return ok(kName, fmt::format("{}: the CPU kernels use AVX2 {}, FMA {}, F16C {}", value,
+                                 simd.avx2 ? "yes" : "no", simd.fma ? "yes" : "no",
+                                 simd.f16c ? "yes" : "no"));
+  } catch (const Error& e) {
+    return problem(kName, e.cause(), e.fix(), value);
+  }
+}
+
+Finding csr_compact(const std::string& value) {
+  constexpr const char* kName = "env:TENAX_CSR_COMPACT";
+  try {
+    return ok(kName, fmt::format("{}: the compact CSR index is {}", value,
+                                 compact_csr_index_enabled() ? "on" : "off"));
+  } catch (const Error& e) {
+    return problem(kName, e.cause(), e.fix(), value);
+  }
+}
+
 Finding faults(const std::string& value) {
   constexpr const char* kName = "env:TENAX_FAULTS";
   try {
@@ -172,6 +200,27 @@ Finding faults(const std::string& value) {
                                    plan.to_string()));
   } catch (const Error& e) {
     return problem(kName, e.cause(), e.fix(), value);
+  }
+}
+
+// The host memory pool a job starts with (TENAX_MEMORY_LIMIT, the address-space limit), made as a
+// job makes it, with one small allocation: a job that could not start says why here first.
+Finding host_pool() {
+  constexpr const char* kName = "host-pool";
+  try {
+    const Tensor probe = Tensor::empty({std::int64_t{1} << 17}, DType::f64, Device::cpu());
+    const MemoryStats stats = memory_stats(Device::cpu());
+    rlimit limit{};
+    const bool limited = ::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+    return ok(kName,
+              fmt::format("the host memory pool starts: capacity {}, {} of address space{}",
+                          format_bytes(static_cast<double>(stats.capacity)),
+                          format_bytes(static_cast<double>(stats.address_space)),
+                          limited ? fmt::format(" (under the address-space limit ulimit -v of {})",
+                                                format_bytes(static_cast<double>(limit.rlim_cur)))
+                                  : std::string()));
+  } catch (const Error& e) {
+    return problem(kName, "a job's host memory pool cannot start: " + e.cause(), e.fix());
   }
 }
 
@@ -268,11 +317,16 @@ void check_environment(Findings& out) {
       out.push_back(memory_limit(value));
     } else if (name == "TENAX_FAULTS") {
       out.push_back(faults(value));
+    } else if (name == "TENAX_CPU_SIMD") {
+      out.push_back(cpu_simd_setting(value));
+    } else if (name == "TENAX_CSR_COMPACT") {
+      out.push_back(csr_compact(value));
     } else {
       out.push_back(info("env:" + name, value));
     }
   }
   out.push_back(cpu_threads());
+  out.push_back(host_pool());
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string thp_text;
   std::getline(thp, thp_text);

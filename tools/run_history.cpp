@@ -251,6 +251,22 @@ class FaultWalk {
       run_.status_message = event.field("message");
       if (run_.status != "completed") end_with_exit(event);
       cause_.reset();
+    } else if (kind == event::program_exit) {
+      // The steps completed, the job did not: the program's own verdict (a solve that broke
+      // down) comes after the Runner's exit line.
+      const std::string code = event.field("exit_code");
+      run_.status = "failed";
+      run_.status_message = "the run's steps completed, then " + event.field("program") +
+                            " exited with status " + code +
+                            " (its own verdict: its output "
+                            "says why)";
+      SurvivedFault fault;
+      fault.what = event.field("program") + " exited with status " + code + " after its steps";
+      fault.action = "none: the program's verdict ends the job";
+      fault.time = event.time;
+      fault.recovered = false;
+      fault.marker = "fault";
+      run_.faults.push_back(std::move(fault));
     }
     if (kind != event::supervisor_exit && kind != event::supervisor_start) last_time_ = event.time;
   }

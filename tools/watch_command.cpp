@@ -38,7 +38,7 @@ std::string mib(double bytes) { return fmt::format("{:.2f} MiB", bytes / 1048576
 // Statuses after which nothing resumes the job by itself.
 bool final_status(const std::string& status) {
   return status == "completed" || status == "out_of_memory" || status == "anomaly" ||
-         status == "overflow";
+         status == "overflow" || status == "corrupted" || status == "failed";
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/regular_file.hpp"
 #include "tenax/io/checksum.hpp"
+#include "tenax/runtime/event_log.hpp"
+#include "tenax/runtime/run_events.hpp"
 
 #ifndef TENAX_VERSION_STRING
 #define TENAX_VERSION_STRING "unknown"
@@ -166,14 +168,28 @@ runtime::RunResult Job::run(runtime::Workload& workload) const {
 
 runtime::RunResult Job::run(runtime::Workload& workload, runtime::RunnerOptions options) const {
   const runtime::OptionFlags flags = options.option_flags;
+  const std::filesystem::path run_dir = options.run_dir;
   runtime::Runner runner(workload, std::move(options), communicator_);
   runtime::RunResult result = runner.run();
+  if (result.status == runtime::RunStatus::completed) completed_run_dir_ = run_dir.string();
   if (result.status != runtime::RunStatus::completed) {
     std::fprintf(stderr, "%s: %s: %s\n", app_.program().c_str(),
                  std::string(runtime::to_string(result.status)).c_str(),
                  runtime::with_flags(result.message, flags).c_str());
   }
   return result;
+}
+
+void Job::record_exit(int exit_code) const {
+  if (exit_code == 0 || completed_run_dir_.empty() || !leader()) return;
+  try {
+    runtime::EventLog log(std::filesystem::path(completed_run_dir_) / "events.jsonl");
+    log.append(runtime::event::program_exit,
+               {{"exit_code", std::int64_t{exit_code}}, {"program", app_.program()}});
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: warning: the exit status %d could not be written into %s: %s\n",
+                 app_.program().c_str(), exit_code, completed_run_dir_.c_str(), e.what());
+  }
 }
 
 // ---- App ----------------------------------------------------------------------------------------
@@ -509,7 +525,9 @@ int App::main(int argc, const char* const* argv, const std::function<int(Job&)>&
           device = Device::cuda(comm->local_rank());
         }
         Job job(*this, std::move(comm), device);
-        return body(job);
+        const int code = body(job);
+        job.record_exit(code);
+        return code;
       },
       option_flags());
 }

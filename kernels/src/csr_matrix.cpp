@@ -334,9 +334,11 @@ kernels::detail::CsrCompactIndex compact_index_of(const CsrMatrix& a) {
   return index;
 }
 
+}  // namespace
+
 // TENAX_CSR_COMPACT=0 (or off) turns the compact index off, to measure what it gains or to rule
 // it out; unset, empty, 1 or on leave it on.
-bool compact_index_enabled() {
+bool compact_csr_index_enabled() {
   const char* value = std::getenv("TENAX_CSR_COMPACT");
   if (value == nullptr) return true;
   const std::string setting = lower(trim(value));
@@ -346,11 +348,9 @@ bool compact_index_enabled() {
                    "set TENAX_CSR_COMPACT to 1 (the default: compact CSR index on the CPU) or 0");
 }
 
-}  // namespace
-
 CsrMatrix CsrMatrix::compacted() const {
   if (!defined() || !device().is_cpu() || compact_ != nullptr || nnz_ == 0 ||
-      !compact_index_enabled()) {
+      !compact_csr_index_enabled()) {
     return *this;
   }
   const bool i64 = index_dtype() == DType::i64;

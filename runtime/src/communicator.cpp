@@ -62,8 +62,6 @@ std::string_view to_string(StepReason reason) noexcept {
       return "device fault";
     case StepReason::comm_fault:
       return "communication fault";
-    case StepReason::checkpoint_failed:
-      return "checkpoint failed";
     case StepReason::usage:
       return "error";
   }

@@ -65,16 +65,29 @@ HaloExchange::HaloExchange(Communicator& comm, const kernels::ShardRange& range,
   const std::vector<kernels::ShardRange> ranges = gather_ranges(comm, range, who);
   const int size = comm.size();
   const int me = comm.rank();
-  for (std::size_t k = 0; k < ghosts_.size(); ++k) {
+  // Each rank checks its own ghosts; the ranks learn together whether all are valid, so that a
+  // rank with a bad list does not leave its peers waiting for it in the collectives below.
+  std::string bad;
+  for (std::size_t k = 0; k < ghosts_.size() && bad.empty(); ++k) {
     const std::int64_t g = ghosts_[k];
-    TENAX_EXPECTS(
-        g >= 0 && g < range.total && (g < range.first || g >= range.first + range.count) &&
-            (k == 0 || g > ghosts_[k - 1]),
-        UsageError,
-        std::string(who) + ": ghost " + std::to_string(g) + " (entry " + std::to_string(k) +
+    if (!(g >= 0 && g < range.total && (g < range.first || g >= range.first + range.count) &&
+          (k == 0 || g > ghosts_[k - 1]))) {
+      bad = std::string(who) + ": ghost " + std::to_string(g) + " (entry " + std::to_string(k) +
             ") of rank " + std::to_string(me) + " holding [" + std::to_string(range.first) + ", +" +
-            std::to_string(range.count) + ") of " + std::to_string(range.total),
-        "name ghosts outside the rank's own range, ascending, without repeats");
+            std::to_string(range.count) + ") of " + std::to_string(range.total);
+    }
+  }
+  std::vector<std::byte> valid(static_cast<std::size_t>(size));
+  const std::byte mine{static_cast<unsigned char>(bad.empty() ? 1 : 0)};
+  comm.all_gather_bytes(std::span<const std::byte>(&mine, 1), valid);
+  constexpr const char* kGhostFix =
+      "name ghosts outside the rank's own range, ascending, without repeats";
+  TENAX_EXPECTS(bad.empty(), UsageError, bad, kGhostFix);
+  for (int r = 0; r < size; ++r) {
+    TENAX_EXPECTS(valid[static_cast<std::size_t>(r)] == std::byte{1}, UsageError,
+                  std::string(who) + ": rank " + std::to_string(r) +
+                      " named invalid ghosts (its error says which); this rank stops with it",
+                  kGhostFix);
   }
 
   below_ = std::lower_bound(ghosts_.begin(), ghosts_.end(), range.first) - ghosts_.begin();

@@ -292,9 +292,22 @@ RunResult Runner::Impl::run_steps() {
       // The ranks' staged results combined (collective); an anomaly in the combined data is
       // found alike on every rank.
       std::optional<std::string> combined;
-      {
+      try {
         const profiling::Span span("step.combine", step + 1);
         combined = workload.combine_step();
+      } catch (const OverflowError& e) {
+        // Found in the combined data (a loss scale at its minimum), hence alike on every rank:
+        // the overflow stop, without another agreement.
+        workload.discard_step();
+        Outcome found;
+        found.report = detail::say_error(e) + " (found alike on every rank in the combined data)";
+        found.where = detail::where(e);
+        StepAgreement stop;
+        stop.step = step + 1;
+        stop.decision = StepDecision::stop;
+        stop.reason = StepReason::overflow;
+        stop.asking_rank = rank;
+        return end_step(stop, found);
       }
       if (combined) {
         workload.discard_step();

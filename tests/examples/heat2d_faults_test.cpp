@@ -89,6 +89,20 @@ TEST_F(Heat2dFaults, RealMemoryLimitBacksOffAndCompletes) {
   EXPECT_EQ(std::memcmp(limited_field.data(), free_field.data(), free_field.size() * 8), 0);
 }
 
+TEST_F(Heat2dFaults, AnAddressSpaceLimitIsLivedWithAndEndsBitwise) {
+  // `ulimit -v` below the address space a pool sized by the machine's RAM would reserve: the
+  // pool then takes half of what the limit leaves (the checkpoint writer's thread and the
+  // libraries keep the rest), with or without TENAX_MEMORY_LIMIT.
+  for (const std::string limit :
+       {"ulimit -v 8000000;", "ulimit -v 8000000; TENAX_MEMORY_LIMIT=1900MiB"}) {
+    SCOPED_TRACE(limit);
+    const std::string name = limit.find("TENAX") == std::string::npos ? "ulimit" : "ulimit-cap";
+    const Outcome outcome = run(name, {}, "", false, limit);
+    ASSERT_EQ(outcome.exit_code, 0) << log_of(name);
+    expect_bitwise_reference(name, outcome);
+  }
+}
+
 TEST_F(Heat2dFaults, DeviceFaultExitsForRestartAndResumesBitwise) {
   const Outcome alone = run("device-alone", {}, "device@step=23", false);
   EXPECT_EQ(alone.exit_code, 75) << log_of("device-alone");

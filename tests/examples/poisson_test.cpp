@@ -176,6 +176,41 @@ TEST_F(Poisson, MatrixMarketSystemIsSolved) {
   EXPECT_LT(ones.summary.value("error_max", 1.0), 1e-9) << ones.output;
 }
 
+TEST_F(Poisson, ASolveThatFailsAfterItsStepsIsLoggedAsFailedNotCompleted) {
+  // CG on a skew-symmetric matrix breaks down (exit 2) after its steps ran. The Runner's exit
+  // line says its steps completed; the program's verdict follows it.
+  const fs::path skew = path_of("skew.mtx");
+  {
+    std::ofstream out(skew);
+    out << "%%MatrixMarket matrix coordinate real skew-symmetric\n4 4 3\n2 1 1\n3 2 1\n4 3 1\n";
+  }
+  const Solve failed = run("fails", "--matrix " + skew.string() + " --solver cg");
+  ASSERT_EQ(failed.exit_code, 2) << failed.output;
+  std::ifstream in(path_of("fails") / "events.jsonl");
+  std::string last;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) last = line;
+  }
+  const json event = json::parse(last);
+  EXPECT_EQ(event.value("event", ""), "program_exit") << last;
+  EXPECT_EQ(event.value("exit_code", 0), failed.exit_code) << last;
+  // `tenax report` says so.
+  const fs::path page = path_of("fails-report.html");
+  const std::string report = std::string(TENAX_CLI_PATH) + " report " + path_of("fails").string() +
+                             " -o " + page.string() + " >/dev/null";
+  ASSERT_EQ(std::system(report.c_str()), 0);
+  std::ifstream html(page);
+  const std::string text{std::istreambuf_iterator<char>(html), {}};
+  EXPECT_NE(text.find("failed"), std::string::npos);
+  EXPECT_NE(text.find("exited with status " + std::to_string(failed.exit_code)), std::string::npos);
+  // A solve that succeeds writes no such line.
+  const Solve fine = run("fine", "--n 16");
+  ASSERT_EQ(fine.exit_code, 0) << fine.output;
+  std::ifstream good(path_of("fine") / "events.jsonl");
+  const std::string log{std::istreambuf_iterator<char>(good), {}};
+  EXPECT_EQ(log.find("program_exit"), std::string::npos);
+}
+
 TEST_F(Poisson, OutputFileHasTheSolutionAndItsAttributes) {
   const fs::path output = path_of("out.h5");
   const Solve result = run("output", "--n 16 --tol 1e-10 --output " + output.string());

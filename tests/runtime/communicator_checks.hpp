@@ -188,7 +188,7 @@ inline void check_agreement(Communicator& comm) {
     p.seconds = 0.75;
     if (rank % 2 == 1) {
       p.decision = StepDecision::stop;
-      p.reason = rank == 1 ? StepReason::overflow : StepReason::checkpoint_failed;
+      p.reason = rank == 1 ? StepReason::overflow : StepReason::anomaly;
     } else if (rank > 0) {
       p.decision = StepDecision::backoff;
       p.reason = StepReason::out_of_memory;
@@ -229,8 +229,7 @@ inline void check_agreement(Communicator& comm) {
         StepDecision::restart}) {
     for (const StepReason reason :
          {StepReason::none, StepReason::out_of_memory, StepReason::anomaly, StepReason::overflow,
-          StepReason::device_fault, StepReason::comm_fault, StepReason::checkpoint_failed,
-          StepReason::usage}) {
+          StepReason::device_fault, StepReason::comm_fault, StepReason::usage}) {
       SCOPED_TRACE(std::string(to_string(decision)) + " for " + std::string(to_string(reason)));
       StepProposal p;
       p.step = ++step;

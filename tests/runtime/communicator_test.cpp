@@ -17,7 +17,9 @@
 #include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
+#include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/halo_exchange.hpp"
 
 namespace tenax::runtime {
 namespace {
@@ -69,6 +71,35 @@ TEST_P(ThreadCommunicator, BroadcastFromEveryRoot) { run(kTimeout, checks::check
 TEST_P(ThreadCommunicator, HaloExchangeOnARing) { run(kTimeout, checks::check_halo_exchange); }
 
 TEST_P(ThreadCommunicator, BarrierWaitsForTheLastRank) { run(kTimeout, checks::check_barrier); }
+
+TEST_P(ThreadCommunicator, InvalidGhostsOnOneRankStopEveryRankAtOnce) {
+  const int size = GetParam();
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  // The last rank names a ghost inside its own range; the others are valid. Every rank throws
+  // within the construction, none waits for the (long) deadline.
+  const auto start = std::chrono::steady_clock::now();
+  const auto errors = on_ranks(size, kTimeout, [&](int rank, Communicator& comm) {
+    const kernels::ShardRange range{.first = 16 * rank, .count = 16, .total = 16 * size};
+    std::vector<std::int64_t> ghosts;
+    if (rank == size - 1) {
+      ghosts.push_back(range.first);  // its own entry: refused
+    } else {
+      ghosts.push_back((range.first + range.count) % range.total);  // the next rank's first
+    }
+    const HaloExchange halo(comm, range, ghosts, DType::f64, "test");
+  });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  for (int r = 0; r < size; ++r) {
+    const std::string& e = errors[static_cast<std::size_t>(r)];
+    if (r == size - 1) {
+      EXPECT_NE(e.find("ghost " + std::to_string(16 * r) + " (entry 0)"), std::string::npos) << e;
+    } else {
+      EXPECT_NE(e.find("rank " + std::to_string(size - 1) + " named invalid ghosts"),
+                std::string::npos)
+          << "rank " << r << ": " << e;
+    }
+  }
+}
 
 TEST_P(ThreadCommunicator, BadArgumentsAreUsageErrorsNamingTheValue) {
   run(kTimeout, checks::check_usage_errors);

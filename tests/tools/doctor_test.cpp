@@ -211,6 +211,28 @@ TEST(Doctor, TenaxVariablesAreValidated) {
   EXPECT_EQ(find(fine, "env:TENAX_MEMORY_LIMIT")->at("status"), "OK");
 }
 
+TEST(Doctor, SettingsEveryJobWouldRefuseAreProblemsWithTheJobsOwnMessage) {
+  // Each makes every job refuse to start; the doctor says so (and --strict fails) first.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"TENAX_CPU_SIMD=avx9000", "env:TENAX_CPU_SIMD"},
+      {"TENAX_CSR_COMPACT=maybe", "env:TENAX_CSR_COMPACT"},
+      {"TENAX_MEMORY_LIMIT=1", "host-pool"}};
+  for (const auto& [assignment, name] : cases) {
+    SCOPED_TRACE(assignment);
+    const CliRun run = run_tenax("doctor --strict --json", std::nullopt, assignment);
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    const nlohmann::json report = nlohmann::json::parse(run.output);
+    ASSERT_NE(find(report, name), nullptr) << run.output;
+    EXPECT_EQ(find(report, name)->at("status"), "PROBLEM") << run.output;
+  }
+  const CliRun fine =
+      run_tenax("doctor --json", std::nullopt, "TENAX_CPU_SIMD=baseline TENAX_CSR_COMPACT=0");
+  const nlohmann::json report = nlohmann::json::parse(fine.output);
+  EXPECT_EQ(find(report, "env:TENAX_CPU_SIMD")->at("status"), "OK");
+  EXPECT_EQ(find(report, "env:TENAX_CSR_COMPACT")->at("status"), "OK");
+  EXPECT_EQ(find(report, "host-pool")->at("status"), "OK");
+}
+
 TEST(Doctor, StrictFailsOnlyWhenThereIsAProblem) {
   const nlohmann::json report = doctor_json(std::string());  // guarantees one PROBLEM
   ASSERT_GT(report.at("summary").at("problem").get<int>(), 0);

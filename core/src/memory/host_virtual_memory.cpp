@@ -1,10 +1,12 @@
 #include "tenax/core/memory/host_virtual_memory.hpp"
 
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -31,6 +33,22 @@ std::size_t HostVirtualMemory::do_physical_bytes() const {
   return static_cast<std::size_t>(pages) * do_granularity();
 }
 
+std::size_t VirtualMemory::do_reservable_bytes() const { return SIZE_MAX; }
+
+std::size_t HostVirtualMemory::do_reservable_bytes() const {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  // The process's address space in use now: the first field of /proc/self/statm, in pages.
+  std::size_t used_pages = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%zu", &used_pages) != 1) used_pages = 0;
+    std::fclose(statm);
+  }
+  const std::size_t used = used_pages * do_granularity();
+  const auto cap = static_cast<std::size_t>(limit.rlim_cur);
+  return cap > used ? cap - used : 0;
+}
+
 void* HostVirtualMemory::do_reserve(std::size_t bytes) {
   // PROT_NONE and MAP_NORESERVE: addresses only, no commit charge until pages are mapped. One
   // huge page more than asked, then the slack around a huge-page-aligned base is returned, so
@@ -55,10 +73,17 @@ void* HostVirtualMemory::do_reserve(std::size_t bytes) {
   }
   if (base == MAP_FAILED) {
     const int err = errno;
+    const std::size_t left = do_reservable_bytes();
+    const std::string limit = left == SIZE_MAX ? std::string()
+                                               : " (the address-space limit, ulimit -v, leaves " +
+                                                     format_bytes(left) + ")";
     throw OutOfMemoryError("reserving " + format_bytes(bytes) +
-                               " of host address space failed: mmap: " + std::strerror(err),
-                           "lower PoolOptions::address_space or TENAX_MEMORY_LIMIT, or raise "
-                           "the address-space limit (ulimit -v)");
+                               " of host address space failed: mmap: " + std::strerror(err) + limit,
+                           left == SIZE_MAX
+                               ? "set TENAX_MEMORY_LIMIT to the host memory tenax may use"
+                               : "raise the limit (ulimit -v unlimited), or set TENAX_MEMORY_LIMIT "
+                                 "to at most " +
+                                     format_bytes(static_cast<double>(left / 2)));
   }
   return base;
 }

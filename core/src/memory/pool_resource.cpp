@@ -404,10 +404,20 @@ PoolResource::PoolResource(std::shared_ptr<VirtualMemory> arena, PoolOptions opt
   s.device = s.arena->device();
   s.granule = std::max({options.map_granule, s.arena->granularity(), kLargeRound});
   s.granule_shift = std::countr_zero(s.granule);
-  s.capacity = options.capacity != 0 ? options.capacity : s.arena->physical_bytes();
+  // Under an address-space limit (ulimit -v) a pool sized by the memory behind it could never
+  // be reserved: the default capacity is then half of what the limit leaves.
+  const std::size_t headroom = s.arena->reservable_bytes();
+  s.capacity = options.capacity != 0  ? options.capacity
+               : headroom != SIZE_MAX ? std::min(s.arena->physical_bytes(), headroom / 2)
+                                      : s.arena->physical_bytes();
   TENAX_EXPECTS(s.capacity > 0, UsageError, "PoolResource capacity is zero",
                 "set PoolOptions::capacity or TENAX_MEMORY_LIMIT to a positive size");
-  const std::size_t wanted = options.address_space != 0 ? options.address_space : 4 * s.capacity;
+  std::size_t wanted = options.address_space != 0 ? options.address_space : 4 * s.capacity;
+  if (options.address_space == 0) {
+    // Under an address-space limit (ulimit -v) the reservation leaves half of what remains to
+    // the process's own mappings (thread stacks, libraries, another pool), down to the capacity.
+    if (headroom != SIZE_MAX) wanted = std::min(wanted, std::max(s.capacity, headroom / 2));
+  }
   s.address_space = align_up(std::max(wanted, s.granule), s.granule);
   s.upstream_retries = options.upstream_retries;
   s.base = reinterpret_cast<std::uintptr_t>(s.arena->reserve(s.address_space));

@@ -99,9 +99,14 @@ class Job {
   friend class App;
   Job(const App& app, std::shared_ptr<runtime::Communicator> communicator, Device device)
       : app_(app), communicator_(std::move(communicator)), device_(device) {}
+  // After the program's body: a failure (exit_code != 0) after a run that completed is written
+  // into the run's event log (event::program_exit), so the log and `tenax report` do not call
+  // the job a success.
+  void record_exit(int exit_code) const;
   const App& app_;
   std::shared_ptr<runtime::Communicator> communicator_;
   Device device_;
+  mutable std::string completed_run_dir_;  // the run directory of a run that completed
 };
 
 /// A job's program (see the file).

@@ -104,4 +104,8 @@ class CsrMatrix {
   std::shared_ptr<const kernels::detail::CsrCompactIndex> compact_;
 };
 
+/// Whether the environment leaves the compact CSR index on (TENAX_CSR_COMPACT unset, empty, 1 or
+/// on; off for 0 or off). Throws UsageError naming any other value, with the fix.
+[[nodiscard]] bool compact_csr_index_enabled();
+
 }  // namespace tenax

@@ -56,17 +56,16 @@ enum class StepDecision : std::uint8_t {
 /// Why a decision was proposed. It travels with the decision, so every rank reports the cause
 /// the asking rank saw.
 enum class StepReason : std::uint8_t {
-  none = 0,           ///< nothing to report (goes with StepDecision::proceed)
-  out_of_memory,      ///< the step ran out of device or host memory (retry, backoff or stop)
-  anomaly,            ///< a NaN/Inf in the step or in the state after it (rollback)
-  overflow,           ///< the loss scaler cannot go lower (stop)
-  device_fault,       ///< the device failed (restart)
-  comm_fault,         ///< a collective failed or timed out (restart)
-  checkpoint_failed,  ///< a checkpoint could not be written
-  usage,              ///< an error outside the policies (bad input) on some rank: every rank stops
+  none = 0,       ///< nothing to report (goes with StepDecision::proceed)
+  out_of_memory,  ///< the step ran out of device or host memory (retry, backoff or stop)
+  anomaly,        ///< a NaN/Inf in the step or in the state after it (rollback)
+  overflow,       ///< the loss scaler cannot go lower (stop)
+  device_fault,   ///< the device failed (restart)
+  comm_fault,     ///< a collective failed or timed out (restart)
+  usage,          ///< an error outside the policies (bad input) on some rank: every rank stops
 };
 /// A phrase for messages: `"none"`, `"out of memory"`, `"anomaly"`, `"overflow"`,
-/// `"device fault"`, `"communication fault"`, `"checkpoint failed"`, or `"error"` for usage.
+/// `"device fault"`, `"communication fault"`, or `"error"` for usage.
 [[nodiscard]] std::string_view to_string(StepReason reason) noexcept;
 
 /// One rank's proposal: a small fixed record, settled with every rank's in one collective.

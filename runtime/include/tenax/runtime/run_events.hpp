@@ -78,6 +78,10 @@ inline constexpr std::string_view config_refused = "config_refused";
 inline constexpr std::string_view config_changed = "config_changed";
 /// The end of a Runner::run(): `status`, `exit_code`, `step`, `message`.
 inline constexpr std::string_view exit = "exit";
+/// The program ended with a non-zero exit status after its Runner completed (a solve that broke
+/// down or met a non-finite residual: the steps ran, the job failed): `exit_code`, `program`.
+/// Written by the app layer (tenax::App), on rank 0.
+inline constexpr std::string_view program_exit = "program_exit";
 
 /// `tenax run` began supervising a job: `command`, `max_restarts`, `restart_delay_s`, ...
 inline constexpr std::string_view supervisor_start = "supervisor_start";

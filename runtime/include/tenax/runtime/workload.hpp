@@ -80,7 +80,9 @@ class Workload {
   /// in the same order, so its collectives meet. It must not fail for a retryable reason:
   /// acquire what it needs (memory) in step(). It returns why the combined step must not be
   /// taken (an anomaly found in the combined data, hence alike on every rank: the Runner rolls
-  /// back without another agreement), or nothing. The default combines nothing.
+  /// back without another agreement), or nothing. An OverflowError it throws (found in the
+  /// combined gradients, so alike on every rank) stops the run as one from step() does, with a
+  /// checkpoint of the last committed step. The default combines nothing.
   [[nodiscard]] virtual std::optional<std::string> combine_step() { return std::nullopt; }
 
   /// Makes the staged result of the last successful step() the state, computing what remains of

@@ -18,6 +18,7 @@ class HostVirtualMemory final : public VirtualMemory {
   [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
   [[nodiscard]] std::size_t do_granularity() const noexcept override;
   [[nodiscard]] std::size_t do_physical_bytes() const override;
+  [[nodiscard]] std::size_t do_reservable_bytes() const override;
   void* do_reserve(std::size_t bytes) override;
   void do_release(void* base, std::size_t bytes) noexcept override;
   void do_map(void* addr, std::size_t bytes) override;

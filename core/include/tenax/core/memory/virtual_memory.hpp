@@ -43,6 +43,9 @@ class VirtualMemory {
   [[nodiscard]] std::size_t granularity() const noexcept { return do_granularity(); }
   /// Bytes of physical memory behind the arena (host RAM, device memory): the default capacity.
   [[nodiscard]] std::size_t physical_bytes() const { return do_physical_bytes(); }
+  /// Bytes of address space this process may still reserve (what an address-space limit such
+  /// as `ulimit -v` leaves); SIZE_MAX when nothing limits it (the default).
+  [[nodiscard]] std::size_t reservable_bytes() const { return do_reservable_bytes(); }
 
   /// Reserves `bytes` of address space with nothing mapped and returns its base; throws
   /// OutOfMemoryError when the addresses cannot be had.
@@ -68,6 +71,7 @@ class VirtualMemory {
   virtual void do_map(void* addr, std::size_t bytes) = 0;
   virtual void do_unmap(void* addr, std::size_t bytes) noexcept = 0;
   virtual void do_synchronize() noexcept {}
+  [[nodiscard]] virtual std::size_t do_reservable_bytes() const;
 };
 
 }  // namespace tenax
