@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tenax/app/app.hpp"
+#include "tenax/app/problem_size.hpp"
 #include "tenax/app/training_settings.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
@@ -622,6 +623,34 @@ void validate(const Settings& o) {
                 "the synthetic tasks fix their classes (spirals: 2): drop --classes");
 }
 
+// The smallest footprint of the model and of a step, checked before anything is allocated: every
+// parameter with its gradient (4 bytes each; optimizers add their moments), and the step's
+// global batch, gathered whole (inputs and targets, 4 bytes each). --layers 50000,50000 or
+// --batch 100000000000 is refused here, naming the settings, instead of after gigabytes or
+// after a futile micro-batch backoff (the batch is gathered whole at any micro-batch).
+void expect_model_fits(const Settings& o, const DataSet& data, Device device) {
+  std::vector<std::int64_t> widths{data.d_in()};
+  for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
+  widths.push_back(data.d_out());
+  long double parameters = 0;
+  for (std::size_t k = 0; k + 1 < widths.size(); ++k) {
+    parameters += static_cast<long double>(widths[k]) * static_cast<long double>(widths[k + 1]) +
+                  static_cast<long double>(widths[k + 1]);
+  }
+  const long double bytes =
+      8.0L * parameters +
+      4.0L * static_cast<long double>(o.batch()) *
+          static_cast<long double>(data.d_in() + (data.classification ? 2 : data.d_out()));
+  const std::string what = "--layers " + (o.layers().empty() ? std::string("\"\"") : o.layers()) +
+                           " (" + tenax::format_bytes(static_cast<double>(8.0L * parameters)) +
+                           " of parameters and gradients) with --batch " +
+                           std::to_string(o.batch());
+  const std::string fix = "use narrower --layers or a smaller --batch";
+  TENAX_EXPECTS(bytes < 0x1p62L, tenax::OutOfMemoryError,
+                what + " needs more bytes than 64 bits count", fix);
+  tenax::app::expect_fits_memory(device, static_cast<std::int64_t>(bytes), what, fix);
+}
+
 int run(const Settings& o, tenax::app::Job& job) {
   validate(o);
   const Device device = job.device();
@@ -634,6 +663,7 @@ int run(const Settings& o, tenax::app::Job& job) {
                 "--device " + tenax::to_string(device) + " on " + std::to_string(comm->size()) +
                     " ranks: data-parallel training runs on the CPU for now",
                 "use --device cpu on several ranks");
+  expect_model_fits(o, data, device);
   TrainMlp workload(o, std::move(data), device, *comm);
   runtime::RunnerOptions options = job.runner_options();
   options.min_micro_batch = std::min(o.grain(), o.batch());

@@ -53,6 +53,7 @@ std::vector<std::string> LogFollower::new_lines() {
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path_, ec);
   if (ec) return lines;
+  size_seen_ = size;
   if (size < offset_) {  // replaced or truncated: start again
     offset_ = 0;
     partial_.clear();
@@ -61,8 +62,7 @@ std::vector<std::string> LogFollower::new_lines() {
   // Never blocking, never through a link, a regular file only (see tenax/core/regular_file.hpp).
   const OpenedFile in = try_open_regular_file(path_, O_RDONLY, Symlinks::refuse);
   if (!in.ok()) return lines;
-  // At most 64 MiB per call, so a huge log is caught up with in steps, never in one allocation.
-  const std::uintmax_t want = std::min<std::uintmax_t>(size - offset_, std::uintmax_t{64} << 20);
+  const std::uintmax_t want = std::min<std::uintmax_t>(size - offset_, max_read_);
   std::string chunk(static_cast<std::size_t>(want), '\0');
   ssize_t got;
   do {
@@ -80,6 +80,13 @@ std::vector<std::string> LogFollower::new_lines() {
   partial_.erase(0, start);
   if (partial_.size() > (std::size_t{16} << 20)) partial_.clear();  // no line is that long
   return lines;
+}
+
+void read_all_new_lines(LogFollower& follower,
+                        const std::function<void(const std::string&)>& consume) {
+  do {
+    for (const std::string& line : follower.new_lines()) consume(line);
+  } while (follower.behind());
 }
 
 void WatchState::consume(const std::string& text) {
@@ -335,12 +342,13 @@ int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
                        run_dir.string(), utc_text(now, "%H:%M:%S"), options.interval_seconds);
   };
   for (;;) {
-    for (const std::string& line : log.new_lines()) state.consume(line);
+    read_all_new_lines(log, [&](const std::string& line) { state.consume(line); });
     for (const auto& [rank, path] : event_logs(run_dir)) {
       if (rank > 0) rank_logs.try_emplace(rank, path);
     }
     for (auto& [rank, follower] : rank_logs) {
-      for (const std::string& line : follower.new_lines()) state.consume_rank(rank, line);
+      const int r = rank;
+      read_all_new_lines(follower, [&](const std::string& line) { state.consume_rank(r, line); });
     }
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -35,16 +36,28 @@ namespace tenax::tools {
 // written waits for its newline). A log that shrank (replaced) is read again from the start.
 class LogFollower {
  public:
-  explicit LogFollower(std::filesystem::path path) : path_(std::move(path)) {}
+  // `max_read`: the most bytes one new_lines() call reads (a huge log is caught up with in
+  // steps, never in one allocation).
+  explicit LogFollower(std::filesystem::path path, std::size_t max_read = std::size_t{64} << 20)
+      : path_(std::move(path)), max_read_(max_read) {}
   [[nodiscard]] std::vector<std::string> new_lines();
+  // Whether the file held more than the last new_lines() read.
+  [[nodiscard]] bool behind() const noexcept { return size_seen_ > offset_; }
   [[nodiscard]] bool exists() const;
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
   std::filesystem::path path_;
+  std::size_t max_read_;
   std::uint64_t offset_ = 0;
+  std::uint64_t size_seen_ = 0;
   std::string partial_;
 };
+
+// Every whole line the log holds now, read in steps of the follower's max_read, each given to
+// `consume` (a watch of a 200 MB log starts from its end, not from its first 64 MiB).
+void read_all_new_lines(LogFollower& follower,
+                        const std::function<void(const std::string&)>& consume);
 
 // What the view shows, updated line by line.
 class WatchState {

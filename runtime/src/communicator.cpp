@@ -425,24 +425,56 @@ std::string_view to_string(CommKind kind) noexcept {
 
 bool launched_by_mpi_launcher() { return read_launch_environment().parallel; }
 
+namespace {
+
+// The launcher's world size when it started several processes (0 otherwise).
+int launched_world_size(const LaunchEnvironment& launch) {
+  return launch.parallel && launch.world_size.value && *launch.world_size.value > 1
+             ? *launch.world_size.value
+             : 0;
+}
+
+// MPI made a communicator of one process where the launcher (`launch`, read before MPI started:
+// a singleton MPI sets variables of its own) started several: the processes were not wired
+// together (srun without PMI, an MPI without the launcher's support), and each would run the
+// whole job alone.
+std::shared_ptr<Communicator> checked_mpi(const LaunchEnvironment& launch,
+                                          std::shared_ptr<Communicator> comm) {
+  const int launched = launched_world_size(launch);
+  if (launched > 1 && comm->size() == 1) {
+    throw UsageError(std::string(to_string(launch.launcher)) + " started " +
+                         std::to_string(launched) + " processes (" + launch.world_size.name + "=" +
+                         launch.world_size.text +
+                         "), but MPI sees one in this one: they were not wired together, and "
+                         "each would run the whole job alone",
+                     "give srun the MPI wiring (srun --mpi=pmix, or pmi2; `srun --mpi=list` shows "
+                     "what this Slurm offers), or start the job with mpirun");
+  }
+  return comm;
+}
+
+}  // namespace
+
 std::shared_ptr<Communicator> make_communicator(CommKind kind, CommOptions options) {
+  const LaunchEnvironment launch = read_launch_environment();
   switch (kind) {
     case CommKind::automatic:
-      if (launched_by_mpi_launcher()) return detail::make_mpi_communicator(options);
+      if (launch.parallel) return checked_mpi(launch, detail::make_mpi_communicator(options));
       return std::make_shared<SingleRankCommunicator>(options);
-    case CommKind::single:
-      TENAX_EXPECTS(!launched_by_mpi_launcher() || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr ||
-                        std::string_view(std::getenv("OMPI_COMM_WORLD_SIZE")) == "1",
-                    UsageError,
-                    "--comm single under a launcher of " +
-                        std::string(std::getenv("OMPI_COMM_WORLD_SIZE")) +
-                        " processes: each would run the whole job alone in one run directory",
+    case CommKind::single: {
+      const int launched = launched_world_size(launch);
+      TENAX_EXPECTS(launched == 0, UsageError,
+                    "--comm single under a launcher of " + std::to_string(launched) +
+                        " processes (" + std::string(to_string(launch.launcher)) +
+                        "): each would run the whole job alone in one run directory",
                     "use --comm auto or mpi, or launch one process");
       return std::make_shared<SingleRankCommunicator>(options);
+    }
     case CommKind::mpi:
-      return detail::make_mpi_communicator(options);
+      return checked_mpi(launch, detail::make_mpi_communicator(options));
     case CommKind::nccl:
-      return detail::make_nccl_communicator(detail::make_mpi_communicator(options), options);
+      return detail::make_nccl_communicator(
+          checked_mpi(launch, detail::make_mpi_communicator(options)), options);
     case CommKind::threads:
       break;
   }

@@ -115,5 +115,23 @@ TEST_F(Heat2dRanks, KilledAndResumedOnOtherNumbersOfRanksEndsWithTheSingleProces
   }
 }
 
+TEST_F(Heat2dRanks, TasksThatTheLauncherDidNotWireTogetherAreRefused) {
+  // srun without PMI: two tasks, each of which MPI sees as a world of one. Before, one ran the
+  // whole job alone and the other was told to wait for it.
+  const std::string slurm = "SLURM_PROCID=0 SLURM_NTASKS=2";
+  EXPECT_EQ(run("unwired", 1, "", false, slurm), 1) << log("unwired");
+  EXPECT_NE(log("unwired").find("Slurm (srun) started 2 processes (SLURM_NTASKS=2), but MPI sees "
+                                "one in this one"),
+            std::string::npos)
+      << log("unwired");
+  EXPECT_NE(log("unwired").find("srun --mpi=pmix"), std::string::npos) << log("unwired");
+  EXPECT_FALSE(std::filesystem::exists(dir("unwired") / "checkpoints")) << "it ran";
+  // --comm single under the same launch.
+  EXPECT_EQ(run("single", 1, "--comm single", false, slurm), 1) << log("single");
+  EXPECT_NE(log("single").find("--comm single under a launcher of 2 processes (Slurm (srun))"),
+            std::string::npos)
+      << log("single");
+}
+
 }  // namespace
 }  // namespace tenax

@@ -127,6 +127,18 @@ TEST_F(HostileInput, HeatEquationGridThatOverflowsIsRefused) {
   EXPECT_LT(run.peak_rss_kib, 300 * 1000);
 }
 
+TEST_F(HostileInput, TrainMlpModelsAndBatchesThatCannotFitAreRefusedBeforeAllocating) {
+  // Before this check --layers 50000,50000 took 19.5 GB before failing, and a batch beyond the
+  // memory backed off its micro-batch 33 times in vain (the batch is gathered whole).
+  expect_refused(TRAIN_MLP_PATH, "--layers 50000,50000 --steps 2",
+                 {"--layers 50000,50000 (", "of parameters and gradients) with --batch 256",
+                  "needs at least", "fix: use narrower --layers or a smaller --batch"});
+  expect_refused(TRAIN_MLP_PATH, "--samples 256 --batch 100000000000 --steps 5",
+                 {"with --batch 100000000000 needs at least"});
+  expect_refused(TRAIN_MLP_PATH, "--layers 4000000000,4000000000 --steps 1",
+                 {"needs more bytes than 64 bits count"});
+}
+
 TEST_F(HostileInput, PoissonGridsThatCannotFitAreRefusedBeforeAssembly) {
   // Uncaught std::bad_alloc (SIGABRT) before: the matrix was assembled outside the pool.
   expect_refused(POISSON_PATH, "--dim 2 --n 20000 --index i64",

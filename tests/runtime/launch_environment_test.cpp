@@ -3,12 +3,15 @@
 #include "tenax/runtime/launch_environment.hpp"
 
 #include <gtest/gtest.h>
+#include <tuple>
+#include <vector>
 
 #include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
 
+#include "tenax/core/error.hpp"
 #include "tenax/runtime/communicator.hpp"
 
 namespace tenax::runtime {
@@ -110,6 +113,32 @@ TEST_F(LaunchEnvironmentTest, SlurmNeedsAStepOfSeveralTasks) {
   EXPECT_EQ(e.local_rank.value, 2);
   ::unsetenv("SLURM_PROCID");
   EXPECT_FALSE(read_launch_environment().parallel);
+}
+
+TEST_F(LaunchEnvironmentTest, ASingleRankUnderALauncherOfSeveralProcessesIsRefused) {
+  // Each process would run the whole job alone in one run directory, whoever launched them.
+  for (const auto& [name, value, launcher] :
+       std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"OMPI_COMM_WORLD_SIZE", "2", "Open MPI"},
+           {"PMI_SIZE", "3", "PMI (mpiexec)"},
+           {"SLURM_NTASKS", "2", "Slurm (srun)"}}) {
+    SCOPED_TRACE(name);
+    set("SLURM_PROCID", "0");
+    set(name, value);
+    try {
+      (void)make_communicator(CommKind::single);
+      ADD_FAILURE() << "not refused";
+    } catch (const UsageError& e) {
+      EXPECT_NE(e.cause().find("--comm single under a launcher of " + std::string(value) +
+                               " processes (" + launcher),
+                std::string::npos)
+          << e.cause();
+    }
+    ::unsetenv(name);
+  }
+  // One process of one: fine.
+  set("SLURM_NTASKS", "1");
+  EXPECT_EQ(make_communicator(CommKind::single)->size(), 1);
 }
 
 TEST_F(LaunchEnvironmentTest, HostileValuesAreNotNumbers) {

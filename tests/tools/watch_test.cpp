@@ -174,6 +174,35 @@ TEST(LogFollower, WholeLinesOnlyAndALogReplacedIsReadAgain) {
   fs::remove_all(dir);
 }
 
+TEST(LogFollower, ALogLongerThanOneReadIsReadToItsEnd) {
+  // A follower that reads 100 bytes at a time over a log of 200 step lines: one new_lines()
+  // call sees the start only; read_all_new_lines reaches the last step (a 200 MB log and the
+  // 64 MiB read of `tenax watch --once` showed step 303681 of 954501 and "stalled").
+  const fs::path dir = fresh_dir("long");
+  {
+    std::ofstream out(dir / "events.jsonl");
+    out << R"({"event":"started","time":100,"total_steps":400,"micro_batch":16,"ranks":1})"
+        << "\n";
+    for (int s = 1; s <= 200; ++s) out << step_line(s, 100.0 + s) << "\n";
+  }
+  LogFollower first(dir / "events.jsonl", 100);
+  EXPECT_LT(first.new_lines().size(), 5u);
+  EXPECT_TRUE(first.behind());
+  LogFollower all(dir / "events.jsonl", 100);
+  WatchState state;
+  int lines = 0;
+  read_all_new_lines(all, [&](const std::string& line) {
+    ++lines;
+    state.consume(line);
+  });
+  EXPECT_EQ(lines, 201);
+  EXPECT_FALSE(all.behind());
+  std::string view;
+  for (const std::string& line : state.render(301.0, 0)) view += line + "\n";
+  EXPECT_NE(view.find("200 / 400  (50.0 %)"), std::string::npos) << view;
+  fs::remove_all(dir);
+}
+
 TEST(WatchCommand, RefusesBadDirectoriesAndValues) {
   const fs::path dir = fresh_dir("bad");
   const std::string tenax = std::string("'") + TENAX_CLI_PATH + "' watch ";
