@@ -231,6 +231,29 @@ class BackgroundChecksums {
 // Writes the entries as datasets; with `tenax_attributes` each carries the attributes of the state
 // file format (kind, index, checksum, dtype, shape, length), otherwise none (a plain file).
 void write_entries(const Writer& w, hid_t file, const StateDict& state, bool tenax_attributes) {
+  // Every group's links and the bytes of their names, counted first: a group's object header is
+  // then made large enough for all of them at once (H5Pset_est_link_info). Grown link by link,
+  // HDF5 searched and split its header at every link: 1600 links in one group (an optimizer's
+  // moments of an 800-layer model) took 8.7 s to write.
+  std::map<std::string, std::pair<unsigned, std::size_t>, std::less<>> links;
+  for (const auto& [name, value] : state.entries()) {
+    std::size_t begin = 0;
+    while (true) {
+      const std::size_t next = name.find('/', begin);
+      const std::string parent = begin == 0 ? std::string() : name.substr(0, begin - 1);
+      auto& [count, bytes] = links[parent];
+      const std::size_t end = next == std::string::npos ? name.size() : next;
+      // A group's link is counted once: when its first entry is seen.
+      const bool new_link = next == std::string::npos || !links.contains(name.substr(0, next));
+      if (new_link) {
+        ++count;
+        bytes += end - begin;
+      }
+      if (next == std::string::npos) break;
+      links.try_emplace(name.substr(0, next));
+      begin = next + 1;
+    }
+  }
   std::map<std::string, Handle, std::less<>> groups;
   auto group_of = [&](const std::string& name, std::string& leaf) -> hid_t {
     const std::size_t slash = name.rfind('/');
@@ -251,6 +274,13 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state, bool ten
         Handle gcpl = w.check(Handle(H5Pcreate(H5P_GROUP_CREATE), H5Pclose), "property list");
         w.check(compact_links(gcpl.get()), "link storage");
         w.check(H5Pset_obj_track_times(gcpl.get(), false), "time tracking");
+        if (const auto found = links.find(scope); found != links.end() && found->second.first > 0) {
+          const auto [count, bytes] = found->second;
+          w.check(H5Pset_est_link_info(gcpl.get(), count,
+                                       static_cast<unsigned>(std::min<std::size_t>(
+                                           bytes / count + 1, 65535))),
+                  "link estimate");
+        }
         Handle group(H5Gcreate2(parent, part.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
                      H5Gclose);
         it = groups.emplace(scope, w.check(std::move(group), "group '" + scope + "'")).first;
