@@ -691,7 +691,7 @@ int run(const Settings& o, tenax::app::Job& job) {
   const DType dtype = o.precision() == "f32" ? DType::f32 : DType::f64;
   const DType index_dtype = o.index() == "i64" ? DType::i64 : DType::i32;
 
-  const solvers::SolverOptions solver_options = o.solve.options();
+  solvers::SolverOptions solver_options = o.solve.options();
   const std::string& method = o.solve.method();
   tenax::runtime::Communicator* comm = &job.comm();
   if (comm->size() > 1) {
@@ -716,6 +716,19 @@ int run(const Settings& o, tenax::app::Job& job) {
   const auto setup_start = std::chrono::steady_clock::now();
   System system = build_system(o, dtype, device, *comm);
   wait_for(device);
+  // A GMRES cycle longer than the system: the Krylov space is the whole space after n
+  // iterations, so a cycle of n is the longest that does anything, and the basis and the
+  // Hessenberg ((restart + 1) x restart: 3 GB for --restart 20000) need no more.
+  if (method == "gmres" && solver_options.restart > system.rows) {
+    if (comm->rank() == 0) {
+      std::fprintf(stderr,
+                   "poisson: --restart %lld is longer than the %lld unknowns: GMRES cycles of "
+                   "%lld (the Krylov space is the whole space after that many iterations)\n",
+                   static_cast<long long>(solver_options.restart),
+                   static_cast<long long>(system.rows), static_cast<long long>(system.rows));
+    }
+    solver_options.restart = std::max<std::int64_t>(system.rows, 1);
+  }
 
   solvers::SolveResult result;
   double solve_seconds = 0.0;

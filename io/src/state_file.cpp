@@ -276,9 +276,9 @@ void write_entries(const Writer& w, hid_t file, const StateDict& state, bool ten
         w.check(H5Pset_obj_track_times(gcpl.get(), false), "time tracking");
         if (const auto found = links.find(scope); found != links.end() && found->second.first > 0) {
           const auto [count, bytes] = found->second;
-          w.check(H5Pset_est_link_info(gcpl.get(), count,
-                                       static_cast<unsigned>(std::min<std::size_t>(
-                                           bytes / count + 1, 65535))),
+          w.check(H5Pset_est_link_info(
+                      gcpl.get(), count,
+                      static_cast<unsigned>(std::min<std::size_t>(bytes / count + 1, 65535))),
                   "link estimate");
         }
         Handle group(H5Gcreate2(parent, part.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),

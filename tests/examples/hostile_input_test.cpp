@@ -139,6 +139,21 @@ TEST_F(HostileInput, TrainMlpModelsAndBatchesThatCannotFitAreRefusedBeforeAlloca
                  {"needs more bytes than 64 bits count"});
 }
 
+TEST_F(HostileInput, AGmresRestartLongerThanTheSystemIsCappedAtItsSize) {
+  // --restart 20000 on 256 unknowns asked for 3 GB (its Hessenberg) before solving.
+  const Finished run = run_measured(std::string(POISSON_PATH) +
+                                        " --device cpu --n 16 --solver gmres --restart 20000 "
+                                        "--run-dir " +
+                                        (dir_ / "run").string(),
+                                    dir_ / "log");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("--restart 20000 is longer than the 256 unknowns: GMRES cycles of 256"),
+            std::string::npos)
+      << run.output;
+  EXPECT_NE(run.output.find("converged"), std::string::npos) << run.output;
+  EXPECT_LT(run.peak_rss_kib, 300 * 1024) << "peak RSS " << run.peak_rss_kib << " KiB";
+}
+
 TEST_F(HostileInput, PoissonGridsThatCannotFitAreRefusedBeforeAssembly) {
   // Uncaught std::bad_alloc (SIGABRT) before: the matrix was assembled outside the pool.
   expect_refused(POISSON_PATH, "--dim 2 --n 20000 --index i64",
