@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/memory/host_memory.hpp"
 
 namespace tenax::app {
 
@@ -19,13 +21,38 @@ std::size_t usable(const MemoryStats& pool) {
   return pool.capacity > slack ? pool.capacity - slack : 0;
 }
 
+// On the host without TENAX_MEMORY_LIMIT, the pool's capacity is the machine's whole RAM: what
+// the kernel has available now (and what the pool holds already) bounds a job more tightly.
+std::optional<std::size_t> host_available(Device device, const MemoryStats& pool) {
+  if (!device.is_cpu() || memory_limit_from_environment() != 0) return std::nullopt;
+  const std::optional<std::size_t> available = host_memory_available();
+  if (!available) return std::nullopt;
+  return *available + pool.reserved_bytes.current;
+}
+
+// The bytes a problem may count on: usable(pool), or less on a host with less available.
+std::size_t budget(Device device, const MemoryStats& pool) {
+  const std::optional<std::size_t> available = host_available(device, pool);
+  return available ? std::min(usable(pool), *available) : usable(pool);
+}
+
 }  // namespace
 
 void expect_fits_memory(Device device, std::int64_t bytes, const std::string& what,
                         const std::string& fix) {
   const MemoryStats pool = memory_stats(device);
   const std::size_t capacity = pool.capacity;
-  if (capacity == 0 || static_cast<std::uint64_t>(bytes) <= usable(pool)) return;
+  if (capacity == 0 || static_cast<std::uint64_t>(bytes) <= budget(device, pool)) return;
+  const std::optional<std::size_t> available = host_available(device, pool);
+  if (available && *available < usable(pool)) {
+    throw OutOfMemoryError(
+        what + " needs at least " + format_bytes(static_cast<std::size_t>(bytes)) + " on " +
+            to_string(device) + ", more than the " + format_bytes(*available) +
+            " of host memory available now (the kernel's MemAvailable, and what this process "
+            "holds) of the machine's " +
+            format_bytes(capacity),
+        fix + ", or free memory on this machine (other jobs, caches that do not give back)");
+  }
   throw OutOfMemoryError(what + " needs at least " + format_bytes(static_cast<std::size_t>(bytes)) +
                              " on " + to_string(device) + ", more than the " +
                              format_bytes(usable(pool)) + " that arrays can count on of the " +
@@ -44,7 +71,7 @@ std::int64_t expect_grid_fits(Device device, const std::string& flag, std::int64
                 "use a side, dimensions and bytes per point of at least 1");
   const MemoryStats pool = memory_stats(device);
   const auto limit = static_cast<std::int64_t>(
-      std::min<std::uint64_t>(pool.capacity == 0 ? INT64_MAX : usable(pool), INT64_MAX));
+      std::min<std::uint64_t>(pool.capacity == 0 ? INT64_MAX : budget(device, pool), INT64_MAX));
   const std::string largest =
       "use at most " +
       std::to_string(
