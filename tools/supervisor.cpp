@@ -48,6 +48,11 @@ void validate(const SupervisorOptions& options) {
   };
   check_seconds("--restart-delay", options.restart_delay);
   check_seconds("--max-delay", options.max_delay);
+  TENAX_EXPECTS(options.restart_delay <= options.max_delay, UsageError,
+                fmt::format("--restart-delay {} is longer than --max-delay {}: the first restart "
+                            "would wait less than asked",
+                            options.restart_delay, options.max_delay),
+                "pass a --restart-delay up to --max-delay, or raise --max-delay");
 }
 
 double restart_delay(const SupervisorOptions& options, int restart) {

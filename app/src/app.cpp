@@ -203,13 +203,16 @@ App::App(std::string program, std::string description, RunDefaults defaults)
                 "name the program as its executable is named (e.g. \"cooling\")");
   section_ = "Run (every tenax job has these)";
   const std::string run_dir = defaults_.run_dir.empty() ? "runs/" + program_ : defaults_.run_dir;
-  standard_.run_dir =
-      &setting("run-dir", run_dir,
-               "the run's directory: checkpoints and events.jsonl go here; a run "
-               "resumes from the newest valid checkpoint in it")
-           .not_recorded()
-           .sets_option("RunnerOptions::run_dir")
-           .expect([](const std::string& v) { return !v.empty(); }, "a directory's path");
+  standard_.run_dir = &setting("run-dir", run_dir,
+                               "the run's directory: checkpoints and events.jsonl go here; a run "
+                               "resumes from the newest valid checkpoint in it")
+                           .not_recorded()
+                           .sets_option("RunnerOptions::run_dir")
+                           .expect(
+                               [](const std::string& v) {
+                                 return !v.empty() && v.find_first_not_of('/') != std::string::npos;
+                               },
+                               "a directory's path other than the file system's root");
   TENAX_EXPECTS(defaults_.steps >= 0, UsageError,
                 "RunDefaults::steps is " + std::to_string(defaults_.steps),
                 "give the default step count (>= 1), or 0 for a program that derives it");
@@ -288,7 +291,7 @@ App::App(std::string program, std::string description, RunDefaults defaults)
       &setting("comm-timeout", 300.0,
                "seconds a collective may take before the job is declared hung (it then exits 75 "
                "naming the call and the ranks that did not arrive, for a restart)")
-           .above(0.0)
+           .at_least(0.01)
            .at_most(7 * 86400.0)
            .not_recorded()
            .sets_option("CommOptions::timeout_seconds");

@@ -18,6 +18,8 @@ SolverSettings::SolverSettings(App& app, const SolverDefaults& defaults, SolverS
                              "relative residual tolerance: stop when ||r|| <= tol ||b|| (0: run "
                              "to the iteration limit)")
                      .at_least(0.0)
+                     .expect([](double v) { return v < 1.0; },
+                             "a number below 1 (at 1 the starting guess of 0 already meets it)")
                      .safe_to_change()),
       absolute_tolerance_(app.setting(names_.prefix + "atol", defaults.options.absolute_tolerance,
                                       "absolute residual tolerance: stop when ||r|| <= atol")

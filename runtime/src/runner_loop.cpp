@@ -155,6 +155,17 @@ bool Runner::Impl::start() {
   const io::ShardTable table = detail::gather_shard_table(*communicator, prefixed(layout.shards));
   if (!table.ranks.empty()) shard_table = io::format_shard_table(table);
   const bool resumed = with_cache_retry([&] { return restore(event::resumed); });
+  if (!resumed && !store->committed_steps().empty()) {
+    // Every committed checkpoint is damaged: starting afresh would overwrite the run's work (its
+    // retention removes them). Stopped before anything is written, on every rank alike (the
+    // ranks agreed on the checkpoints above).
+    const std::string what = "every committed checkpoint in " + options.run_dir.string() +
+                             " is damaged (each skipped above): nothing was written";
+    events->append(event::error, {{"step", std::int64_t{0}}, {"reason", what}});
+    throw IoError(what, "run `tenax ckpt verify " + options.run_dir.string() +
+                            "` to see what is wrong; restore the checkpoints from a copy, or move "
+                            "checkpoints/ aside to start the run afresh");
+  }
   if (!resumed) {
     with_cache_retry([&] {
       workload.init();

@@ -154,6 +154,28 @@ TEST_F(HostileInput, AGmresRestartLongerThanTheSystemIsCappedAtItsSize) {
   EXPECT_LT(run.peak_rss_kib, 300 * 1024) << "peak RSS " << run.peak_rss_kib << " KiB";
 }
 
+TEST_F(HostileInput, SettingsThatCannotMeanAnythingAreRefused) {
+  // A relative tolerance of 1 or more is met by the starting guess.
+  expect_refused(POISSON_PATH, "--n 8 --tol 1",
+                 {"--tol 1: expected a number below 1", "fix: give --tol"});
+  // Every collective would time out at once.
+  expect_refused(HEAT2D_PATH, "--n 8 --comm-timeout 1e-300",
+                 {"--comm-timeout 1e-300: expected a finite number in [0.01, 604800]"});
+  // The root of the file system as a run directory.
+  const Finished root = run_measured(std::string(HEAT2D_PATH) + " --n 8 --run-dir /", dir_ / "log");
+  EXPECT_EQ(root.exit_code, 1) << root.output;
+  EXPECT_NE(root.output.find("a directory's path other than the file system's root"),
+            std::string::npos)
+      << root.output;
+  // A first restart delay beyond the cap of the delays.
+  const Finished delay = run_measured(
+      std::string(TENAX_CLI_PATH) + " run --restart-delay 1e308 -- /bin/true", dir_ / "log");
+  EXPECT_NE(delay.exit_code, 0) << delay.output;
+  EXPECT_NE(delay.output.find("--restart-delay 1e+308 is longer than --max-delay 60"),
+            std::string::npos)
+      << delay.output;
+}
+
 TEST_F(HostileInput, PoissonGridsThatCannotFitAreRefusedBeforeAssembly) {
   // Uncaught std::bad_alloc (SIGABRT) before: the matrix was assembled outside the pool.
   expect_refused(POISSON_PATH, "--dim 2 --n 20000 --index i64",

@@ -252,5 +252,33 @@ TEST_F(RunnerRunDirTest, WithoutAConfigurationNothingIsChecked) {
   EXPECT_TRUE(events("config_changed").empty());
 }
 
+TEST_F(RunnerRunDirTest, WhenEveryCheckpointIsDamagedTheRunStopsAndOverwritesNothing) {
+  {
+    ToyWorkload toy(kSize);
+    RunnerOptions o = options(6);
+    o.checkpoint_every = 2;
+    ASSERT_EQ(Runner(toy, o).run().status, RunStatus::completed);
+  }
+  // Every committed checkpoint's rank file cut short (a disk that lost them).
+  for (const auto& entry : fs::directory_iterator(dir_ / "checkpoints")) {
+    fs::resize_file(entry.path() / "rank-0.h5", 100);
+  }
+  const std::string before = bytes_of_checkpoints();
+  ToyWorkload toy(kSize);
+  RunnerOptions o = options(8);
+  o.checkpoint_every = 2;
+  try {
+    (void)Runner(toy, o).run();
+    ADD_FAILURE() << "the run started afresh";
+  } catch (const IoError& e) {
+    EXPECT_NE(e.cause().find("every committed checkpoint in " + dir_.string() + " is damaged"),
+              std::string::npos)
+        << e.cause();
+    EXPECT_NE(e.fix().find("tenax ckpt verify"), std::string::npos) << e.fix();
+  }
+  EXPECT_EQ(toy.init_calls, 0) << "the initial state was built";
+  EXPECT_EQ(bytes_of_checkpoints(), before) << "the damaged checkpoints were changed";
+}
+
 }  // namespace
 }  // namespace tenax::runtime
