@@ -33,7 +33,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end here with 0; a value or flag the command cannot take is a usage
+    // error like any other (exit 2), said with the fix.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "tenax: " << e.what()
+              << "\n  fix: `tenax --help` lists the commands, `tenax COMMAND --help` each one's "
+                 "flags and the values they take\n";
+    return 2;
   } catch (const tenax::Error& e) {
     std::cerr << "tenax: " << e.cause() << "\n  fix: " << e.fix() << '\n';
     return tenax::exit_code_for(e.fault_class());

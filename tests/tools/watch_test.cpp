@@ -209,7 +209,9 @@ TEST(WatchCommand, RefusesBadDirectoriesAndValues) {
   for (const std::string& args : std::vector<std::string>{
            (dir / "missing").string(), dir.string() + " --interval 0",
            dir.string() + " --interval nan", dir.string() + " --interval 1e300",
-           dir.string() + " --events 101", dir.string() + " --events -3"}) {
+           dir.string() + " --events 101", dir.string() + " --events -3",
+           // Values that are not numbers at all: CLI11's conversion errors (exit 104 before).
+           dir.string() + " --interval abc", dir.string() + " --events x", "--bogus"}) {
     const testing::CommandOutput run = testing::run_command(tenax + args + " 2>&1");
     EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.output;
     EXPECT_NE(run.output.find("fix:"), std::string::npos) << args << "\n" << run.output;
