@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/forged_checkpoint.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/io/checkpoint_layout.hpp"
@@ -233,26 +234,12 @@ TEST_F(RunnerDigestTest, TheAgreedDigestIsTheSameForAnyNumberOfRanksAndIsRecorde
 
 TEST_F(RunnerDigestTest, AResumeRefusesACheckpointWhoseStateIsNotTheOneItsDigestRecorded) {
   for (const RankEnd& end : run(1, dir_, "", 4)) ASSERT_EQ(end.error, "");
-  // Forge the step-4 checkpoint consistently: a changed x, its file rewritten with valid
-  // checksums and the commit record updated to the new file -- only the state digest can tell.
-  const fs::path step_dir = dir_ / "checkpoints" / "step-4";
-  const fs::path file = step_dir / "rank-0.h5";
-  io::FileMetadata metadata;
-  StateDict state = io::read_state_file(file, &metadata);
-  Tensor x = state.tensor("workload/x").clone();
-  x.data_as<double>()[2] += 1e-12;
-  state.set("workload/x", x);
-  fs::remove(file);
-  io::write_state_file(file, state, metadata);
-  std::ifstream record_in(step_dir / "COMMIT");
-  const std::string record_text{std::istreambuf_iterator<char>(record_in), {}};
-  io::CommitRecord record = io::parse_commit_record(record_text).record;
-  record.files[0].size = fs::file_size(file);
-  record.files[0].digest = io::xxh64_file(file);
-  {
-    std::ofstream out(step_dir / "COMMIT", std::ios::trunc);
-    out << io::format_commit_record(record);
-  }
+  // The step-4 checkpoint changed after the agreement and made consistent again.
+  io::testing::forge_checkpoint(dir_ / "checkpoints" / "step-4", 0, [](StateDict& state) {
+    Tensor x = state.tensor("workload/x").clone();
+    x.data_as<double>()[2] += 1e-12;
+    state.set("workload/x", x);
+  });
   const std::vector<RankEnd> resumed = run(1, dir_, "", 8);
   ASSERT_NE(resumed[0].error, "");
   EXPECT_NE(resumed[0].error.find("checkpoint of step 4 holds a state that has the digest"),

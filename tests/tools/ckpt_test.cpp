@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "io/forged_checkpoint.hpp"
 #include "tenax/core/state_dict.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/io/state_file.hpp"
@@ -171,6 +173,26 @@ TEST_F(CkptTest, VerifyNamesTheFileAndDatasetOfACorruptedCheckpoint) {
                       reason.find("checksum mismatch") != std::string::npos);
   }
   EXPECT_TRUE(named) << newest.dump(2);
+}
+
+TEST_F(CkptTest, VerifyFindsAStateThatIsNotTheOneItsDigestRecorded) {
+  // Step 30's field changed after the ranks agreed on its digest, its file and commit record
+  // made consistent again: every checksum passes, the state digest does not.
+  io::testing::forge_checkpoint(step_dir(30), 0, [](StateDict& state) {
+    Tensor u = state.tensor("workload/u").clone();
+    u.data_as<double>()[7] = std::nextafter(u.data_as<double>()[7], 2.0);
+    state.set("workload/u", u);
+  });
+  for (const std::string flags : {"", "--deep "}) {
+    const CliRun run = tenax_cli("ckpt verify " + flags + quote(run_dir_));
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_NE(run.output.find("CORRUPT      step 30"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("the ranks agreed on when it was written: it was corrupted after "
+                              "the step"),
+              std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("OK           step 20"), std::string::npos) << run.output;
+  }
 }
 
 TEST_F(CkptTest, ListMarksACorruptedCheckpointInvalidAndResumesFromThePreviousOne) {
