@@ -137,6 +137,10 @@ TEST_F(HostileInput, TrainMlpModelsAndBatchesThatCannotFitAreRefusedBeforeAlloca
                  {"with --batch 100000000000 needs at least"});
   expect_refused(TRAIN_MLP_PATH, "--layers 4000000000,4000000000 --steps 1",
                  {"needs more bytes than 64 bits count"});
+  // Noise beyond f32's range: every loss would be NaN and each rollback would meet it again.
+  expect_refused(TRAIN_MLP_PATH, "--noise 1e308 --steps 2",
+                 {"non-finite value(s) in the synthetic data (--noise 1e308 overflows f32's range)",
+                  "fix: give --noise a standard deviation the data can hold"});
 }
 
 TEST_F(HostileInput, AGmresRestartLongerThanTheSystemIsCappedAtItsSize) {
