@@ -17,10 +17,14 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <ostream>
+#include <string>
 #include <utility>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/runtime/run_events.hpp"
 
 extern char** environ;
@@ -53,6 +57,26 @@ void validate(const SupervisorOptions& options) {
                             "would wait less than asked",
                             options.restart_delay, options.max_delay),
                 "pass a --restart-delay up to --max-delay, or raise --max-delay");
+}
+
+// Whether the run directory's rank-0 log ends with the Runner's exit line of a stop with a
+// checkpoint (status "interrupted") written after the last start or resume: this attempt's.
+// Read as every reader of a run directory reads: a regular file, never through a link.
+bool log_ends_interrupted(const std::filesystem::path& run_dir) {
+  const std::filesystem::path log = run_dir / "events.jsonl";
+  if (file_kind(log) != FileKind::regular) return false;
+  std::ifstream in(log);
+  std::string line;
+  bool interrupted = false;
+  while (std::getline(in, line)) {
+    if (line.find("\"event\":\"started\"") != std::string::npos ||
+        line.find("\"event\":\"resumed\"") != std::string::npos) {
+      interrupted = false;
+    } else if (line.find("\"event\":\"exit\"") != std::string::npos) {
+      interrupted = line.find("\"status\":\"interrupted\"") != std::string::npos;
+    }
+  }
+  return interrupted;
 }
 
 double restart_delay(const SupervisorOptions& options, int restart) {
@@ -411,10 +435,20 @@ int Supervisor::run(const std::vector<std::string>& command) {
 
     if (g_shutdown_signal != 0) {
       reap(pid);
+      // A launcher (mpirun) may end with its own status (1) after its ranks stopped with a
+      // checkpoint and exit 75: the run directory tells, and the supervisor says what they did.
+      int shutdown_status = status;
+      if (status != 0 && status != kRestartExitCode && !end.signaled && !options_.run_dir.empty() &&
+          log_ends_interrupted(options_.run_dir)) {
+        shutdown_status = kRestartExitCode;
+        log_ << "tenax run: the job's launcher ended with " << what
+             << ", but the job stopped with a checkpoint (its events.jsonl ends \"interrupted\")"
+             << std::endl;
+      }
       log_ << "tenax run: the job ended: " << what << ", after the supervisor received "
-           << signal_name(g_shutdown_signal) << "; not restarting, exiting with status " << status
-           << std::endl;
-      return finish(status, "shutdown", restarts, what);
+           << signal_name(g_shutdown_signal) << "; not restarting, exiting with status "
+           << shutdown_status << std::endl;
+      return finish(shutdown_status, "shutdown", restarts, what);
     }
     if (!wants_restart(end)) {
       reap(pid);

@@ -315,6 +315,42 @@ TEST_F(TenaxRun, ForwardsSigtermAndDoesNotRestart) {
   EXPECT_EQ(events("supervisor_exit").at(0).at("reason"), "shutdown");
 }
 
+TEST_F(TenaxRun, ALauncherThatEndsWith1AfterItsRanksStoppedWithACheckpointExits75) {
+  // mpirun ends with 1 when its ranks exit 75 on SIGTERM; the ranks' log says they stopped with a
+  // checkpoint ("interrupted"), so the supervisor exits 75: resume by running again.
+  const fs::path run = work_ / "run";
+  fs::create_directories(run);
+  const auto script = [&](const std::string& name, const std::string& first_event,
+                          const std::string& on_term) {
+    std::ofstream(work_ / name) << kCountAttempt << "echo '" << first_event
+                                << "' >> \"$RUN/events.jsonl\"\n"
+                                << "trap '" << on_term << "' TERM\n"
+                                << "echo $$ > \"$WORK/ready\"\nwhile :; do sleep 0.05; done\n";
+    return (work_ / name).string();
+  };
+  const std::string stops = script(
+      "stops.sh", R"({"event":"started","time":1})",
+      R"(echo "{\"event\":\"exit\",\"status\":\"interrupted\"}" >> "$RUN/events.jsonl"; exit 1)");
+  const pid_t pid =
+      start({"run", "--restart-delay", "0", "--run-dir", run.string(), "--", "sh", stops},
+            {"RUN=" + run.string()});
+  ASSERT_TRUE(wait_for_file(work_ / "ready"));
+  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  const Result r = wait(pid, work_ / "ready");
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_CONTAINS(r.err, "but the job stopped with a checkpoint");
+  // A launcher that failed without its ranks saying so (no exit line after the resume): its own
+  // status.
+  fs::remove(work_ / "ready");
+  const std::string fails = script("fails.sh", R"({"event":"resumed","time":2})", "exit 1");
+  const pid_t other =
+      start({"run", "--restart-delay", "0", "--run-dir", run.string(), "--", "sh", fails},
+            {"RUN=" + run.string()});
+  ASSERT_TRUE(wait_for_file(work_ / "ready"));
+  ASSERT_EQ(::kill(other, SIGTERM), 0);
+  EXPECT_EQ(wait(other, work_ / "ready").exit_code, 1);
+}
+
 TEST_F(TenaxRun, AJobKilledByTheForwardedSignalReportsItLikeAShell) {
   const pid_t pid = start(
       {"run", "--restart-delay", "0", "--", "sh", "-c",
