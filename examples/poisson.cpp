@@ -759,8 +759,12 @@ int run(const Settings& o, tenax::app::Job& job) {
     // A Runner step is --iterations-per-step iterations: the run ends when the iteration limit
     // is reached (or the solve converged: PoissonSolve::finished).
     tenax::runtime::RunnerOptions runner_options = job.runner_options();
-    runner_options.total_steps = std::max<std::int64_t>(
-        1, (solver_options.max_iterations + o.iterations_per_step() - 1) / o.iterations_per_step());
+    // Steps of --iterations-per-step iterations to reach the limit, rounded up without
+    // overflowing (--max-iters 9223372036854775807 made one step of it before).
+    const std::int64_t per_step = o.iterations_per_step();
+    runner_options.total_steps =
+        std::max<std::int64_t>(1, solver_options.max_iterations / per_step +
+                                      (solver_options.max_iterations % per_step != 0 ? 1 : 0));
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
     const tenax::runtime::RunResult run = job.run(workload, runner_options);

@@ -180,6 +180,17 @@ TEST_F(HostileInput, SettingsThatCannotMeanAnythingAreRefused) {
       << delay.output;
 }
 
+TEST_F(HostileInput, TheLargestIterationLimitRunsToConvergence) {
+  // The step count once overflowed to one step of 50 iterations: "max_iterations", rc 0.
+  const Finished run = run_measured(std::string(POISSON_PATH) +
+                                        " --device cpu --n 16 --solver gmres --max-iters "
+                                        "9223372036854775807 --run-dir " +
+                                        (dir_ / "run").string(),
+                                    dir_ / "log");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("poisson: converged after"), std::string::npos) << run.output;
+}
+
 TEST_F(HostileInput, PoissonGridsThatCannotFitAreRefusedBeforeAssembly) {
   // Uncaught std::bad_alloc (SIGABRT) before: the matrix was assembled outside the pool.
   expect_refused(POISSON_PATH, "--dim 2 --n 20000 --index i64",
