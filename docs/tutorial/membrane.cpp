@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
   return app.main(argc, argv, [&](tenax::app::Job& job) {
     const solvers::SolverOptions options = solve.options();
     Membrane membrane(n(), job.device(), solvers::make_solver(solve.method(), options), per_step());
-    rt::RunnerOptions run = job.runner_options();  // steps enough for the iteration limit
-    run.total_steps = (options.max_iterations + per_step() - 1) / per_step();
+    rt::RunnerOptions run = job.runner_options();       // steps enough for the iteration limit
+    const std::int64_t limit = options.max_iterations;  // (rounded up, without overflowing)
+    run.total_steps = limit / per_step() + (limit % per_step() != 0);
     const rt::RunResult ran = job.run(membrane, run);
     if (ran.status != rt::RunStatus::completed) return ran.exit_code;
     const solvers::SolveResult& result = membrane.result();
