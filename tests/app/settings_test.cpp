@@ -117,7 +117,7 @@ TEST_F(Settings, BadValuesAreRefusedNamingTheFlagTheValueAndTheExpectation) {
       {{"--zzzzzz", "3"}, "unknown flag --zzzzzz -- fix: see job --help"},
       {{"positional"}, "unexpected argument 'positional'"},
       {{"--steps", "0"}, "--steps 0: expected an integer >= 1"},
-      {{"--comm-timeout", "-1"}, "--comm-timeout -1: expected a finite number in (0, 604800]"},
+      {{"--comm-timeout", "-1"}, "--comm-timeout -1: expected a finite number in [0.01, 604800]"},
       {{"--progress", "loud"}, "--progress loud: not one of auto, terminal, log, quiet"},
       {{"--allow-config-change", "a,,b"}, "an empty name in the list 'a,,b'"},
       {{"--allow-config-change", "n"}, "--allow-config-change n: n cannot change"},
