@@ -666,15 +666,15 @@ int run(const Settings& o, tenax::app::Job& job) {
   expect_model_fits(o, data, device);
   // Data with NaN or Inf makes every step's loss non-finite: rollbacks could only repeat it.
   {
-    const std::int64_t bad = ops::count_nonfinite(data.x) +
-                             (data.classification ? 0 : ops::count_nonfinite(data.y));
-    TENAX_EXPECTS(bad == 0, UsageError,
-                  std::to_string(bad) + " non-finite value(s) in the " +
-                      (o.data().empty() ? "synthetic data (" + o.noise.given() +
-                                              " overflows f32's range)"
-                                        : "data of --data " + o.data()),
-                  o.data().empty() ? "give --noise a standard deviation the data can hold, e.g. 0.1"
-                                   : "clean the data file: every input and target must be finite");
+    const std::int64_t bad =
+        ops::count_nonfinite(data.x) + (data.classification ? 0 : ops::count_nonfinite(data.y));
+    TENAX_EXPECTS(
+        bad == 0, UsageError,
+        std::to_string(bad) + " non-finite value(s) in the " +
+            (o.data().empty() ? "synthetic data (" + o.noise.given() + " overflows f32's range)"
+                              : "data of --data " + o.data()),
+        o.data().empty() ? "give --noise a standard deviation the data can hold, e.g. 0.1"
+                         : "clean the data file: every input and target must be finite");
   }
   TrainMlp workload(o, std::move(data), device, *comm);
   runtime::RunnerOptions options = job.runner_options();
