@@ -408,19 +408,29 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
                        const std::vector<std::pair<std::string, double>>& attributes,
                        const FileMetadata& metadata,
                        const std::vector<std::pair<std::string, std::string>>& text_attributes) {
+  write_tensors_file(path, {{std::string(name), tensor}}, attributes, metadata, text_attributes);
+}
+
+void write_tensors_file(const std::filesystem::path& path,
+                        const std::vector<std::pair<std::string, Tensor>>& tensors,
+                        const std::vector<std::pair<std::string, double>>& attributes,
+                        const FileMetadata& metadata,
+                        const std::vector<std::pair<std::string, std::string>>& text_attributes) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : attributes) keys.push_back(key);
   for (const auto& [key, value] : text_attributes) keys.push_back(key);
-  for (const std::string& key : keys) {
-    for (const char* reserved : {"kind", "index", "checksum", "dtype", "shape", "length"}) {
-      TENAX_EXPECTS(key != reserved, UsageError,
-                    "attribute '" + key + "' of '" + std::string(name) +
-                        "' clashes with an attribute every state file entry carries",
-                    "pick another attribute name");
+  for (const auto& [name, tensor] : tensors) {
+    for (const std::string& key : keys) {
+      for (const char* reserved : {"kind", "index", "checksum", "dtype", "shape", "length"}) {
+        TENAX_EXPECTS(key != reserved, UsageError,
+                      "attribute '" + key + "' of '" + name +
+                          "' clashes with an attribute every state file entry carries",
+                      "pick another attribute name");
+      }
     }
   }
   StateDict state;
-  state.set(name, tensor);
+  for (const auto& [name, tensor] : tensors) state.set(name, tensor);
   // Written whole beside `path` and renamed over it: a failure removes only the temporary.
   replace_file(path, "the state file", [&](const std::filesystem::path& temporary) {
     detail::write_hdf5_file(temporary, state, &metadata);
@@ -428,16 +438,16 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
     Hdf5Lock lock;
     Handle file =
         w.check(Handle(H5Fopen(temporary.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose), "reopen");
-    Handle dataset =
-        w.check(Handle(H5Dopen2(file.get(), std::string(name).c_str(), H5P_DEFAULT), H5Dclose),
-                "dataset '" + std::string(name) + "'");
-    for (const auto& [key, value] : attributes) {
-      Handle space = w.check(Handle(H5Screate(H5S_SCALAR), H5Sclose), "dataspace");
-      w.write_attr(dataset.get(), key.c_str(), H5T_IEEE_F64LE, space.get(), &value);
+    for (const auto& [name, tensor] : tensors) {
+      Handle dataset = w.check(Handle(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose),
+                               "dataset '" + name + "'");
+      for (const auto& [key, value] : attributes) {
+        Handle space = w.check(Handle(H5Screate(H5S_SCALAR), H5Sclose), "dataspace");
+        w.write_attr(dataset.get(), key.c_str(), H5T_IEEE_F64LE, space.get(), &value);
+      }
+      for (const auto& [key, value] : text_attributes)
+        w.attr_string(dataset.get(), key.c_str(), value);
     }
-    for (const auto& [key, value] : text_attributes)
-      w.attr_string(dataset.get(), key.c_str(), value);
-    dataset = Handle();
     if (!file.close()) w.fail("flushing the file");
   });
 }

@@ -94,6 +94,14 @@ void write_tensor_file(
     const FileMetadata& metadata = {},
     const std::vector<std::pair<std::string, std::string>>& text_attributes = {});
 
+/// write_tensor_file for several tensors: one dataset each, every one with the same attributes
+/// (the fields of one grid, /u and /v, with their time "t"). Throws as write_tensor_file.
+void write_tensors_file(
+    const std::filesystem::path& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+    const std::vector<std::pair<std::string, double>>& attributes,
+    const FileMetadata& metadata = {},
+    const std::vector<std::pair<std::string, std::string>>& text_attributes = {});
+
 /// Reads a file written by write_state_file, treating it as hostile: every type, rank, shape and
 /// size is checked against the file and `options` before anything is allocated, and every
 /// entry's checksum is verified before the StateDict is returned. Tensors come back on the CPU.

@@ -1,0 +1,305 @@
+/// Kernels of your own over a structured grid: a stencil or point update written once, as a
+/// host-and-device functor, and run by the library over one rank's block of the grid, on the CPU
+/// (the worker threads, vectorised) or on CUDA.
+/// @file
+/// A kernel is a functor with a TENAX_HD call operator (usually a template, see below) that takes
+/// one *neighbourhood* per input field and one reference per output field:
+/// ```
+/// struct Heat {
+///   double c;
+///   template <class Field>
+///   TENAX_HD void operator()(const Field& u, double& u_next) const {
+///     u_next = u(0, 0) + c * (u(-1, 0) + u(1, 0) + u(0, -1) + u(0, 1) - 4 * u(0, 0));
+///   }
+/// };
+/// ```
+/// `u(d0, d1)` is the value of the input at the point offset by (d0, d1) from the one being
+/// computed (axis 0 first; one offset per axis of the grid, each within the ghost width). The
+/// offset's boundary rule is applied by the neighbourhood, never by the kernel: along axis 0 the
+/// ghost rows hold it (the grid's halo exchange fills them), along the other axes the
+/// neighbourhood resolves it (periodic: wraps around; Neumann: mirrors about the boundary face,
+/// so the point -1 reads 0 and n reads n - 1; Dirichlet: reads the boundary's value). Points far
+/// from an edge get a neighbourhood of another type that reads memory directly, so the bulk of
+/// the grid runs without boundary tests; that is why the call operator is a template. Both types
+/// call the same operator, so every point's arithmetic is the kernel's own expression, and the
+/// CPU result is the oracle for the GPU's (the CUDA code is compiled with --fmad=false, so the
+/// same IEEE operations are rounded the same way).
+///
+/// The kernel must be a pure function of its inputs: no state it writes, no reads outside the
+/// ghost width, no output that is also an input (the outputs are separate arrays or buffers).
+///
+/// Devices: on the CPU the rows are split over CpuContext's threads (each chunk compiled a second
+/// time for AVX2 where the CPU has it, the same bits); on CUDA the kernel runs in a CUDA grid on
+/// the device's stream when the file that instantiates it is compiled by nvcc (a .cu file, or a
+/// source with LANGUAGE CUDA), which includes tenax/kernels/cuda/grid_kernel.cuh from here.
+/// Compiled by another compiler, a CUDA field is refused with a NotCompiledError saying so; a
+/// CPU-only program needs no CUDA at all.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "tenax/core/context.hpp"
+#include "tenax/core/device.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/host_device.hpp"
+#include "tenax/kernels/detail/cpu_simd.hpp"
+
+namespace tenax::kernels {
+
+/// What a neighbour outside the grid along an axis reads.
+enum class BoundaryKind : std::uint8_t {
+  periodic,   ///< the point on the other side: -1 reads n - 1, n reads 0
+  dirichlet,  ///< a fixed value (the boundary's `value`)
+  neumann,    ///< the mirror image about the boundary face (zero normal derivative): -1 - k
+              ///< reads k, n + k reads n - 1 - k
+};
+
+/// The most axes a grid has.
+inline constexpr int kMaxGridDims = 3;
+
+/// How one rank stores each field of a structured grid, as the kernels see it: the rank holds
+/// `extent[0]` consecutive rows of axis 0 and every point of the other axes; a field is a
+/// contiguous row-major array of [ghost + extent[0] + ghost, extent[1], extent[2]] elements (the
+/// absent axes of a 1-D or 2-D grid have extent 1), its first and last `ghost` rows holding the
+/// neighbours' rows (or the boundary's). `kind`/`value` give the rule of axes 1 and 2 (axis 0's
+/// is in the ghost rows). A plain value type, copied into the device code.
+struct GridGeometry {
+  int dims = 1;                                   ///< axes of the grid, 1..3
+  std::int64_t extent[kMaxGridDims] = {0, 1, 1};  ///< this rank's rows, then the whole axes
+  int ghost = 1;                                  ///< ghost rows on each side of axis 0
+  BoundaryKind kind[kMaxGridDims] = {};           ///< per axis; [0] is not read here
+  double value[kMaxGridDims] = {};                ///< Dirichlet values per axis
+
+  /// Elements of one row of axis 0 (extent[1] * extent[2]).
+  [[nodiscard]] TENAX_HD std::int64_t row_elements() const { return extent[1] * extent[2]; }
+};
+
+/// The neighbourhood of a point far enough from the edges of axes 1 and 2 that every offset
+/// within the ghost width is inside the array: reads memory directly.
+template <class T>
+struct InteriorNeighbours {
+  const T* center;    ///< the point itself
+  std::int64_t row;   ///< elements between rows of axis 0
+  std::int64_t line;  ///< elements between points of axis 1 (1 in a 2-D grid)
+
+  /// The value at offset d0 along axis 0 (1-D grids).
+  [[nodiscard]] TENAX_HD T operator()(int d0) const { return center[d0 * row]; }
+  /// The value at offset (d0, d1) (2-D grids).
+  [[nodiscard]] TENAX_HD T operator()(int d0, int d1) const { return center[d0 * row + d1 * line]; }
+  /// The value at offset (d0, d1, d2) (3-D grids).
+  [[nodiscard]] TENAX_HD T operator()(int d0, int d1, int d2) const {
+    return center[d0 * row + d1 * line + d2];
+  }
+};
+
+/// Maps index `j` of an axis of `n` points to the point it reads under `kind`; false when it reads
+/// the Dirichlet value instead. `j` is within one ghost width (<= n) of the axis.
+[[nodiscard]] TENAX_HD inline bool resolve_boundary(std::int64_t& j, std::int64_t n,
+                                                    BoundaryKind kind) {
+  if (j >= 0 && j < n) return true;
+  switch (kind) {
+    case BoundaryKind::periodic:
+      j = j < 0 ? j + n : j - n;
+      return true;
+    case BoundaryKind::neumann:
+      j = j < 0 ? -1 - j : 2 * n - 1 - j;
+      return true;
+    case BoundaryKind::dirichlet:
+    default:
+      return false;
+  }
+}
+
+/// The neighbourhood of a point near an edge of axis 1 or 2: applies their boundary rules (axis 1
+/// first) before reading.
+template <class T>
+struct EdgeNeighbours {
+  const T* line0;  ///< element (this row, 0, 0) of the point's row of axis 0
+  const GridGeometry* geometry;
+  std::int64_t i1;  ///< the point's index along axis 1
+  std::int64_t i2;  ///< along axis 2
+
+  [[nodiscard]] TENAX_HD T operator()(int d0) const { return at(d0, i1, i2); }
+  [[nodiscard]] TENAX_HD T operator()(int d0, int d1) const { return at(d0, i1 + d1, i2); }
+  [[nodiscard]] TENAX_HD T operator()(int d0, int d1, int d2) const {
+    return at(d0, i1 + d1, i2 + d2);
+  }
+
+ private:
+  [[nodiscard]] TENAX_HD T at(int d0, std::int64_t j1, std::int64_t j2) const {
+    const GridGeometry& g = *geometry;
+    if (!resolve_boundary(j1, g.extent[1], g.kind[1])) return static_cast<T>(g.value[1]);
+    if (!resolve_boundary(j2, g.extent[2], g.kind[2])) return static_cast<T>(g.value[2]);
+    return line0[d0 * g.row_elements() + j1 * g.extent[2] + j2];
+  }
+};
+
+namespace detail {
+
+/// One sweep of a kernel over rows of a rank's block: N input fields (ghosted storage, as
+/// GridGeometry says) and M outputs, output k's element (y, i1, i2) at
+/// out[k][(y - out_row0) * row_elements + i1 * extent[2] + i2] (a ghosted field: out_row0 =
+/// -ghost; a buffer of rows starting at row r: out_row0 = r).
+template <class T, int N, int M, class Kernel>
+struct GridSweep {
+  GridGeometry geometry;
+  const T* in[N];
+  T* out[M];
+  std::int64_t out_row0;
+  Kernel kernel;
+
+  /// The storage index of point (y, i1, i2) of an input.
+  [[nodiscard]] TENAX_HD std::int64_t input_index(std::int64_t y, std::int64_t i1,
+                                                  std::int64_t i2) const {
+    return (y + geometry.ghost) * geometry.row_elements() + i1 * geometry.extent[2] + i2;
+  }
+  [[nodiscard]] TENAX_HD std::int64_t output_index(std::int64_t y, std::int64_t i1,
+                                                   std::int64_t i2) const {
+    return (y - out_row0) * geometry.row_elements() + i1 * geometry.extent[2] + i2;
+  }
+  /// Whether every offset within the ghost width of (i1, i2) stays inside axes 1 and 2.
+  [[nodiscard]] TENAX_HD bool interior(std::int64_t i1, std::int64_t i2) const {
+    const std::int64_t g = geometry.ghost;
+    const bool inside1 = geometry.dims < 2 || (i1 >= g && i1 + g < geometry.extent[1]);
+    const bool inside2 = geometry.dims < 3 || (i2 >= g && i2 + g < geometry.extent[2]);
+    return inside1 && inside2;
+  }
+
+  template <std::size_t... I, std::size_t... J>
+  TENAX_HD void call_interior(std::index_sequence<I...>, std::index_sequence<J...>, std::int64_t at,
+                              std::int64_t to) const {
+    const std::int64_t line = geometry.dims == 3 ? geometry.extent[2] : 1;
+    kernel(InteriorNeighbours<T>{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
+  }
+  template <std::size_t... I, std::size_t... J>
+  TENAX_HD void call_edge(std::index_sequence<I...>, std::index_sequence<J...>, std::int64_t y,
+                          std::int64_t i1, std::int64_t i2, std::int64_t to) const {
+    kernel(EdgeNeighbours<T>{in[I] + input_index(y, 0, 0), &geometry, i1, i2}..., out[J][to]...);
+  }
+
+  /// The point (y, i1, i2), with the neighbourhood its position calls for.
+  TENAX_HD void point(std::int64_t y, std::int64_t i1, std::int64_t i2) const {
+    if (interior(i1, i2)) {
+      call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{},
+                    input_index(y, i1, i2), output_index(y, i1, i2));
+    } else {
+      call_edge(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, y, i1, i2,
+                output_index(y, i1, i2));
+    }
+  }
+
+  /// Every point of the lines [begin, end) (a line: the points of one (y, i1) pair along the last
+  /// axis; in a 1-D grid a line is a point, in a 2-D grid a row): the edge points with the edge
+  /// neighbourhood, the run between them in a branch-free loop.
+  void lines(std::int64_t begin, std::int64_t end) const {
+    const std::int64_t g = geometry.ghost;
+    const int last = geometry.dims - 1;
+    const std::int64_t lines_per_row = geometry.dims == 3 ? geometry.extent[1] : 1;
+    const std::int64_t n = last == 0 ? 1 : geometry.extent[last];
+    for (std::int64_t l = begin; l < end; ++l) {
+      const std::int64_t y = l / lines_per_row;
+      const std::int64_t i1 = geometry.dims == 3 ? l % lines_per_row : 0;
+      if (last == 0) {
+        point(y, 0, 0);
+        continue;
+      }
+      // A 3-D line near the edge of axis 1, or a line too short for an interior run.
+      const bool edge_line = geometry.dims == 3 && (i1 < g || i1 + g >= geometry.extent[1]);
+      if (edge_line || n <= 2 * g) {
+        for (std::int64_t x = 0; x < n; ++x) {
+          geometry.dims == 3 ? point(y, i1, x) : point(y, x, 0);
+        }
+        continue;
+      }
+      for (std::int64_t x = 0; x < g; ++x) geometry.dims == 3 ? point(y, i1, x) : point(y, x, 0);
+      const std::int64_t at = geometry.dims == 3 ? input_index(y, i1, 0) : input_index(y, 0, 0);
+      const std::int64_t to = geometry.dims == 3 ? output_index(y, i1, 0) : output_index(y, 0, 0);
+      for (std::int64_t x = g; x < n - g; ++x) {
+        call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, at + x, to + x);
+      }
+      for (std::int64_t x = n - g; x < n; ++x) {
+        geometry.dims == 3 ? point(y, i1, x) : point(y, x, 0);
+      }
+    }
+  }
+};
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+template <class Sweep>
+__attribute__((target("avx2"), flatten)) void sweep_lines_avx2(const Sweep& sweep,
+                                                               std::int64_t begin,
+                                                               std::int64_t end) {
+  sweep.lines(begin, end);
+}
+#endif
+
+/// Lines per CPU chunk below which a worker thread is not worth waking: ~32 Ki points.
+[[nodiscard]] inline std::int64_t min_lines_per_chunk(std::int64_t points_per_line) {
+  return std::max<std::int64_t>(
+      1, (std::int64_t{1} << 15) / std::max<std::int64_t>(points_per_line, 1));
+}
+
+/// The sweep over rows [row_begin, row_end) on the CPU's threads.
+template <class Sweep>
+void sweep_on_cpu(const Sweep& sweep, std::int64_t row_begin, std::int64_t row_end) {
+  const GridGeometry& g = sweep.geometry;
+  const std::int64_t lines_per_row = g.dims == 3 ? g.extent[1] : 1;
+  const std::int64_t points_per_line = g.dims == 1 ? 1 : g.extent[g.dims - 1];
+  CpuContext::instance().parallel_for(row_begin * lines_per_row, row_end * lines_per_row,
+                                      min_lines_per_chunk(points_per_line),
+                                      [&sweep](std::int64_t begin, std::int64_t end) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
+                                        if (cpu::cpu_simd().avx2) {
+                                          sweep_lines_avx2(sweep, begin, end);
+                                          return;
+                                        }
+#endif
+                                        sweep.lines(begin, end);
+                                      });
+}
+
+}  // namespace detail
+}  // namespace tenax::kernels
+
+#if defined(__CUDACC__)
+#include "tenax/kernels/cuda/grid_kernel.cuh"
+#endif
+
+namespace tenax::kernels {
+
+/// Runs `kernel` over the points of rows [row_begin, row_end) of this rank's block (rows counted
+/// from the block's first, 0 <= row_begin <= row_end <= geometry.extent[0]), reading the N
+/// inputs (ghosted fields, as GridGeometry describes, ghost rows filled) and writing the M
+/// outputs (see detail::GridSweep for `out_row0`). All pointers are on `device`. On the CPU it
+/// returns when done; on CUDA the work is queued on the device's stream (synchronize it, or
+/// enqueue what reads the outputs on that stream, as tenax's ops do). This is the engine behind
+/// runtime::apply_stencil, which checks the fields against a Grid first; call that.
+template <int N, int M, class T, class Kernel>
+void run_grid_kernel(Device device, const GridGeometry& geometry, std::int64_t row_begin,
+                     std::int64_t row_end, const Kernel& kernel, const T* const (&in)[N],
+                     T* const (&out)[M], std::int64_t out_row0) {
+  static_assert(N >= 1 && M >= 1, "a grid kernel reads one field at least and writes one");
+  detail::GridSweep<T, N, M, Kernel> sweep{geometry, {}, {}, out_row0, kernel};
+  for (int k = 0; k < N; ++k) sweep.in[k] = in[k];
+  for (int k = 0; k < M; ++k) sweep.out[k] = out[k];
+  if (row_end <= row_begin) return;
+  if (device.is_cpu()) {
+    detail::sweep_on_cpu(sweep, row_begin, row_end);
+    return;
+  }
+#if defined(__CUDACC__)
+  cuda::detail::sweep_on_cuda(device, sweep, row_begin, row_end);
+#else
+  throw NotCompiledError(
+      "a grid kernel was asked to run on " + to_string(device) +
+          " from a file not compiled by nvcc, so no CUDA code of the kernel exists",
+      "compile the file that calls apply_stencil (or the example) with nvcc: name it .cu, or set "
+      "its LANGUAGE to CUDA in CMake; or run with --device cpu");
+#endif
+}
+
+}  // namespace tenax::kernels
