@@ -5,7 +5,8 @@
 # flags, --help, --print-config, checked values, fault injection, a bitwise resume after a kill
 # and the configuration check on resume.
 # The tutorials' programs (docs/tutorial) are built the same way and run briefly: a training job
-# and a solve with the solver's settings by name, from the installed headers alone.
+# and a solve with the solver's settings by name, from the installed headers alone; and
+# examples/gray_scott.cpp, a kernel of the user's own on a grid.
 # Usage: consumer_test.sh <build dir> <source dir of the consumer> <scratch dir>
 set -euo pipefail
 build_dir=$1
@@ -16,6 +17,7 @@ mkdir -p "$scratch"
 cmake --install "$build_dir" --prefix "$scratch/prefix" >/dev/null
 cmake -S "$consumer_src" -B "$scratch/build" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" \
   -DCMAKE_BUILD_TYPE=Release -DTENAX_TUTORIAL_DIR="$(cd "$consumer_src/../../../docs/tutorial" && pwd)" \
+  -DTENAX_EXAMPLES_DIR="$(cd "$consumer_src/../../../examples" && pwd)" \
   >/dev/null
 cmake --build "$scratch/build"
 # Run from outside both trees so nothing but the installed libraries can be picked up.
@@ -68,5 +70,8 @@ expect 0 "completed at step 3" -- "$scratch/build/tutorial_fit" --run-dir "$runs
   --steps 3 --batch 64 --width 8 --device cpu >/dev/null
 expect 0 "completed at step 5" -- "$scratch/build/tutorial_cooling" --run-dir "$runs/cooling" \
   --steps 5 --device cpu >/dev/null
+# A stencil kernel of the user's own on a grid, from the installed headers alone.
+expect 0 "gray_scott: 20 steps on cpu, grid 32 x 32, periodic" -- "$scratch/build/gray_scott" \
+  --run-dir "$runs/gray_scott" --n 32 --steps 20 --device cpu --progress quiet >/dev/null
 echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume; the" \
   "tutorials built and ran"

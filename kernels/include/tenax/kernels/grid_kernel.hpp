@@ -118,13 +118,16 @@ struct InteriorNeighbours {
 /// first) before reading.
 template <class T>
 struct EdgeNeighbours {
-  const T* line0;  ///< element (this row, 0, 0) of the point's row of axis 0
-  const GridGeometry* geometry;
-  std::int64_t i1;  ///< the point's index along axis 1
-  std::int64_t i2;  ///< along axis 2
+  const T* line0;                ///< element (this row, 0, 0) of the point's row of axis 0
+  const GridGeometry* geometry;  ///< the block's geometry (boundary rules of axes 1 and 2)
+  std::int64_t i1;               ///< the point's index along axis 1
+  std::int64_t i2;               ///< along axis 2
 
+  /// The value at offset d0 along axis 0 (1-D grids).
   [[nodiscard]] TENAX_HD T operator()(int d0) const { return at(d0, i1, i2); }
+  /// The value at offset (d0, d1), the boundary rule of axis 1 applied (2-D grids).
   [[nodiscard]] TENAX_HD T operator()(int d0, int d1) const { return at(d0, i1 + d1, i2); }
+  /// The value at offset (d0, d1, d2), the rules of axes 1 and 2 applied (3-D grids).
   [[nodiscard]] TENAX_HD T operator()(int d0, int d1, int d2) const {
     return at(d0, i1 + d1, i2 + d2);
   }

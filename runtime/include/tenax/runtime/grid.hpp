@@ -58,6 +58,7 @@ struct Boundary {
     return {BoundaryKind::neumann, 0.0};
   }
 
+  /// Same rule and value.
   friend bool operator==(const Boundary&, const Boundary&) = default;
 };
 
@@ -129,12 +130,14 @@ class Grid {
   /// ranks are sent and received, this rank's copied, Dirichlet rows filled). Every field is a
   /// field of this grid (check_field).
   void exchange(std::initializer_list<Tensor> fields) const;
+  /// The same for a vector of fields.
   void exchange(const std::vector<Tensor>& fields) const;
   /// exchange() in two halves, so that work not reading ghost rows (the rows at least the ghost
   /// width from this rank's ends) runs between them: start_exchange() sends this rank's rows to
   /// the ranks that need them (buffered: it does not wait for them) and fills the ghosts it can
   /// alone; finish_exchange() receives the rest. Both with the same fields.
   void start_exchange(const std::vector<Tensor>& fields) const;
+  /// The second half of exchange(): receives the ghost rows other ranks sent.
   void finish_exchange(const std::vector<Tensor>& fields) const;
 
   /// Collective: the whole of `field` (its owned points from every rank) as a CPU tensor of
