@@ -3,6 +3,7 @@
 /// reverse-mode automatic differentiation (autodiff/). @file
 #pragma once
 
+#include "tenax/solvers/assemble_csr.hpp"
 #include "tenax/solvers/autodiff/ops.hpp"
 #include "tenax/solvers/autodiff/variable.hpp"
 #include "tenax/solvers/bicgstab.hpp"
