@@ -407,7 +407,8 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
                        const Tensor& tensor,
                        const std::vector<std::pair<std::string, double>>& attributes,
                        const FileMetadata& metadata,
-                       const std::vector<std::pair<std::string, std::string>>& text_attributes) {
+                       const std::vector<std::pair<std::string, std::string>>& text_attributes,
+                       const std::vector<std::pair<std::string, Tensor>>& more) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : attributes) keys.push_back(key);
   for (const auto& [key, value] : text_attributes) keys.push_back(key);
@@ -421,6 +422,12 @@ void write_tensor_file(const std::filesystem::path& path, std::string_view name,
   }
   StateDict state;
   state.set(name, tensor);
+  for (const auto& [other, t] : more) {
+    TENAX_EXPECTS(other != name, UsageError,
+                  "write_tensor_file: an extra dataset is named '" + other + "' like the tensor",
+                  "give the extra datasets other names");
+    state.set(other, t);
+  }
   // Written whole beside `path` and renamed over it: a failure removes only the temporary.
   replace_file(path, "the state file", [&](const std::filesystem::path& temporary) {
     detail::write_hdf5_file(temporary, state, &metadata);
