@@ -106,7 +106,9 @@ struct Settings {
         iterations_per_step(app.setting("iterations-per-step", std::int64_t{50},
                                         "solver iterations in one Runner step")
                                 .at_least(1)),
-        output(app.setting("output", "", "write the solution to this HDF5 file (dataset /x)")
+        output(app.setting("output", "",
+                           "write the solution to this HDF5 file (dataset /x; the residual per "
+                           "iteration in /residual_history)")
                    .empty_means("no output file")
                    .not_recorded()),
         json(app.setting("json", false, "print a JSON summary as the last line").not_recorded()) {}
@@ -501,9 +503,13 @@ double bytes_per_iteration(const Settings& o, const solvers::SolverOptions& opti
 
 class PoissonSolve final : public tenax::runtime::Workload {
  public:
-  PoissonSolve(System& system, std::unique_ptr<solvers::KrylovSolver> solver,
+  // `options` without a monitor: the workload sets its own, which records the residual history.
+  PoissonSolve(System& system, const std::string& method, solvers::SolverOptions options,
                std::int64_t iterations_per_step)
-      : system_(system), solver_(std::move(solver)), iterations_per_step_(iterations_per_step) {}
+      : system_(system), iterations_per_step_(iterations_per_step) {
+    options.monitor = history_.monitor();
+    solver_ = solvers::make_solver(method, std::move(options));
+  }
 
   void init() override {
     begin();
@@ -540,6 +546,7 @@ class PoissonSolve final : public tenax::runtime::Workload {
     StateDict state;
     solver_->save_state(state, "solver");
     state.set("solve_seconds", solve_seconds_);
+    state.set("residual_history", residual_history());
     return state;
   }
 
@@ -553,6 +560,20 @@ class PoissonSolve final : public tenax::runtime::Workload {
     if (mine.contains("solver/length")) mine.set("solver/length", system_.range.count);
     solver_->load_state(mine, "solver");
     solve_seconds_ = state.real("solve_seconds");
+    // The history is part of the state (load_state does not call the monitor): a resumed solve
+    // carries the residuals of the iterations before the checkpoint, and the output's history is
+    // that of an uninterrupted solve.
+    const Tensor saved = state.tensor("residual_history").to(Device::cpu());
+    TENAX_EXPECTS(saved.dtype() == DType::f64 && saved.numel() == result().iterations + 1,
+                  UsageError,
+                  "poisson: the checkpoint's residual history is " + saved.describe() +
+                      " for a solve at iteration " + std::to_string(result().iterations),
+                  "the checkpoint is damaged or from another program; start the run afresh");
+    history_.clear();
+    const ResidualMonitor record = history_.monitor();
+    for (std::int64_t k = 0; k < saved.numel(); ++k) {
+      record({k, saved.data_as<const double>()[k], 0.0});
+    }
   }
 
   [[nodiscard]] bool finished() const override { return solver_->finished(); }
@@ -585,9 +606,18 @@ class PoissonSolve final : public tenax::runtime::Workload {
   [[nodiscard]] const Tensor& solution() const noexcept { return x_; }
   [[nodiscard]] const solvers::SolveResult& result() const { return solver_->result(); }
   [[nodiscard]] double solve_seconds() const noexcept { return solve_seconds_; }
+  // ||r|| after each iteration (entry 0: the initial residual), f64 on the CPU: the residual the
+  // solver's criteria checked, as SolveResult::residual reports it.
+  [[nodiscard]] Tensor residual_history() const {
+    const std::vector<double> residuals = history_.residuals();
+    return host_vector(residuals, DType::f64, Device::cpu());
+  }
 
  private:
+  using ResidualMonitor = solvers::ResidualMonitor;
+
   void begin() {
+    history_.clear();
     x_ = Tensor::empty({system_.a->rows()}, system_.a->dtype(), system_.a->device());
     tenax::ops::fill(x_, 0.0);
     const WholeSystemReductions whole(system_);
@@ -595,6 +625,7 @@ class PoissonSolve final : public tenax::runtime::Workload {
   }
 
   System& system_;
+  solvers::ResidualHistory history_;
   std::unique_ptr<solvers::KrylovSolver> solver_;
   std::int64_t iterations_per_step_;
   Tensor x_;
@@ -735,6 +766,7 @@ int run(const Settings& o, tenax::app::Job& job) {
   double setup_seconds = 0.0;
   std::int64_t inner_iterations = -1;
   Tensor x;
+  Tensor residual_history;  // not for --precision mixed (its inner solves have their own)
   if (o.precision() == "mixed") {
     solvers::RefinementOptions refinement;
     refinement.outer.tolerance = solver_options.tolerance;
@@ -754,8 +786,7 @@ int run(const Settings& o, tenax::app::Job& job) {
     result = refined.outer;
     inner_iterations = refined.inner_iterations;
   } else {
-    PoissonSolve workload(system, solvers::make_solver(method, solver_options),
-                          o.iterations_per_step());
+    PoissonSolve workload(system, method, solver_options, o.iterations_per_step());
     // A Runner step is --iterations-per-step iterations: the run ends when the iteration limit
     // is reached (or the solve converged: PoissonSolve::finished).
     tenax::runtime::RunnerOptions runner_options = job.runner_options();
@@ -772,6 +803,7 @@ int run(const Settings& o, tenax::app::Job& job) {
     result = workload.result();
     solve_seconds = workload.solve_seconds();
     x = workload.solution();
+    residual_history = workload.residual_history();
   }
 
   const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
@@ -812,8 +844,12 @@ int run(const Settings& o, tenax::app::Job& job) {
     tenax::io::write_tensor_file(
         o.output(), "x", tenax::ops::cast(solution, DType::f64).to(Device::cpu()),
         {{"iterations", static_cast<double>(result.iterations)}, {"residual", result.residual}},
-        metadata, {{"status", std::string(solvers::to_string(result.status))}});
-    std::printf("poisson: solution written to %s (dataset /x)\n", o.output().c_str());
+        metadata, {{"status", std::string(solvers::to_string(result.status))}},
+        residual_history.defined()
+            ? std::vector<std::pair<std::string, Tensor>>{{"residual_history", residual_history}}
+            : std::vector<std::pair<std::string, Tensor>>{});
+    std::printf("poisson: solution written to %s (dataset /x%s)\n", o.output().c_str(),
+                residual_history.defined() ? ", residual per iteration in /residual_history" : "");
   }
   if (o.json()) {
     std::printf(

@@ -42,6 +42,14 @@ SolverSettings::SolverSettings(App& app, const SolverDefaults& defaults, SolverS
               // the setting existed still resume.
               .recorded_when(
                   [this] { return method_() == "gmres" && orthogonalization_() != "mgs"; })),
+      preconditioner_side_(
+          app.setting(names_.prefix + "pc-side", defaults.options.preconditioner_side,
+                      "GMRES's preconditioning side: right (residual b - Ax) or left (residual "
+                      "M^-1 (b - Ax), against ||M^-1 b||)")
+              .one_of({"right", "left"})
+              // Recorded when not the default, so that earlier run directories still resume.
+              .recorded_when(
+                  [this] { return method_() == "gmres" && preconditioner_side_() != "right"; })),
       divergence_factor_(app.setting(names_.prefix + "divtol", defaults.options.divergence_factor,
                                      "divergence factor: stop when ||r|| > divtol ||r0|| (inf: "
                                      "never)")
@@ -50,7 +58,8 @@ SolverSettings::SolverSettings(App& app, const SolverDefaults& defaults, SolverS
                              .safe_to_change()),
       text_(app.setting(names_.prefix + names_.options, "",
                         "more solver settings as key=value text (tol, atol, max_iters, restart, "
-                        "orthog, divtol, pc), separated by commas; they override the flags")
+                        "orthog, pc_side, divtol, pc), separated by commas; they override the "
+                        "flags")
                 .not_recorded()) {
   app.on_parsed([this] { apply_text(); });
 }
@@ -70,16 +79,20 @@ void SolverSettings::apply_text() {
                   flag + ": the entry '" + entry + "' is not key=value",
                   "write entries as key=value separated by commas (e.g. tol=1e-10,pc=jacobi)");
     const std::string key = entry.substr(0, equals);
-    const std::pair<const char*, SettingBase*> keys[] = {
-        {"tol", &tolerance_},    {"atol", &absolute_tolerance_},  {"max_iters", &max_iterations_},
-        {"restart", &restart_},  {"orthog", &orthogonalization_}, {"divtol", &divergence_factor_},
-        {"pc", &preconditioner_}};
+    const std::pair<const char*, SettingBase*> keys[] = {{"tol", &tolerance_},
+                                                         {"atol", &absolute_tolerance_},
+                                                         {"max_iters", &max_iterations_},
+                                                         {"restart", &restart_},
+                                                         {"orthog", &orthogonalization_},
+                                                         {"divtol", &divergence_factor_},
+                                                         {"pc", &preconditioner_},
+                                                         {"pc_side", &preconditioner_side_}};
     SettingBase* target = nullptr;
     for (const auto& [name, setting] : keys) {
       if (key == name) target = setting;
     }
     TENAX_EXPECTS(target != nullptr, UsageError, flag + ": unknown key '" + key + "'",
-                  "use tol, atol, max_iters, restart, orthog, divtol or pc");
+                  "use tol, atol, max_iters, restart, orthog, pc_side, divtol or pc");
     target->assign(entry.substr(equals + 1), Source::command_line, flag + " " + entry);
   }
 }
@@ -91,6 +104,7 @@ solvers::SolverOptions SolverSettings::options() const {
   options.max_iterations = max_iterations_();
   options.restart = restart_();
   options.orthogonalization = orthogonalization_();
+  options.preconditioner_side = preconditioner_side_();
   options.divergence_factor = divergence_factor_();
   options.preconditioner = preconditioner_();
   solvers::validate(options);

@@ -20,6 +20,7 @@
 
 #include "durable_file.hpp"
 #include "matrix_market_text.hpp"
+#include "tenax/core/sparse_triplets.hpp"
 
 namespace tenax::io {
 namespace {
@@ -61,82 +62,18 @@ void check_coo(const CooMatrix& coo, const char* function) {
   }
 }
 
+// The one triplet rule (tenax/core/sparse_triplets.hpp), with spans to index the result.
 Compressed compress(const CooMatrix& coo, DuplicatePolicy duplicates, const char* function) {
-  const auto nnz = static_cast<std::int64_t>(coo.value.size());
+  CompressedTriplets m = compress_triplets(
+      function, 0, coo.rows, coo.cols, TripletSpans{coo.row, coo.col, coo.value},
+      duplicates == DuplicatePolicy::error ? DuplicateEntries::refuse : DuplicateEntries::sum);
   Compressed out;
-  Tensor order_tensor;  // the entries bucketed by row
-  try {
-    out.row_ptr_tensor = Tensor::empty({coo.rows + 1}, DType::i64);
-    order_tensor = Tensor::empty({nnz}, DType::i64);
-    out.col_tensor = Tensor::empty({nnz}, DType::i64);
-    out.value_tensor = Tensor::empty({nnz}, DType::f64);
-  } catch (const OutOfMemoryError& e) {
-    throw OutOfMemoryError(std::string(function) + ": no memory for a " + str(coo.rows) +
-                               "-row matrix with " + str(nnz) + " entries: " + e.cause(),
-                           "use a smaller matrix, or raise TENAX_MEMORY_LIMIT where the machine "
-                           "has the memory");
-  }
-  const std::span<std::int64_t> row_ptr(out.row_ptr_tensor.data_as<std::int64_t>(),
-                                        static_cast<std::size_t>(coo.rows) + 1);
-  const std::span<std::int64_t> order(order_tensor.data_as<std::int64_t>(),
-                                      static_cast<std::size_t>(nnz));
-  const std::span<std::int64_t> col(out.col_tensor.data_as<std::int64_t>(),
-                                    static_cast<std::size_t>(nnz));
-  const std::span<double> value(out.value_tensor.data_as<double>(), static_cast<std::size_t>(nnz));
-  const auto rows = static_cast<std::size_t>(coo.rows);
-  std::fill(row_ptr.begin(), row_ptr.end(), std::int64_t{0});
-  for (std::size_t k = 0; k < coo.value.size(); ++k) {
-    ++row_ptr[static_cast<std::size_t>(coo.row[k]) + 1];
-  }
-  for (std::size_t r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
-  // Stable bucketing by row, with row_ptr[r] as row r's cursor: afterwards row_ptr[r] holds the
-  // end of row r (the start of row r + 1), and the start of row r is the end of row r - 1.
-  for (std::size_t k = 0; k < coo.value.size(); ++k) {
-    order[static_cast<std::size_t>(row_ptr[static_cast<std::size_t>(coo.row[k])]++)] =
-        static_cast<std::int64_t>(k);
-  }
-  // Then a stable sort by column within each row, so duplicates are summed in input order and
-  // the result does not depend on the sort's internals.
-  std::int64_t written = 0;
-  std::int64_t row_begin = 0;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::int64_t row_end = row_ptr[r];
-    const auto begin = order.begin() + row_begin;
-    const auto end = order.begin() + row_end;
-    std::stable_sort(begin, end, [&](std::int64_t a, std::int64_t b) {
-      return coo.col[static_cast<std::size_t>(a)] < coo.col[static_cast<std::size_t>(b)];
-    });
-    const std::int64_t row_start = written;
-    std::int64_t previous = -1;
-    for (auto it = begin; it != end; ++it) {
-      const auto k = static_cast<std::size_t>(*it);
-      const std::int64_t c = coo.col[k];
-      if (written > row_start && col[static_cast<std::size_t>(written) - 1] == c) {
-        if (duplicates == DuplicatePolicy::error) {
-          throw UsageError(std::string(function) + ": entries " + str(previous) + " and " +
-                               str(static_cast<std::int64_t>(k)) + " are both at (" +
-                               str(static_cast<std::int64_t>(r)) + ", " + str(c) + ") (0-based)",
-                           "remove or sum the duplicates, or pass DuplicatePolicy::sum");
-        }
-        value[static_cast<std::size_t>(written) - 1] += coo.value[k];
-      } else {
-        col[static_cast<std::size_t>(written)] = c;
-        value[static_cast<std::size_t>(written)] = coo.value[k];
-        ++written;
-      }
-      previous = static_cast<std::int64_t>(k);
-    }
-    row_ptr[r] = row_start;
-    row_begin = row_end;
-  }
-  row_ptr[rows] = written;
-  if (written < nnz) {  // duplicates were summed: keep only the entries written
-    out.col_tensor = out.col_tensor.slice(0, written).clone();
-    out.value_tensor = out.value_tensor.slice(0, written).clone();
-  }
-  out.row_ptr = row_ptr;
-  out.col = {out.col_tensor.data_as<std::int64_t>(), static_cast<std::size_t>(written)};
-  out.value = {out.value_tensor.data_as<double>(), static_cast<std::size_t>(written)};
+  out.row_ptr_tensor = m.row_ptr;
+  out.col_tensor = m.col_idx;
+  out.value_tensor = m.values;
+  out.row_ptr = {m.row_ptr.data_as<std::int64_t>(), static_cast<std::size_t>(coo.rows) + 1};
+  out.col = {m.col_idx.data_as<std::int64_t>(), static_cast<std::size_t>(m.col_idx.numel())};
+  out.value = {m.values.data_as<double>(), static_cast<std::size_t>(m.values.numel())};
   return out;
 }
 

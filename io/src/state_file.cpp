@@ -403,23 +403,20 @@ void detail::write_hdf5_file(const std::filesystem::path& path, const StateDict&
   }
 }
 
-void write_tensor_file(const std::filesystem::path& path, std::string_view name,
-                       const Tensor& tensor,
-                       const std::vector<std::pair<std::string, double>>& attributes,
-                       const FileMetadata& metadata,
-                       const std::vector<std::pair<std::string, std::string>>& text_attributes) {
-  write_tensors_file(path, {{std::string(name), tensor}}, attributes, metadata, text_attributes);
-}
+namespace {
 
-void write_tensors_file(const std::filesystem::path& path,
-                        const std::vector<std::pair<std::string, Tensor>>& tensors,
-                        const std::vector<std::pair<std::string, double>>& attributes,
-                        const FileMetadata& metadata,
-                        const std::vector<std::pair<std::string, std::string>>& text_attributes) {
+// The tensors of `attributed` (each with every attribute) and of `plain` (none) as the datasets
+// of a state file replaced whole at `path`.
+void write_datasets(const std::filesystem::path& path,
+                    const std::vector<std::pair<std::string, Tensor>>& attributed,
+                    const std::vector<std::pair<std::string, Tensor>>& plain,
+                    const std::vector<std::pair<std::string, double>>& attributes,
+                    const FileMetadata& metadata,
+                    const std::vector<std::pair<std::string, std::string>>& text_attributes) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : attributes) keys.push_back(key);
   for (const auto& [key, value] : text_attributes) keys.push_back(key);
-  for (const auto& [name, tensor] : tensors) {
+  for (const auto& [name, tensor] : attributed) {
     for (const std::string& key : keys) {
       for (const char* reserved : {"kind", "index", "checksum", "dtype", "shape", "length"}) {
         TENAX_EXPECTS(key != reserved, UsageError,
@@ -430,7 +427,13 @@ void write_tensors_file(const std::filesystem::path& path,
     }
   }
   StateDict state;
-  for (const auto& [name, tensor] : tensors) state.set(name, tensor);
+  for (const auto& [name, tensor] : attributed) state.set(name, tensor);
+  for (const auto& [other, t] : plain) {
+    TENAX_EXPECTS(!state.contains(other), UsageError,
+                  "two datasets of the file are named '" + other + "'",
+                  "give every dataset its own name");
+    state.set(other, t);
+  }
   // Written whole beside `path` and renamed over it: a failure removes only the temporary.
   replace_file(path, "the state file", [&](const std::filesystem::path& temporary) {
     detail::write_hdf5_file(temporary, state, &metadata);
@@ -438,7 +441,7 @@ void write_tensors_file(const std::filesystem::path& path,
     Hdf5Lock lock;
     Handle file =
         w.check(Handle(H5Fopen(temporary.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose), "reopen");
-    for (const auto& [name, tensor] : tensors) {
+    for (const auto& [name, tensor] : attributed) {
       Handle dataset = w.check(Handle(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose),
                                "dataset '" + name + "'");
       for (const auto& [key, value] : attributes) {
@@ -450,6 +453,25 @@ void write_tensors_file(const std::filesystem::path& path,
     }
     if (!file.close()) w.fail("flushing the file");
   });
+}
+
+}  // namespace
+
+void write_tensor_file(const std::filesystem::path& path, std::string_view name,
+                       const Tensor& tensor,
+                       const std::vector<std::pair<std::string, double>>& attributes,
+                       const FileMetadata& metadata,
+                       const std::vector<std::pair<std::string, std::string>>& text_attributes,
+                       const std::vector<std::pair<std::string, Tensor>>& more) {
+  write_datasets(path, {{std::string(name), tensor}}, more, attributes, metadata, text_attributes);
+}
+
+void write_tensors_file(const std::filesystem::path& path,
+                        const std::vector<std::pair<std::string, Tensor>>& tensors,
+                        const std::vector<std::pair<std::string, double>>& attributes,
+                        const FileMetadata& metadata,
+                        const std::vector<std::pair<std::string, std::string>>& text_attributes) {
+  write_datasets(path, tensors, {}, attributes, metadata, text_attributes);
 }
 
 }  // namespace tenax::io

@@ -50,6 +50,7 @@ std::size_t hessenberg_entries(std::int64_t restart) {
 Gmres::Gmres(SolverOptions options)
     : KrylovSolver(std::move(options)),
       restart_(this->options().restart),
+      left_(this->options().preconditioner_side == "left"),
       hessenberg_(hessenberg_entries(restart_)),
       cosines_(static_cast<std::size_t>(restart_)),
       sines_(static_cast<std::size_t>(restart_)),
@@ -72,9 +73,27 @@ void Gmres::allocate_method() {
 
 double Gmres::start_method() { return restart_cycle(); }
 
+const Preconditioner* Gmres::left_preconditioner() const noexcept {
+  return left_ ? active_preconditioner() : nullptr;
+}
+
+double Gmres::reference_norm() {
+  const Preconditioner* m = left_preconditioner();
+  if (m == nullptr) return KrylovSolver::reference_norm();
+  m->apply(rhs(), z_);
+  return ops::nrm2(z_);
+}
+
 double Gmres::restart_cycle() {
   const Tensor v0 = basis_vector(0);
-  const double beta = std::sqrt(detail::compute_residual(op(), rhs(), solution(), v0));
+  double beta = 0.0;
+  if (const Preconditioner* m = left_preconditioner()) {
+    (void)detail::compute_residual(op(), rhs(), solution(), w_);
+    m->apply(w_, v0);
+    beta = ops::nrm2(v0);
+  } else {
+    beta = std::sqrt(detail::compute_residual(op(), rhs(), solution(), v0));
+  }
   if (beta > 0.0 && std::isfinite(beta)) ops::scale(1.0 / beta, v0);
   std::fill(g_.begin(), g_.end(), 0.0);
   g_[0] = beta;
@@ -112,7 +131,10 @@ double Gmres::orthogonalize(std::int64_t j) {
 KrylovSolver::Step Gmres::step() {
   const std::int64_t j = j_;
   const Preconditioner* m = active_preconditioner();
-  if (m != nullptr) {
+  if (m != nullptr && left_) {
+    op().apply(basis_vector(j), z_);
+    m->apply(z_, w_);
+  } else if (m != nullptr) {
     m->apply(basis_vector(j), z_);
     op().apply(z_, w_);
   } else {
@@ -174,7 +196,7 @@ void Gmres::update_solution() {
     y[i] = sum / h(i, i);
   }
   const Preconditioner* m = active_preconditioner();
-  if (m == nullptr) {
+  if (m == nullptr || left_) {
     for (std::int64_t i = 0; i < k; ++i) ops::axpby(y[i], basis_vector(i), 1.0, solution());
   } else {
     ops::axpby(y[0], basis_vector(0), 0.0, w_);
@@ -192,6 +214,7 @@ void Gmres::resume_method() { (void)restart_cycle(); }
 
 void Gmres::save_method(StateDict& state) const {
   state.set("restart", restart_);
+  state.set("side", options().preconditioner_side);
   state.set("j", j_);
   save_tensor(state, "basis", basis_.slice(0, j_ + 1));
   state.set("hessenberg", host_tensor(hessenberg_));
@@ -206,6 +229,12 @@ void Gmres::load_method(const StateDict& state) {
       "gmres: the state was saved with restart " + std::to_string(state.integer("restart")) +
           " but this solver has restart " + std::to_string(restart_),
       "configure restart=" + std::to_string(state.integer("restart")) + " to resume this solve");
+  // States saved before the side existed are right-preconditioned.
+  const std::string side = state.contains("side") ? state.text("side") : std::string("right");
+  TENAX_EXPECTS(side == options().preconditioner_side, UsageError,
+                "gmres: the state was saved with pc_side=" + side +
+                    " but this solver has pc_side=" + options().preconditioner_side,
+                "configure pc_side=" + side + " to resume this solve");
   const std::int64_t j = state.integer("j");
   TENAX_EXPECTS(j >= 0 && j < restart_, UsageError,
                 "gmres: the saved cycle position j = " + std::to_string(j) + " is outside [0, " +

@@ -87,11 +87,12 @@ void KrylovSolver::reserve(const OperatorPtr& a, const Tensor& b, const Tensor& 
 
 void KrylovSolver::start(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
   open_session(a, b, x);
-  rhs_norm_ = ops::nrm2(b_);
   allocate_method();
+  rhs_norm_ = reference_norm();
   const double initial = start_method();
   result_.initial_residual = initial;
   record_residual(initial);
+  notify_monitor();
   if (auto reason = criteria_.evaluate(check_at(0, initial))) stop(*reason, 0);
 }
 
@@ -109,6 +110,7 @@ bool KrylovSolver::iterate(std::int64_t max_steps) {
     }
     ++iteration_;
     record_residual(outcome.residual);
+    notify_monitor();
     if (auto reason = criteria_.evaluate(check_at(iteration_, outcome.residual))) {
       stop(*reason, iteration_);
     }
@@ -240,6 +242,13 @@ void KrylovSolver::stop(const StopReason& reason, std::int64_t bad_iteration) {
   result_.detail = reason.status == SolveStatus::converged ? std::string() : reason.detail;
   if (fails_at_an_iteration(reason.status)) result_.bad_iteration = bad_iteration;
   finish_method();
+}
+
+double KrylovSolver::reference_norm() { return ops::nrm2(b_); }
+
+void KrylovSolver::notify_monitor() const {
+  if (!options_.monitor) return;
+  options_.monitor(ResidualRecord{iteration_, result_.residual, result_.relative_residual});
 }
 
 void KrylovSolver::record_residual(double residual) {

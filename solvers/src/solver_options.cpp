@@ -16,8 +16,9 @@ namespace tenax::solvers {
 namespace {
 
 constexpr std::string_view kKeys[] = {"tol",    "atol",   "max_iters", "restart",
-                                      "orthog", "divtol", "pc"};
+                                      "orthog", "divtol", "pc",        "pc_side"};
 constexpr std::string_view kOrthogonalizations[] = {"mgs", "cgs", "cgs2"};
+constexpr std::string_view kSides[] = {"right", "left"};
 
 std::string key_list() { return detail::join_names(kKeys); }
 
@@ -62,6 +63,8 @@ void apply_entry(SolverOptions& options, std::string_view key, std::string_view 
     options.divergence_factor = parse_real(key, value);
   } else if (key == "pc") {
     options.preconditioner = std::string(value);
+  } else if (key == "pc_side") {
+    options.preconditioner_side = std::string(value);
   } else {
     throw UsageError("unknown solver option '" + std::string(key) + "'",
                      "use one of: " + key_list());
@@ -95,6 +98,12 @@ void validate(const SolverOptions& options) {
       UsageError,
       "solver option orthog = '" + options.orthogonalization + "' is not a Gram-Schmidt variant",
       "use orthog= one of: " + detail::join_names(kOrthogonalizations) + " (mgs is the default)");
+  TENAX_EXPECTS(
+      std::find(std::begin(kSides), std::end(kSides), options.preconditioner_side) !=
+          std::end(kSides),
+      UsageError,
+      "solver option pc_side = '" + options.preconditioner_side + "' is not a preconditioning side",
+      "use pc_side=right (the default) or pc_side=left (GMRES only)");
   const auto names = preconditioner_names();
   TENAX_EXPECTS(std::find(names.begin(), names.end(), options.preconditioner) != names.end(),
                 UsageError, "unknown preconditioner '" + options.preconditioner + "'",
@@ -116,7 +125,8 @@ std::string to_string(const SolverOptions& options) {
          ",atol=" + round_trip(options.absolute_tolerance) +
          ",max_iters=" + std::to_string(options.max_iterations) +
          ",restart=" + std::to_string(options.restart) + ",orthog=" + options.orthogonalization +
-         ",divtol=" + round_trip(options.divergence_factor) + ",pc=" + options.preconditioner;
+         ",divtol=" + round_trip(options.divergence_factor) + ",pc=" + options.preconditioner +
+         ",pc_side=" + options.preconditioner_side;
 }
 
 }  // namespace tenax::solvers

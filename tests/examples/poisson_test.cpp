@@ -75,6 +75,13 @@ class Poisson : public ::testing::Test {
     return {x.data_as<double>(), x.data_as<double>() + x.numel()};
   }
 
+  // The residual per iteration that --output writes beside the solution.
+  static std::vector<double> residual_history(const fs::path& file) {
+    const StateDict state = io::read_state_file(file);
+    const Tensor& h = state.tensor("residual_history");
+    return {h.data_as<double>(), h.data_as<double>() + h.numel()};
+  }
+
   static inline fs::path root_;
 };
 
@@ -272,6 +279,10 @@ TEST_F(Poisson, KilledOrPoisonedMidSolveEndsBitwiseAsUninterrupted) {
     ASSERT_EQ(reference.exit_code, 0) << reference.output;
     ASSERT_EQ(reference.summary.value("status", ""), "converged") << reference.output;
     const std::vector<double> expected = solution(path_of("ref-" + tag + ".h5"));
+    const std::vector<double> expected_history = residual_history(path_of("ref-" + tag + ".h5"));
+    ASSERT_EQ(static_cast<std::int64_t>(expected_history.size()),
+              reference.summary.value("iterations", -1) + 1);
+    EXPECT_EQ(expected_history.back(), reference.summary.value("residual", -1.0));
     for (const std::string faults :
          {"kill@step=3", "kill@step=8", "kill@checkpoint=2:after_data_fsync", "nan@step=5"}) {
       const std::string name = tag + "-" + faults.substr(0, faults.find('@')) +
@@ -285,6 +296,8 @@ TEST_F(Poisson, KilledOrPoisonedMidSolveEndsBitwiseAsUninterrupted) {
       ASSERT_EQ(got.size(), expected.size());
       EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(double)), 0)
           << solver << " with " << faults << ": the solution differs from the uninterrupted run";
+      // The history is part of the checkpoint: the resumed run's is the uninterrupted one's.
+      EXPECT_EQ(residual_history(output), expected_history) << solver << " with " << faults;
     }
   }
 }
@@ -306,6 +319,24 @@ TEST_F(Poisson, ASolveStoppedAtItsLimitGoesOnWhenTheLimitIsRaised) {
   EXPECT_EQ(raised.summary.value("status", ""), "converged") << raised.output;
   EXPECT_EQ(raised.summary.value("iterations", -1), whole.summary.value("iterations", -2));
   EXPECT_EQ(solution(path_of("limit-raised.h5")), solution(path_of("limit-whole.h5")));
+}
+
+// --pc-side left runs left-preconditioned GMRES: it converges, and with Jacobi on the Laplacian
+// (a constant diagonal) it is the right-preconditioned iteration up to rounding.
+TEST_F(Poisson, GmresPreconditioningSideIsASetting) {
+  const std::string args = "--n 32 --solver gmres --precond jacobi --tol 1e-8";
+  const Solve right = run("side-right", args);
+  const Solve left =
+      run("side-left", args + " --pc-side left --output " + path_of("side-left.h5").string());
+  ASSERT_EQ(right.exit_code, 0) << right.output;
+  ASSERT_EQ(left.exit_code, 0) << left.output;
+  EXPECT_EQ(left.summary.value("status", ""), "converged") << left.output;
+  EXPECT_NEAR(left.summary.value("iterations", 0.0), right.summary.value("iterations", 0.0), 3.0);
+  EXPECT_EQ(static_cast<double>(residual_history(path_of("side-left.h5")).size()),
+            left.summary.value("iterations", 0.0) + 1);
+  const Solve bad = run("side-bad", args + " --pc-side up");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_NE(bad.output.find("pc-side"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -381,7 +381,7 @@ TEST_F(MatrixMarket, ReadsDenseArrays) {
   EXPECT_EQ(dense_of(k), (std::vector<double>{0, -1, -2, 1, 0, -3, 2, 3, 0}));
 }
 
-TEST_F(MatrixMarket, ToCsrSumsDuplicatesInOrderOrRejectsThem) {
+TEST_F(MatrixMarket, ToCsrSumsDuplicatesOrRejectsThem) {
   CooMatrix a{2, 3, {1, 0, 1, 1, 0}, {2, 1, 2, 0, 1}, {1.0, 2.0, 1e-17, 4.0, -2.0}};
   const CsrArrays csr = to_csr(a);
   expect_canonical(csr);

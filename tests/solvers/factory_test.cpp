@@ -57,6 +57,7 @@ TEST(SolverOptions, TextFormRoundTripsExactly) {
   options.restart = 17;
   options.divergence_factor = INFINITY;
   options.preconditioner = "ilu0";
+  options.preconditioner_side = "left";
   const SolverOptions back = parse_solver_options(to_string(options));
   EXPECT_EQ(back.tolerance, options.tolerance);
   EXPECT_EQ(back.absolute_tolerance, options.absolute_tolerance);
@@ -65,8 +66,14 @@ TEST(SolverOptions, TextFormRoundTripsExactly) {
   EXPECT_EQ(back.orthogonalization, options.orthogonalization);
   EXPECT_EQ(back.divergence_factor, options.divergence_factor);
   EXPECT_EQ(back.preconditioner, options.preconditioner);
+  EXPECT_EQ(back.preconditioner_side, "left");
+  EXPECT_NE(usage_error_of([] {
+              (void)parse_solver_options("pc_side=up");
+            }).find("pc_side = 'up' is not a preconditioning side"),
+            std::string::npos);
   EXPECT_EQ(to_string(SolverOptions{}),
-            "tol=1e-08,atol=0,max_iters=1000,restart=30,orthog=mgs,divtol=1e+05,pc=none");
+            "tol=1e-08,atol=0,max_iters=1000,restart=30,orthog=mgs,divtol=1e+05,pc=none,"
+            "pc_side=right");
 }
 
 TEST(SolverOptions, UnknownKeysListTheValidOnes) {

@@ -152,6 +152,8 @@ TEST(Resume, GmresIsBitwiseIdenticalWhereverTheRestartCycleIs) {
   expect_bitwise_resume({"gmres", "tol=1e-12,restart=20,pc=jacobi"}, a, b);
   expect_bitwise_resume({"gmres", "tol=1e-12,restart=30,orthog=cgs"}, a, b);
   expect_bitwise_resume({"gmres", "tol=1e-12,restart=20,orthog=cgs2,pc=jacobi"}, a, b);
+  expect_bitwise_resume({"gmres", "tol=1e-12,restart=20,pc=jacobi,pc_side=left"}, a, b);
+  expect_bitwise_resume({"gmres", "tol=1e-14,restart=10,pc=ilu0,pc_side=left"}, a, b);
 }
 
 TEST(Resume, SavingCopiesTheStateAndLeavesTheSolveUnchanged) {
@@ -193,6 +195,7 @@ TEST(Resume, LoadingRejectsStateFromAnotherConfiguration) {
   expect_rejected("gmres", "restart=12", b, "restart 10");
   expect_rejected("gmres", "restart=10,pc=jacobi", b, "preconditioner 'none'");
   expect_rejected("gmres", "restart=10", random_vector(64, 2), "right-hand side");
+  expect_rejected("gmres", "restart=10,pc_side=left", b, "pc_side=right");
   const auto cg = make_solver("cg");
   cg->start(a, b, zeros(64));
   EXPECT_THROW(cg->load_state(state, "elsewhere"), UsageError);

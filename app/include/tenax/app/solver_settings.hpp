@@ -9,7 +9,8 @@
 /// Their resume policy is the solver's: the stopping tolerances (tol, atol, divtol) are safe to
 /// change (the iterates stay the same, the solve stops elsewhere), the iteration limit is free,
 /// the method, the preconditioner and GMRES's restart length and Gram-Schmidt variant must match
-/// (restart and orthog are recorded only for GMRES, orthog only when it is not the default mgs).
+/// (restart and orthog are recorded only for GMRES, orthog only when it is not the default mgs),
+/// and so must GMRES's preconditioning side `pc-side` (recorded only when it is not right).
 /// @file
 #pragma once
 
@@ -26,7 +27,7 @@ namespace tenax::app {
 struct SolverSettingNames {
   std::string method = "solver";      ///< the method's flag: cg, bicgstab or gmres
   std::string preconditioner = "pc";  ///< the preconditioner's flag: none, jacobi or ilu0
-  /// Put before tol, atol, max-iters, restart, orthog, divtol and options: "solver." gives
+  /// Put before tol, atol, max-iters, restart, orthog, pc-side, divtol and options: "solver." gives
   /// `--solver.tol`; "" gives `--tol`.
   std::string prefix = "solver.";
   /// The `key=value` text's flag without the prefix.
@@ -62,6 +63,7 @@ class SolverSettings {
   Setting<std::int64_t>& max_iterations_;
   Setting<std::int64_t>& restart_;
   Setting<std::string>& orthogonalization_;
+  Setting<std::string>& preconditioner_side_;
   Setting<double>& divergence_factor_;
   Setting<std::string>& text_;
 };

@@ -29,7 +29,7 @@ namespace tenax::io {
 inline constexpr std::int64_t kMaxMatrixMarketDimension = std::int64_t{1} << 53;
 
 /// A sparse matrix as a list of (row, col, value) triplets with 0-based indices, in file order.
-/// Duplicates are allowed (they add up in to_csr).
+/// Duplicates are allowed (they add up in to_csr, in an order that does not depend on theirs).
 struct CooMatrix {
   std::int64_t rows = 0;          ///< row count, in [0, kMaxMatrixMarketDimension]
   std::int64_t cols = 0;          ///< column count, in [0, kMaxMatrixMarketDimension]
@@ -52,7 +52,7 @@ enum class Symmetry {
 
 /// What to_csr does with several entries at the same position.
 enum class DuplicatePolicy {
-  sum,   ///< add them up, in input order
+  sum,   ///< add them up, in ascending order of value (tenax/core/sparse_triplets.hpp)
   error  ///< throw UsageError naming the first pair
 };
 
@@ -93,11 +93,14 @@ struct RowRange {
     const std::filesystem::path& path,
     const std::function<RowRange(std::int64_t rows, std::int64_t cols)>& rows_of);
 
-/// Sorts and compresses a COO matrix. Entries at the same position are summed in input order
-/// (DuplicatePolicy::sum) or rejected (DuplicatePolicy::error). Throws UsageError for
-/// inconsistent input (vector lengths differ, an index out of range) and for a duplicate under
-/// DuplicatePolicy::error, naming the entry; OutOfMemoryError when the arrays do not fit (they
-/// are allocated from the CPU's current resource, so TENAX_MEMORY_LIMIT applies).
+/// Sorts and compresses a COO matrix by the rule every triplet conversion in tenax follows
+/// (compress_triplets, tenax/core/sparse_triplets.hpp; solvers::assemble_csr builds a CsrMatrix
+/// by it): entries at the same position are summed in ascending order of value, so the bits do
+/// not depend on the entries' order (DuplicatePolicy::sum), or rejected (DuplicatePolicy::error);
+/// explicit zeros are kept. Throws UsageError for inconsistent input (vector lengths differ, an
+/// index out of range, a NaN or infinite value) and for a duplicate under DuplicatePolicy::error,
+/// naming the entry; OutOfMemoryError when the arrays do not fit (they are allocated from the
+/// CPU's current resource, so TENAX_MEMORY_LIMIT applies).
 [[nodiscard]] CsrArrays to_csr(const CooMatrix& coo,
                                DuplicatePolicy duplicates = DuplicatePolicy::sum);
 

@@ -85,14 +85,17 @@ void write_state_file(const std::filesystem::path& path, const StateDict& state,
 /// Writes one tensor as dataset `name` of a new file, with `attributes` as float64 attributes and
 /// `text_attributes` as string attributes of that dataset: a result meant for other tools (h5py,
 /// h5dump), e.g. a final field "u" (HDF5 path /u) with its time "t". The file is a state file of
-/// one entry written with `metadata`, so read_state_file reads it back. Throws UsageError for an
-/// attribute name that state files reserve (kind, index, checksum, dtype, shape, length),
-/// otherwise as write_state_file (the file is replaced whole, attributes included).
-void write_tensor_file(
-    const std::filesystem::path& path, std::string_view name, const Tensor& tensor,
-    const std::vector<std::pair<std::string, double>>& attributes,
-    const FileMetadata& metadata = {},
-    const std::vector<std::pair<std::string, std::string>>& text_attributes = {});
+/// one entry written with `metadata`, so read_state_file reads it back. `more` adds datasets
+/// beside it without attributes (e.g. a solver's residual history). Throws UsageError for an
+/// attribute name that state files reserve (kind, index, checksum, dtype, shape, length) or an
+/// entry of `more` named `name`, otherwise as write_state_file (the file is replaced whole,
+/// attributes included).
+void write_tensor_file(const std::filesystem::path& path, std::string_view name,
+                       const Tensor& tensor,
+                       const std::vector<std::pair<std::string, double>>& attributes,
+                       const FileMetadata& metadata = {},
+                       const std::vector<std::pair<std::string, std::string>>& text_attributes = {},
+                       const std::vector<std::pair<std::string, Tensor>>& more = {});
 
 /// write_tensor_file for several tensors: one dataset each, every one with the same attributes
 /// (the fields of one grid, /u and /v, with their time "t"). Throws as write_tensor_file.

@@ -27,8 +27,10 @@
 ///
 /// Work vectors are allocated by start() (from the default memory resource of the operator's
 /// device, reused by later sessions of the same solver when the size, dtype and device agree),
-/// never inside iterate(). Residual norms are 2-norms of the unpreconditioned residual b - A x;
-/// each method's header says which residual it reports (recurrence or recomputed).
+/// never inside iterate(). Residual norms are 2-norms of the unpreconditioned residual b - A x
+/// (but for left-preconditioned GMRES: M^-1 (b - A x), see gmres.hpp); each method's header says
+/// which residual it reports (recurrence or recomputed). SolverOptions::monitor, when set, is
+/// called with each of them (residual_monitor.hpp).
 ///
 /// A solver object is not thread-safe; distinct objects may run concurrently on distinct vectors.
 /// The operator, b and x must stay alive and unmodified (except x, by the solver) while a session
@@ -158,6 +160,9 @@ class KrylovSolver {
   [[nodiscard]] std::int64_t iteration() const noexcept { return iteration_; }
   ///@}
 
+  /// The norm relative residuals and the relative tolerance are measured against, computed by
+  /// start() after allocate_method(): ||b|| (left-preconditioned GMRES: ||M^-1 b||).
+  virtual double reference_norm();
   /// The preconditioner to apply, or nullptr for none (identity).
   [[nodiscard]] const Preconditioner* active_preconditioner() const noexcept;
   /// Whether `residual` at the iteration being computed meets a convergence criterion.
@@ -182,6 +187,8 @@ class KrylovSolver {
   virtual void allocate_method() = 0;
   /// Sets up the iteration from x (after allocate_method()); returns ||b - A x||.
   virtual double start_method() = 0;
+  /// Calls options().monitor, when set, with the residual just recorded.
+  void notify_monitor() const;
   /// start() and reserve(): the operands checked and the session's preconditioner built.
   void open_session(const OperatorPtr& a, const Tensor& b, const Tensor& x);
   /// Computes iteration iteration() + 1.

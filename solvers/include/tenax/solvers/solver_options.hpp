@@ -13,7 +13,10 @@
 ///            precision), cgs2 (classical twice: as orthogonal as mgs or better, four passes)
 /// divtol     divergence factor: stop when ||r|| > divtol * ||r0||  (>= 1, "inf" disables)
 /// pc         preconditioner built for the operator at start(): none | jacobi | ilu0
+/// pc_side    GMRES's preconditioning side: right (the default: the residual is b - A x) or
+///            left (the residual is M^-1 (b - A x), measured against ||M^-1 b||; gmres.hpp)
 /// ```
+/// SolverOptions::monitor (residual_monitor.hpp) has no text form: it is set in code.
 /// Real values may be written "inf" or "infinity". Unknown keys, malformed values and values out of
 /// range throw UsageError naming the entry and listing the valid keys or range. Later entries
 /// override earlier ones.
@@ -22,6 +25,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "tenax/solvers/residual_monitor.hpp"
 
 namespace tenax::solvers {
 
@@ -48,19 +53,26 @@ struct SolverOptions {
   /// `pc`: the preconditioner KrylovSolver::start() builds for the operator by name
   /// (none | jacobi | ilu0, see make_preconditioner), unless one was set explicitly.
   std::string preconditioner = "none";
+  /// `pc_side`: GMRES only, right (A M^-1 y = b, the default) or left (M^-1 A x = M^-1 b); with
+  /// left the residual reported, monitored and tested against tol is the preconditioned one,
+  /// ||M^-1 (b - A x)|| <= tol * ||M^-1 b|| (PETSc's default for left; see gmres.hpp).
+  std::string preconditioner_side = "right";
+  /// Called once per iteration with the residual the criteria checked (residual_monitor.hpp);
+  /// empty (the default) calls nothing. Not part of the text form.
+  ResidualMonitor monitor;
 };
 
-/// Checks every field: the ranges given with the text keys above, and that orthog and pc name a
-/// known method. Throws UsageError naming the field and its valid values.
+/// Checks every field: the ranges given with the text keys above, and that orthog, pc and pc_side
+/// name a known choice. Throws UsageError naming the field and its valid values.
 void validate(const SolverOptions& options);
 
 /// `defaults` updated by the entries of `text`, then validated.
 [[nodiscard]] SolverOptions parse_solver_options(std::string_view text,
                                                  const SolverOptions& defaults = {});
 
-/// The text form of all fields ("tol=1e-08,atol=0,max_iters=1000,restart=30,orthog=mgs,
-/// divtol=1e+05,pc=none"); parse_solver_options reads it back exactly (doubles are written in the
-/// shortest form that round-trips).
+/// The text form of all fields but the monitor ("tol=1e-08,atol=0,max_iters=1000,restart=30,
+/// orthog=mgs,divtol=1e+05,pc=none,pc_side=right"); parse_solver_options reads it back exactly
+/// (doubles are written in the shortest form that round-trips).
 [[nodiscard]] std::string to_string(const SolverOptions& options);
 
 }  // namespace tenax::solvers

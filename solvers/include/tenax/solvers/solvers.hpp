@@ -3,6 +3,7 @@
 /// reverse-mode automatic differentiation (autodiff/). @file
 #pragma once
 
+#include "tenax/solvers/assemble_csr.hpp"
 #include "tenax/solvers/autodiff/ops.hpp"
 #include "tenax/solvers/autodiff/variable.hpp"
 #include "tenax/solvers/bicgstab.hpp"
@@ -20,6 +21,7 @@
 #include "tenax/solvers/mixed_precision.hpp"
 #include "tenax/solvers/poisson.hpp"
 #include "tenax/solvers/preconditioner.hpp"
+#include "tenax/solvers/residual_monitor.hpp"
 #include "tenax/solvers/scaled_shifted_operator.hpp"
 #include "tenax/solvers/solve_status.hpp"
 #include "tenax/solvers/solver_options.hpp"
