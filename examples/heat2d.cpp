@@ -6,22 +6,20 @@
 // and cn (Crank-Nicolson); the last three are the solvers layer's DiffusionIntegrator on the
 // whole grid (the implicit ones solve with CG, warm-started from u).
 //
-// Several ranks (mpirun -np N): FTCS divides the grid's rows, with a halo row exchanged with each
-// neighbour per step. The integrators divide the grid's points in block-aligned ranges (a range
-// may end inside a row) and run on runtime::DistributedLaplacian2dOperator with the reductions
-// across the ranks, so their CG takes the single-process iterations and gives its bits. Either
-// split is stored with each checkpoint, so a run resumes on another number of ranks. --dt sets the
-// time step; the default is --courant times the FTCS limit h^2/(4 alpha). An implicit step whose
-// solve does not converge is an anomaly: the Runner rolls back and, when it happens again, stops
-// with the solver's report.
+// Several ranks (mpirun -np N): FTCS runs on a runtime::Grid whose rows are divided among the
+// ranks (the grid exchanges the halo rows and gathers the field); its step is a kernel of this
+// file's (the library's 5-point bodies) run by StencilSimulation, which also takes the
+// out-of-memory backoff: a smaller micro-batch updates the field in place, a block of rows at a
+// time, with the same bits. The integrators divide the grid's points in block-aligned ranges (a
+// range may end inside a row) and run on runtime::DistributedLaplacian2dOperator with the
+// reductions across the ranks, so their CG takes the single-process iterations and gives its bits.
+// Either split is stored with each checkpoint, so a run resumes on another number of ranks. --dt
+// sets the time step; the default is --courant times the FTCS limit h^2/(4 alpha). An implicit step
+// whose solve does not converge is an anomaly: the Runner rolls back and, when it happens again,
+// stops with the solver's report.
 //
 // Grid: n interior points per side; point (i, j) sits at x = (i+1)/(n+1), y = (j+1)/(n+1) and
-// is stored at u[j][i]. An FTCS step writes the new field into a second one from the memory pool
-// in one sweep; when memory runs out it updates the field in place in blocks of rows through two
-// block buffers instead (see Heat2d::ftcs). The rows per block are the step's micro-batch, so a
-// smaller block after an out-of-memory backoff gives the same field bit for bit, and every
-// buffer is allocated before the field changes, so a step that fails leaves the state as it was
-// and can be retried.
+// is stored at u[j][i]; u = 0 on the boundary (the grid's Dirichlet rule).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,14 +35,16 @@
 #include "tenax/app/problem_size.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
-#include "tenax/core/random.hpp"
+#include "tenax/core/philox.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
+#include "tenax/kernels/detail/stencil_bodies.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/distributed_laplacian.hpp"
 #include "tenax/runtime/runner.hpp"
 #include "tenax/runtime/sharded_reductions.hpp"
+#include "tenax/runtime/stencil.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 #include "tenax/solvers/time_integrator.hpp"
 
@@ -112,111 +112,135 @@ struct Settings {
   tenax::app::Setting<bool>& json;
 };
 
-// Bytes of one FTCS block buffer: two of them (4 MiB) stay in a server CPU's last-level cache.
-constexpr std::int64_t kBlockBytes = std::int64_t{2} << 20;
+// The initial value at point (i, j) (x = (i+1) h, y = (j+1) h), the same on every rank: the
+// random field's value is the Philox stream's element j n + i (what Generator::fill_uniform gives
+// the whole grid).
+double initial_value(const Settings& options, std::int64_t j, std::int64_t i) {
+  const std::int64_t n = options.n();
+  if (options.initial() == "random") {
+    return tenax::uniform_f64(options.seed(), 0, static_cast<std::uint64_t>(j * n + i));
+  }
+  const double h = 1.0 / static_cast<double>(n + 1);
+  const double y = h * static_cast<double>(j + 1);
+  const double x = h * static_cast<double>(i + 1);
+  return options.initial() == "gauss"
+             ? std::exp(-50.0 * ((x - 0.5) * (x - 0.5) + (y - 0.5) * (y - 0.5)))
+             : std::sin(std::numbers::pi * x) * std::sin(std::numbers::pi * y);
+}
 
+// One FTCS step at a point: u + alpha dt L(u), with the library's 5-point bodies (the arithmetic
+// of ops::laplacian_5pt_update, so the bits of the hand-written sweep this replaced).
+struct Ftcs {
+  tenax::kernels::Laplacian2dCoefficients<double> c;
+  double factor;  // alpha dt
+
+  template <class Field>
+  TENAX_HD void operator()(const Field& u, double& next) const {
+    const double center = u(0, 0);
+    const double laplacian =
+        tenax::kernels::laplacian_5pt_point(center, u(0, -1), u(0, 1), u(-1, 0), u(1, 0), c);
+    next = tenax::kernels::explicit_update_point(center, laplacian, factor);
+  }
+};
+
+// FTCS: the field u on a grid with u = 0 outside, stepped by the kernel above.
+class HeatFtcs final : public tenax::runtime::StencilSimulation<Ftcs, 1> {
+ public:
+  HeatFtcs(const Settings& options, const tenax::runtime::Grid& grid, Device device, double dt)
+      : StencilSimulation(grid, device, {"u"},
+                          Ftcs{tenax::kernels::laplacian_coefficients<double>(
+                                   1.0 / static_cast<double>(options.n() + 1),
+                                   1.0 / static_cast<double>(options.n() + 1)),
+                               options.alpha() * dt}),
+        dt_(dt) {
+    set_initial([&options](const std::int64_t* point, double* u) {
+      *u = initial_value(options, point[0], point[1]);
+    });
+  }
+  [[nodiscard]] double time() const noexcept { return dt_ * static_cast<double>(steps()); }
+  [[nodiscard]] std::vector<tenax::runtime::StepMetric> step_metrics() const override {
+    return {{"simulated_time", time()}};
+  }
+
+ private:
+  double dt_;
+};
+
+// The implicit and RK4 schemes: the solvers layer's DiffusionIntegrator on this rank's points of
+// the n * n grid (block-aligned ranges; the reductions run across the ranks).
 class Heat2d final : public tenax::runtime::Workload {
  public:
-  Heat2d(const Settings& options, Device device, tenax::runtime::Communicator& comm)
+  Heat2d(const Settings& options, Device device, tenax::runtime::Communicator& comm, double dt)
       : options_(options),
         device_(device),
         comm_(comm),
-        h_(1.0 / static_cast<double>(options.n() + 1)),
-        dt_(options.dt() > 0 ? options.dt()
-                             : options.courant() * h_ * h_ / (4.0 * options.alpha())),
-        by_points_(options.by_points()),
-        range_(points_of(comm.rank())),
-        rows_(by_points_ ? 0 : range_.count / options.n()),
-        ghost_top_(!by_points_ && comm.rank() > 0 ? 1 : 0),
-        ghost_bottom_(!by_points_ && comm.rank() + 1 < comm.size() ? 1 : 0) {
-    if (by_points_) {
-      tenax::solvers::IntegratorOptions integrator;
-      integrator.scheme =
-          tenax::solvers::time_scheme_from_string(options.scheme() == "implicit" ? "implicit_euler"
-                                                  : options.scheme() == "cn"     ? "crank_nicolson"
-                                                                             : options.scheme());
-      integrator.solver_options.tolerance = options.solver_tol();
-      tenax::solvers::OperatorPtr laplacian;
-      if (comm.size() > 1) {
-        laplacian = std::make_shared<const tenax::runtime::DistributedLaplacian2dOperator>(
-            comm, range_, options.n(), options.n(), h_, h_);
-      } else {
-        laplacian = std::make_shared<const tenax::solvers::Laplacian2dOperator>(
-            options.n(), options.n(), h_, h_, DType::f64, device);
-      }
-      integrator_.emplace(std::move(laplacian), options.alpha(), integrator);
+        dt_(dt),
+        range_(tenax::kernels::block_aligned_range(options.n() * options.n(), comm.size(),
+                                                   comm.rank())) {
+    const double h = 1.0 / static_cast<double>(options.n() + 1);
+    tenax::solvers::IntegratorOptions integrator;
+    integrator.scheme =
+        tenax::solvers::time_scheme_from_string(options.scheme() == "implicit" ? "implicit_euler"
+                                                : options.scheme() == "cn"     ? "crank_nicolson"
+                                                                               : options.scheme());
+    integrator.solver_options.tolerance = options.solver_tol();
+    tenax::solvers::OperatorPtr laplacian;
+    if (comm.size() > 1) {
+      laplacian = std::make_shared<const tenax::runtime::DistributedLaplacian2dOperator>(
+          comm, range_, options.n(), options.n(), h, h);
+    } else {
+      laplacian = std::make_shared<const tenax::solvers::Laplacian2dOperator>(
+          options.n(), options.n(), h, h, DType::f64, device);
     }
+    integrator_.emplace(std::move(laplacian), options.alpha(), integrator);
   }
 
-  [[nodiscard]] double dt() const noexcept { return dt_; }
-  // This rank's part of the field: its rows [rows, n] (FTCS) or its points [count].
+  // This rank's points of the field.
   [[nodiscard]] const Tensor& field() const noexcept { return u_; }
   // The whole field on the CPU, gathered on rank 0 (undefined on the others). Collective.
   [[nodiscard]] Tensor gather_field() const {
-    if (comm_.size() == 1) return u_.to(Device::cpu()).reshape({options_.n(), options_.n()});
     const std::int64_t n = options_.n();
-    const Tensor mine = u_.to(Device::cpu()).reshape({range_.count}).clone();
+    const Tensor mine = u_.to(Device::cpu()).clone();
     if (comm_.rank() != 0) {
       if (range_.count > 0) comm_.send(mine, 0, kGatherTag);
       return Tensor{};
     }
-    Tensor whole = Tensor::empty({n, n}, DType::f64);
-    const Tensor points = whole.reshape({n * n});
-    tenax::ops::copy(points.slice(0, range_.count), mine);
+    Tensor whole = Tensor::empty({n * n}, DType::f64);
+    tenax::ops::copy(whole.slice(0, range_.count), mine);
     for (int r = 1; r < comm_.size(); ++r) {
-      const tenax::kernels::ShardRange theirs = points_of(r);
-      if (theirs.count == 0) continue;
-      comm_.receive(points.slice(theirs.first, theirs.first + theirs.count), r, kGatherTag);
+      const tenax::kernels::ShardRange theirs =
+          tenax::kernels::block_aligned_range(n * n, comm_.size(), r);
+      if (theirs.count > 0) {
+        comm_.receive(whole.slice(theirs.first, theirs.first + theirs.count), r, kGatherTag);
+      }
     }
-    return whole;
-  }
-  // The largest value of the field over every rank. Collective.
-  [[nodiscard]] double max_value() const {
-    const Tensor value = Tensor::empty({1}, DType::f64);
-    value.data_as<double>()[0] =
-        u_.numel() > 0 ? tenax::ops::max(u_) : -std::numeric_limits<double>::infinity();
-    comm_.all_reduce(value, tenax::runtime::ReduceOp::max);
-    return value.data_as<double>()[0];
+    return whole.reshape({n, n});
   }
   [[nodiscard]] double time() const noexcept { return time_; }
 
   void init() override {
+    Tensor mine = Tensor::empty({range_.count}, DType::f64);
     const std::int64_t n = options_.n();
-    Tensor host = Tensor::empty({n, n}, DType::f64);
-    double* u = host.data_as<double>();
-    if (options_.initial() == "random") {
-      tenax::Generator generator(options_.seed());
-      generator.fill_uniform(u, static_cast<std::size_t>(n * n));
-    } else {
-      const bool gauss = options_.initial() == "gauss";
-      for (std::int64_t j = 0; j < n; ++j) {
-        const double y = h_ * static_cast<double>(j + 1);
-        for (std::int64_t i = 0; i < n; ++i) {
-          const double x = h_ * static_cast<double>(i + 1);
-          u[j * n + i] = gauss ? std::exp(-50.0 * ((x - 0.5) * (x - 0.5) + (y - 0.5) * (y - 0.5)))
-                               : std::sin(std::numbers::pi * x) * std::sin(std::numbers::pi * y);
-        }
-      }
+    for (std::int64_t p = 0; p < range_.count; ++p) {
+      const std::int64_t point = range_.first + p;
+      mine.data_as<double>()[p] = initial_value(options_, point / n, point % n);
     }
-    adopt(host.reshape({n * n}).slice(range_.first, range_.first + range_.count).to(device_), 0.0);
+    u_ = mine.to(device_);
+    time_ = 0.0;
   }
 
-  // Rows per block for FTCS; the integrators take the whole grid at once.
-  [[nodiscard]] std::int64_t work_units() const override { return integrator_ ? 1 : rows_; }
+  // The integrators take the whole grid at once.
+  [[nodiscard]] std::int64_t work_units() const override { return 1; }
 
   // A step acquires everything that can fail for a retryable reason (memory); its collectives
-  // (the halo rows, the solver's reductions across the ranks) and its arithmetic run in
-  // commit_step(), once every rank agreed. So a rank that runs out of memory never leaves a
-  // peer waiting inside a collective: every rank computes the step again, with the same bits.
-  void step(std::int64_t step, std::int64_t micro_batch) override {
-    if (integrator_) {
-      if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
-      integrator_->reserve(u_next_, dt_);
-      staged_ = Staged{u_next_, Tensor{}, 0};
-    } else {
-      ftcs(micro_batch);
-    }
+  // (the solver's reductions across the ranks) and its arithmetic run in commit_step(), once
+  // every rank agreed. So a rank that runs out of memory never leaves a peer waiting inside a
+  // collective: every rank computes the step again, with the same bits.
+  void step(std::int64_t step, std::int64_t) override {
+    if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
+    integrator_->reserve(u_next_, dt_);
     staged_step_ = step;
+    staged_ = true;
   }
 
   // Median seconds of the steps this process took (0 when none).
@@ -230,92 +254,12 @@ class Heat2d final : public tenax::runtime::Workload {
 
   [[nodiscard]] std::optional<std::string> check() const override { return problem_; }
 
-  // FTCS. With a micro-batch smaller than the grid: in place, one block of rows at a time, in
-  // one pass over the field. A block's new rows
-  // go to a buffer and are copied into u one block later, after the next block (which reads
-  // this block's last row as its halo) has been computed from the old values. Both block
-  // buffers are taken from the pool before anything changes, so an out-of-memory error leaves
-  // the state as it was; their size follows the micro-batch, so a backoff needs less memory and
-  // gives the same field. Blocks are also capped at kBlockBytes so that they stay in the cache
-  // between their computation and their copy, which keeps memory traffic at a read and a write
-  // of the field per step.
-  void ftcs(std::int64_t micro_batch) {
-    const std::int64_t n = options_.n();
-    if (micro_batch >= rows_) {
-      // The whole grid in one pass into a second field from the pool (one parallel sweep, no
-      // per-block dispatch): the fast path while memory allows. Under memory pressure the
-      // allocation fails first, before the state changes, and the backoff leads to the blocked
-      // in-place path below, which needs only two blocks beside the field.
-      staged_ = Staged{Tensor::empty_like(slab_), Tensor{}, 0};
-      return;
-    }
-    // In place: only the two block buffers are taken now.
-    const std::int64_t cache_rows = std::max<std::int64_t>(1, kBlockBytes / (8 * n));
-    const std::int64_t rows = std::min({micro_batch, cache_rows, rows_});
-    staged_ = Staged{Tensor{}, Tensor::empty({2, rows, n}, DType::f64, device_), rows};
-  }
-
-  // The blocked in-place FTCS sweep. A block's new rows go to a buffer and are copied into u one
-  // block later, after the next block (which reads this block's last row as its halo) has been
-  // computed from the old values.
-  // It runs over this rank's rows of the slab (the field with its halo rows from the
-  // neighbouring ranks, which are read, never written).
-  void sweep_in_place(const Tensor& buffers, std::int64_t rows) {
-    const std::int64_t n = options_.n();
-    const std::int64_t m = slab_.shape()[0];
-    const std::int64_t end = ghost_top_ + rows_;
-    const double factor = options_.alpha() * dt_;
-    Tensor pending;  // the previous block's new rows, not yet in u
-    std::int64_t pending_row = 0;
-    for (std::int64_t r0 = ghost_top_, block = 0; r0 < end; r0 += rows, ++block) {
-      const std::int64_t r1 = std::min(end, r0 + rows);
-      // The block with one halo row on each side inside the slab.
-      const std::int64_t top = r0 > 0 ? r0 - 1 : 0;
-      const std::int64_t bottom = r1 < m ? r1 + 1 : m;
-      const Tensor next =
-          buffers.slice(block % 2, block % 2 + 1).reshape({rows, n}).slice(0, r1 - r0);
-      tenax::ops::laplacian_5pt_update(slab_.slice(top, bottom), next, r0 - top, factor, h_, h_);
-      if (pending.defined()) {
-        tenax::ops::copy(slab_.slice(pending_row, pending_row + pending.shape()[0]), pending);
-      }
-      pending = next;
-      pending_row = r0;
-    }
-    tenax::ops::copy(slab_.slice(pending_row, pending_row + pending.shape()[0]), pending);
-  }
-
-  // The halo rows from the neighbouring ranks: each rank's first and last rows go to the ranks
-  // above and below. Pairs (0,1), (2,3), ... exchange first, then (1,2), (3,4), ...; in each
-  // pair the lower rank sends first, so no two ranks wait on each other's send.
-  void exchange_halos() {
-    if (comm_.size() == 1) return;
-    const int rank = comm_.rank();
-    const std::int64_t m = slab_.shape()[0];
-    auto with = [&](int peer) {
-      const bool below = peer > rank;  // the peer holds the rows after ours
-      const Tensor mine = below ? slab_.slice(ghost_top_ + rows_ - 1, ghost_top_ + rows_)
-                                : slab_.slice(ghost_top_, ghost_top_ + 1);
-      const Tensor ghost = below ? slab_.slice(m - 1, m) : slab_.slice(0, 1);
-      const int send_tag = below ? kDownTag : kUpTag;
-      const int receive_tag = below ? kUpTag : kDownTag;
-      if (rank < peer) {
-        comm_.send(mine, peer, send_tag);
-        comm_.receive(ghost, peer, receive_tag);
-      } else {
-        comm_.receive(ghost, peer, receive_tag);
-        comm_.send(mine, peer, send_tag);
-      }
-    };
-    for (int phase = 0; phase < 2; ++phase) {
-      const bool leads = rank % 2 == phase;  // the lower rank of this phase's pair
-      const int peer = leads ? rank + 1 : rank - 1;
-      if (peer >= 0 && peer < comm_.size()) with(peer);
-    }
-  }
-
   // One step of the integrator into u_next_ (reserved by step()), which becomes u. A solve that
   // did not converge is reported by check(): the Runner rolls back to the last checkpoint.
-  void integrate(std::int64_t step) {
+  void commit_step() override {
+    TENAX_EXPECTS(staged_, tenax::UsageError, "heat2d: commit with no step staged",
+                  "call step() before commit_step()");
+    const auto start = std::chrono::steady_clock::now();
     // On several ranks the solver's dot products and norms run over the whole grid.
     std::optional<tenax::runtime::ShardedReductions> whole_grid;
     if (comm_.size() > 1) whole_grid.emplace(comm_, range_);
@@ -325,144 +269,74 @@ class Heat2d final : public tenax::runtime::Workload {
     last_solve_ = result;
     problem_.reset();
     if (!result.converged()) {
-      problem_ = "the " + options_.scheme() + " step " + std::to_string(step + 1) + " ended with " +
-                 std::string(tenax::solvers::to_string(result.status)) + " after " +
-                 std::to_string(result.iterations) + " iterations (relative residual " +
+      problem_ = "the " + options_.scheme() + " step " + std::to_string(staged_step_ + 1) +
+                 " ended with " + std::string(tenax::solvers::to_string(result.status)) +
+                 " after " + std::to_string(result.iterations) + " iterations (relative residual " +
                  std::to_string(result.relative_residual) + ")" +
                  (result.detail.empty() ? "" : ": " + result.detail);
-    }
-  }
-
-  void commit_step() override {
-    TENAX_EXPECTS(staged_.has_value(), tenax::UsageError, "heat2d: commit with no step staged",
-                  "call step() before commit_step()");
-    const auto start = std::chrono::steady_clock::now();
-    if (integrator_) {
-      integrate(staged_step_);
-    } else if (staged_->field.defined()) {
-      exchange_halos();
-      const Tensor next = staged_->field;
-      tenax::ops::laplacian_5pt_update(slab_, next.slice(ghost_top_, ghost_top_ + rows_),
-                                       ghost_top_, options_.alpha() * dt_, h_, h_);
-      slab_ = next;
-      u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
-    } else {
-      exchange_halos();
-      sweep_in_place(staged_->buffers, staged_->rows);
     }
     if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
     step_seconds_.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     time_ += dt_;
-    staged_.reset();
+    staged_ = false;
   }
 
-  void discard_step() override { staged_.reset(); }
+  void discard_step() override { staged_ = false; }
 
-  // The simulated time; for the implicit schemes also the linear solve of the step (its
-  // iterations and relative residual).
+  // The simulated time and the linear solve of the step (its iterations and relative residual).
   [[nodiscard]] std::vector<tenax::runtime::StepMetric> step_metrics() const override {
-    std::vector<tenax::runtime::StepMetric> metrics{{"simulated_time", time_}};
-    if (integrator_) {
-      metrics.push_back({"solver_iterations", static_cast<double>(last_solve_.iterations)});
-      metrics.push_back({"solver_relative_residual", last_solve_.relative_residual});
-    }
-    return metrics;
+    return {{"simulated_time", time_},
+            {"solver_iterations", static_cast<double>(last_solve_.iterations)},
+            {"solver_relative_residual", last_solve_.relative_residual}};
   }
 
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
-    state.set("u", u_);  // this rank's part (state_layout)
+    state.set("u", u_);  // this rank's points (state_layout)
     state.set("t", time_);
-    if (integrator_) integrator_->save_state(state, "integrator");
+    integrator_->save_state(state, "integrator");
     return state;
   }
 
   void load_state(const StateDict& state) override {
     const Tensor& u = state.tensor("u");
-    TENAX_EXPECTS(u.shape() == local_shape() && u.dtype() == DType::f64, tenax::UsageError,
-                  "the checkpoint holds u as " + u.describe() +
-                      " but this rank of a run with --n " + std::to_string(options_.n()) +
-                      " and --scheme " + options_.scheme() + " holds it as f64" +
-                      tenax::to_string(local_shape()),
-                  "resume with the same --n and --scheme, or use a new --run-dir");
-    adopt(u.to(device_).clone(), state.real("t"));
-    staged_.reset();
-    if (integrator_) integrator_->load_state(state, "integrator");
+    TENAX_EXPECTS(
+        u.shape() == tenax::Shape{range_.count} && u.dtype() == DType::f64, tenax::UsageError,
+        "the checkpoint holds u as " + u.describe() + " but this rank of a run with --n " +
+            std::to_string(options_.n()) + " and --scheme " + options_.scheme() +
+            " holds it as f64[" + std::to_string(range_.count) + "]",
+        "resume with the same --n and --scheme, or use a new --run-dir");
+    u_ = u.to(device_).clone();
+    time_ = state.real("t");
+    staged_ = false;
+    integrator_->load_state(state, "integrator");
   }
 
   [[nodiscard]] Device device() const override { return device_; }
 
-  // u is split across the ranks: FTCS by rows of the [n, n] grid, the integrators by points of
-  // its n * n flattening.
+  // u is split across the ranks by points of its n * n flattening.
   [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
     const std::int64_t n = options_.n();
-    if (by_points_) {
-      return {.shards = {{"u", 0, range_.first, range_.first + range_.count, n * n}},
-              .rank_local = {}};
-    }
-    const std::int64_t row = range_.first / n;
-    return {.shards = {{"u", 0, row, row + rows_, n}}, .rank_local = {}};
+    return {.shards = {{"u", 0, range_.first, range_.first + range_.count, n * n}},
+            .rank_local = {}};
   }
 
  private:
-  // The points of `rank`: whole rows split as evenly as they go (FTCS), or block-aligned ranges
-  // of points (the integrators, whose reductions across the ranks need whole reduction blocks).
-  [[nodiscard]] tenax::kernels::ShardRange points_of(int rank) const {
-    const std::int64_t n = options_.n();
-    if (by_points_) return tenax::kernels::block_aligned_range(n * n, comm_.size(), rank);
-    const auto first_row = [&](int r) { return n * static_cast<std::int64_t>(r) / comm_.size(); };
-    return {first_row(rank) * n, (first_row(rank + 1) - first_row(rank)) * n, n * n};
-  }
-  [[nodiscard]] tenax::Shape local_shape() const {
-    return by_points_ ? tenax::Shape{range_.count} : tenax::Shape{rows_, options_.n()};
-  }
-
-  // This rank's part becomes the field; FTCS keeps it inside a slab with a halo row for each
-  // neighbour.
-  void adopt(const Tensor& part, double time) {
-    const Tensor mine = part.reshape(local_shape());
-    if (ghost_top_ + ghost_bottom_ == 0) {
-      slab_ = mine;
-      u_ = slab_;
-    } else {
-      slab_ =
-          Tensor::empty({rows_ + ghost_top_ + ghost_bottom_, options_.n()}, DType::f64, device_);
-      tenax::ops::copy(slab_.slice(ghost_top_, ghost_top_ + rows_), mine);
-      u_ = slab_.slice(ghost_top_, ghost_top_ + rows_);
-    }
-    time_ = time;
-  }
-
-  static constexpr int kDownTag = 1;    // a rank's last row, to the rank below
-  static constexpr int kUpTag = 2;      // a rank's first row, to the rank above
-  static constexpr int kGatherTag = 3;  // rows to rank 0 for the output
+  static constexpr int kGatherTag = 3;  // points to rank 0 for the output
 
   const Settings& options_;
   Device device_;
   tenax::runtime::Communicator& comm_;
-  double h_;
   double dt_;
-  bool by_points_;                    // the integrators' split (else FTCS's rows)
   tenax::kernels::ShardRange range_;  // this rank's points of the grid's n * n
-  std::int64_t rows_;                 // FTCS: this rank's rows (range_ / n)
-  std::int64_t ghost_top_;            // 1 when a rank above sends its last row into slab_'s first
-  std::int64_t ghost_bottom_;         // 1 when a rank below sends its first row into slab_'s last
-  Tensor slab_;                       // FTCS: [ghost_top_ + rows_ + ghost_bottom_, n]; else u_
-  Tensor u_;                          // this rank's part of the field: a view of slab_
-  Tensor u_next_;                     // the integrators' working copy (FTCS updates u in place)
+  Tensor u_;                          // this rank's points of the field
+  Tensor u_next_;                     // the integrator's working copy
   double time_ = 0.0;
   std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
   std::optional<std::string> problem_;      // why the last step is not acceptable
-  tenax::solvers::SolveResult last_solve_;  // the linear solve of the last implicit step
-  // The step computed but not yet applied: a new field (FTCS into a second field, or the
-  // integrator's u_next_), or the buffers of the in-place sweep.
-  struct Staged {
-    Tensor field;
-    Tensor buffers;
-    std::int64_t rows = 0;
-  };
-  std::optional<Staged> staged_;
+  tenax::solvers::SolveResult last_solve_;  // the linear solve of the last step
+  bool staged_ = false;
   std::int64_t staged_step_ = 0;
   std::vector<double> step_seconds_;  // of every step taken by this process
 };
@@ -475,6 +349,30 @@ double stability_limit(const Settings& s) {
          : s.scheme() == "rk4"    ? 2.78 * h * h / (8.0 * s.alpha())
                                   : 0.0;
 }
+
+// The time step: --dt, or --courant times the FTCS limit h^2 / (4 alpha).
+double time_step(const Settings& options) {
+  const double h = 1.0 / static_cast<double>(options.n() + 1);
+  return options.dt() > 0 ? options.dt() : options.courant() * h * h / (4.0 * options.alpha());
+}
+
+// The largest value of `part` over every rank (-inf for no points). Collective.
+double max_over_ranks(tenax::runtime::Communicator& comm, const Tensor& part) {
+  const Tensor value = Tensor::empty({1}, DType::f64);
+  value.data_as<double>()[0] =
+      part.numel() > 0 ? tenax::ops::max(part) : -std::numeric_limits<double>::infinity();
+  comm.all_reduce(value, tenax::runtime::ReduceOp::max);
+  return value.data_as<double>()[0];
+}
+
+// What a finished run prints and writes: the same for either split.
+struct Finished {
+  double t = 0;
+  double max_u = 0;
+  std::int64_t points = 0;  // this rank's
+  double step_seconds = 0;  // median
+  std::size_t timed_steps = 0;
+};
 
 int run(const Settings& options, tenax::app::Job& job) {
   const double limit = stability_limit(options);
@@ -500,23 +398,53 @@ int run(const Settings& options, tenax::app::Job& job) {
                 "run the integrators of several ranks with --device cpu (their distributed "
                 "operator is CPU-only for now), or use --scheme explicit (FTCS), which runs on "
                 "GPUs across ranks");
-  Heat2d heat(options, device, comm);
+  const double dt = time_step(options);
   // A step too small for a double to carry (h^2/(4 alpha) underflows for a huge --alpha) would
   // leave t where it is and the field unchanged: refused, not run.
   char step_text[32];
-  std::snprintf(step_text, sizeof step_text, "%.3g", heat.dt());
+  std::snprintf(step_text, sizeof step_text, "%.3g", dt);
   TENAX_EXPECTS(
-      heat.dt() >= std::numeric_limits<double>::min(), tenax::UsageError,
+      dt >= std::numeric_limits<double>::min(), tenax::UsageError,
       "the time step is " + std::string(step_text) + " (" +
           (options.dt() > 0 ? options.dt.given()
                             : "--courant times h^2/(4 alpha) with " + options.alpha.given()) +
           "): below the smallest normal double, so t would not advance",
       "lower --alpha or give a larger --dt");
-  const tenax::runtime::RunResult result = job.run(heat);
-  if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
-
-  const double max_u = heat.max_value();
-  const Tensor whole = options.output().empty() ? Tensor{} : heat.gather_field();
+  tenax::io::FileMetadata metadata;
+  metadata.config = job.config();
+  const auto attributes = [&](double t, std::int64_t steps) {
+    return std::vector<std::pair<std::string, double>>{
+        {"t", t}, {"alpha", options.alpha()}, {"steps", static_cast<double>(steps)}};
+  };
+  tenax::runtime::RunResult result;
+  Finished done;
+  if (options.scheme() == "explicit") {
+    const tenax::runtime::Grid grid(comm,
+                                    {.extents = {options.n(), options.n()},
+                                     .boundaries = {tenax::runtime::Boundary::dirichlet(0.0)}});
+    HeatFtcs heat(options, grid, device, dt);
+    result = job.run(heat);
+    if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
+    const Tensor u = grid.owned(heat.field(0));
+    done = {heat.time(), max_over_ranks(comm, u), u.numel(), heat.median_step_seconds(),
+            heat.timed_steps()};
+    metadata.step = result.step;
+    if (!options.output().empty()) {
+      heat.write(options.output(), attributes(heat.time(), result.step), metadata);
+    }
+  } else {
+    Heat2d heat(options, device, comm, dt);
+    result = job.run(heat);
+    if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
+    done = {heat.time(), max_over_ranks(comm, heat.field()), heat.field().numel(),
+            heat.median_step_seconds(), heat.timed_steps()};
+    const Tensor whole = options.output().empty() ? Tensor{} : heat.gather_field();
+    metadata.step = result.step;
+    if (job.leader() && whole.defined()) {
+      tenax::io::write_tensor_file(options.output(), "u", whole,
+                                   attributes(heat.time(), result.step), metadata);
+    }
+  }
   if (!job.leader()) return 0;
   const std::string where =
       tenax::to_string(device) +
@@ -525,25 +453,19 @@ int run(const Settings& options, tenax::app::Job& job) {
   const std::int64_t steps = result.step;
   std::printf("heat2d: %lld steps of %lldx%lld on %s done, t = %.9g, max u = %.17g\n",
               static_cast<long long>(steps), static_cast<long long>(options.n()),
-              static_cast<long long>(options.n()), where.c_str(), heat.time(), max_u);
+              static_cast<long long>(options.n()), where.c_str(), done.t, done.max_u);
   if (!options.output().empty()) {
-    tenax::io::FileMetadata metadata;
-    metadata.step = steps;
-    metadata.config = job.config();
-    tenax::io::write_tensor_file(
-        options.output(), "u", whole,
-        {{"t", heat.time()}, {"alpha", options.alpha()}, {"steps", static_cast<double>(steps)}},
-        metadata);
     std::printf("heat2d: final field written to %s (dataset /u)\n", options.output().c_str());
   }
   // An FTCS step reads and writes the field once: 16 bytes per point (f64) at the least.
   // Per rank: its own rows (the ranks run side by side).
-  const double points = static_cast<double>(heat.field().numel());
-  const double step_seconds = heat.median_step_seconds();
-  const double gbps =
-      options.scheme() == "explicit" && step_seconds > 0 ? 16.0 * points / step_seconds / 1e9 : 0.0;
-  if (heat.timed_steps() > 0) {
-    std::printf("heat2d: %.3f ms per step (median of %zu)", 1e3 * step_seconds, heat.timed_steps());
+  const double points = static_cast<double>(done.points);
+  const double gbps = options.scheme() == "explicit" && done.step_seconds > 0
+                          ? 16.0 * points / done.step_seconds / 1e9
+                          : 0.0;
+  if (done.timed_steps > 0) {
+    std::printf("heat2d: %.3f ms per step (median of %zu)", 1e3 * done.step_seconds,
+                done.timed_steps);
     if (gbps > 0) std::printf(", %.1f GB/s at 16 bytes per point", gbps);
     std::printf("\n");
   }
@@ -552,8 +474,8 @@ int run(const Settings& options, tenax::app::Job& job) {
         "{\"scheme\":\"%s\",\"n\":%lld,\"steps\":%lld,\"timed_steps\":%zu,"
         "\"ms_per_step\":%.9g,\"bytes_per_step\":%.17g,\"gbps\":%.9g,\"t\":%.17g}\n",
         options.scheme().c_str(), static_cast<long long>(options.n()),
-        static_cast<long long>(steps), heat.timed_steps(), 1e3 * step_seconds, 16.0 * points, gbps,
-        heat.time());
+        static_cast<long long>(steps), done.timed_steps, 1e3 * done.step_seconds, 16.0 * points,
+        gbps, done.t);
   }
   return 0;
 }

@@ -46,6 +46,7 @@
 #include "tenax/runtime/distributed_csr.hpp"
 #include "tenax/runtime/runner.hpp"
 #include "tenax/runtime/sharded_reductions.hpp"
+#include "tenax/runtime/solver_layout.hpp"
 #include "tenax/solvers/solvers.hpp"
 
 namespace {
@@ -578,27 +579,12 @@ class PoissonSolve final : public tenax::runtime::Workload {
 
   [[nodiscard]] bool finished() const override { return solver_->finished(); }
 
-  // The solver's vectors are split by rows like the system (the GMRES basis [j + 1, rows] along
-  // its second axis); every scalar of the solve is the same on every rank, except this rank's
-  // length and its own solve time.
+  // The solver's vectors are split by rows like the system (the solver names them); every
+  // other entry of the solve is the same on every rank, but this rank's length and solve time.
   [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
-    const std::int64_t begin = system_.range.first;
-    const std::int64_t end = begin + system_.range.count;
-    const std::int64_t rows = system_.rows;
-    tenax::runtime::StateLayout layout;
-    const auto rows_of = [&](const std::string& name, int axis = 0) {
-      layout.shards.push_back({"solver/" + name, axis, begin, end, rows});
-    };
-    rows_of("x");
-    const std::string method(solver_->name());
-    if (method == "cg") {
-      for (const char* v : {"r", "p_next", "z"}) rows_of("cg/" + std::string(v));
-    } else if (method == "bicgstab") {
-      for (const char* v : {"r", "r_hat", "p", "v"}) rows_of("bicgstab/" + std::string(v));
-    } else if (method == "gmres") {
-      rows_of("gmres/basis", 1);
-    }
-    layout.rank_local = {"solve_seconds", "solver/length"};
+    tenax::runtime::StateLayout layout =
+        tenax::runtime::solver_state_layout(*solver_, "solver", system_.range);
+    layout.rank_local.push_back("solve_seconds");
     return layout;
   }
   [[nodiscard]] Device device() const override { return system_.a->device(); }

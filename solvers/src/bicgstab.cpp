@@ -126,6 +126,11 @@ KrylovSolver::Step BiCgStab::step() {
   return Step::done(std::sqrt(closing.rr));
 }
 
+std::vector<KrylovSolver::SplitEntry> BiCgStab::method_split_entries() const {
+  std::vector<SplitEntry> entries = {{"r", 0}, {"r_hat", 0}, {"p", 0}, {"v", 0}};
+  return entries;
+}
+
 void BiCgStab::save_method(StateDict& state) const {
   save_tensor(state, "r", r_);
   save_tensor(state, "r_hat", r_hat_);

@@ -87,6 +87,12 @@ KrylovSolver::Step ConjugateGradient::step() {
 // start of the next step: load_method makes that update (the same op, the same bits), so such a
 // state resumes exactly; a build that reads "p" finds no entry in a new state and says so,
 // instead of updating the direction twice.
+std::vector<KrylovSolver::SplitEntry> ConjugateGradient::method_split_entries() const {
+  std::vector<SplitEntry> entries = {{"r", 0}, {"p_next", 0}};
+  if (preconditions()) entries.push_back({"z", 0});
+  return entries;
+}
+
 void ConjugateGradient::save_method(StateDict& state) const {
   save_tensor(state, "r", r_);
   save_tensor(state, "p_next", p_);

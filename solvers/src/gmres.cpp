@@ -212,6 +212,11 @@ void Gmres::finish_method() { update_solution(); }
 // The cycle was folded into x when the solve stopped: a new one starts from x.
 void Gmres::resume_method() { (void)restart_cycle(); }
 
+std::vector<KrylovSolver::SplitEntry> Gmres::method_split_entries() const {
+  std::vector<SplitEntry> entries = {{"basis", 1}};
+  return entries;
+}
+
 void Gmres::save_method(StateDict& state) const {
   state.set("restart", restart_);
   state.set("side", options().preconditioner_side);

@@ -123,6 +123,12 @@ const Preconditioner* KrylovSolver::active_preconditioner() const noexcept {
   return session_preconditioner_.get();
 }
 
+bool KrylovSolver::preconditions() const noexcept {
+  if (session_preconditioner_ != nullptr) return active_preconditioner() != nullptr;
+  if (preconditioner_ != nullptr) return !preconditioner_->is_identity();
+  return options_.preconditioner != "none";
+}
+
 bool KrylovSolver::residual_converged(double residual) const {
   return criteria_.converged(check_at(iteration_ + 1, residual));
 }
@@ -149,6 +155,20 @@ void KrylovSolver::load_vector(const StateDict& state, std::string_view name,
                     std::string(to_string(into.dtype())) + to_string(into.shape()),
                 "load the state into a session started with the same operator size and dtype");
   ops::copy(into, saved);
+}
+
+std::vector<KrylovSolver::SplitEntry> KrylovSolver::split_entries(std::string_view prefix) const {
+  const std::string scope(prefix);
+  std::vector<SplitEntry> entries{{scope + "/x", 0}};
+  for (SplitEntry entry : method_split_entries()) {
+    entry.name = scope + "/" + std::string(name()) + "/" + entry.name;
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+std::string KrylovSolver::rank_local_entry(std::string_view prefix) {
+  return std::string(prefix) + "/length";
 }
 
 void KrylovSolver::save_state(StateDict& state, std::string_view prefix) const {

@@ -141,7 +141,8 @@ class Grid {
   void finish_exchange(const std::vector<Tensor>& fields) const;
 
   /// Collective: the whole of `field` (its owned points from every rank) as a CPU tensor of
-  /// global_shape() on rank `root`; an undefined tensor on the other ranks.
+  /// global_shape() on rank `root`; an undefined tensor on the other ranks. On one rank, a CPU
+  /// field's owned rows themselves (a view: no second copy of the field).
   [[nodiscard]] Tensor gather(const Tensor& field, int root = 0) const;
   /// Collective: `whole` (global_shape(), on rank `root`; ignored elsewhere) into the owned
   /// points of every rank's `field`. UsageError on root for a `whole` of another shape or dtype.

@@ -45,6 +45,7 @@ class BiCgStab final : public KrylovSolver {
   Step step() override;
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
+  [[nodiscard]] std::vector<SplitEntry> method_split_entries() const override;
 
   Tensor r_;
   Tensor r_hat_;

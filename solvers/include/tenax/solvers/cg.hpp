@@ -49,6 +49,7 @@ class ConjugateGradient final : public KrylovSolver {
   Step step() override;
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
+  [[nodiscard]] std::vector<SplitEntry> method_split_entries() const override;
 
   /// The preconditioned residual: z_ itself, or r_ when there is no preconditioner.
   [[nodiscard]] const Tensor& z() const noexcept;

@@ -71,6 +71,7 @@ class Gmres final : public KrylovSolver {
   void resume_method() override;
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
+  [[nodiscard]] std::vector<SplitEntry> method_split_entries() const override;
 
   [[nodiscard]] Tensor basis_vector(std::int64_t i) const;
   [[nodiscard]] double& h(std::int64_t row, std::int64_t col) {

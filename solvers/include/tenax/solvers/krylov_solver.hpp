@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "tenax/core/state_dict.hpp"
 #include "tenax/core/tensor.hpp"
@@ -133,6 +134,23 @@ class KrylovSolver {
   /// stopped), GMRES starts a new cycle from the saved x (stopping folded its cycle into x).
   void load_state(const StateDict& state, std::string_view prefix);
 
+  /// An entry of save_state() that holds vectors of the system's length (see split_entries()).
+  struct SplitEntry {
+    std::string name;  ///< the entry, `<prefix>/...`
+    int axis = 0;      ///< the axis of the system's rows: 0 for a vector, 1 for GMRES's basis
+  };
+  /// The entries save_state(state, prefix) writes whose extent along `axis` is the system's
+  /// length: x and the method's vectors (known before start(), from the method and whether a
+  /// preconditioner is set or named, so a Workload may ask from construction on). When the operands
+  /// are one rank's rows of a distributed system, these are the rank's slabs of the checkpoint
+  /// (runtime::solver_state_layout turns them into a Workload's StateLayout); every other entry is
+  /// the same on every rank but rank_local_entry(). The solver names its own vectors, so a job
+  /// never does.
+  [[nodiscard]] std::vector<SplitEntry> split_entries(std::string_view prefix) const;
+  /// The one entry of save_state() that differs between the ranks of a distributed system: the
+  /// rank's length, `<prefix>/length`.
+  [[nodiscard]] static std::string rank_local_entry(std::string_view prefix);
+
  protected:
   /// A method's report of one iteration: the residual norm the criteria are evaluated on, or the
   /// failure (breakdown, non_finite) that stopped it, with x left at the last consistent iterate.
@@ -165,6 +183,9 @@ class KrylovSolver {
   virtual double reference_norm();
   /// The preconditioner to apply, or nullptr for none (identity).
   [[nodiscard]] const Preconditioner* active_preconditioner() const noexcept;
+  /// Whether the session preconditions (active_preconditioner() is set); before start(), whether
+  /// it will: a preconditioner set that is not the identity, or one named by the options.
+  [[nodiscard]] bool preconditions() const noexcept;
   /// Whether `residual` at the iteration being computed meets a convergence criterion.
   [[nodiscard]] bool residual_converged(double residual) const;
   /// `t` reused when it is a 1-D vector of the session's length, dtype and device; otherwise
@@ -200,6 +221,9 @@ class KrylovSolver {
   virtual void resume_method() {}
   virtual void save_method(StateDict& state) const = 0;
   virtual void load_method(const StateDict& state) = 0;
+  /// The entries save_method() writes that hold vectors of the session's length, relative to
+  /// the method's scope, with the axis of that length.
+  [[nodiscard]] virtual std::vector<SplitEntry> method_split_entries() const = 0;
 
   void require_started(std::string_view call) const;
   void stop(const StopReason& reason, std::int64_t bad_iteration);
