@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "heat2d_runs.hpp"
+#include "tenax/core/tensor.hpp"
+#include "tenax/kernels/ops.hpp"
 
 namespace tenax {
 namespace {
@@ -45,6 +47,38 @@ class Heat2dSchemes : public testing::Heat2dRuns {
     return read_field(name);
   }
 };
+
+// heat2d's FTCS is a kernel of its own over a runtime::Grid: its field must be, bit for bit, the
+// library's hand-written sweep (ops::laplacian_5pt_update, the step heat2d took before it moved
+// onto the grid) applied as many times to the same start, with and without the out-of-memory
+// backoff's in-place blocks.
+TEST_F(Heat2dSchemes, FtcsOnTheGridIsTheHandWrittenSweepBitForBit) {
+  const int n = 37;
+  const int steps = 12;
+  const double h = 1.0 / (n + 1);
+  const double dt = 0.9 * h * h / 4.0;  // the default --courant 0.9
+  Tensor u = Tensor::empty({n, n}, DType::f64);
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < n; ++i) {
+      const double x = h * (i + 1);
+      const double y = h * (j + 1);
+      u.data_as<double>()[j * n + i] =
+          std::sin(std::numbers::pi * x) * std::sin(std::numbers::pi * y);
+    }
+  }
+  Tensor next = Tensor::empty({n, n}, DType::f64);
+  for (int s = 0; s < steps; ++s) {
+    ops::laplacian_5pt_update(u, next, 0, dt, h, h);
+    std::swap(u, next);
+  }
+  const std::vector<double> expected(u.data_as<double>(), u.data_as<double>() + n * n);
+  for (const std::string inject : {std::string(), std::string("oom@step=3x4")}) {
+    const std::string name = "ftcs-sweep" + std::string(inject.empty() ? "" : "-oom");
+    const testing::Outcome outcome = run(name, {}, inject, false, "", std::to_string(n), steps);
+    ASSERT_EQ(outcome.exit_code, 0) << log_of(name);
+    EXPECT_EQ(read_field(name), expected) << inject;
+  }
+}
 
 TEST_F(Heat2dSchemes, TimeOrderOfEachScheme) {
   // A fixed grid and end time; each scheme's error against an RK4 run with a far smaller step
