@@ -21,6 +21,7 @@ trap 'rm -rf "$stage"' EXIT
 bundle=$stage/gpu-bundle
 mkdir -p "$bundle/build/bin" "$bundle/build/lib" "$bundle/scripts"
 programs=("$build"/bin/*_gpu_test "$build"/bin/bench_gpu "$build"/bin/tenax "$build"/bin/heat2d
+          "$build"/bin/gray_scott
           "$build"/bin/poisson "$build"/bin/train_mlp)
 cp "${programs[@]}" "$bundle/build/bin/"
 cp -P "$build"/lib/libtenax_*.so* "$bundle/build/lib/"

@@ -3,7 +3,8 @@
 # program (bin/*_gpu_test, each CUDA result compared with the CPU's), the doctor with --strict
 # (device GEMM check, pageable vs pinned bandwidth, NCCL, peer access between the GPUs), the GPU
 # benchmarks (bench_gpu), CG on a 4096^2 Poisson problem (ms per iteration and the fraction of the
-# device's copy bandwidth), the explicit heat step on the device, training on the device in each
+# device's copy bandwidth), the explicit heat step on the device, gray_scott's kernel of its own on
+# the device (bitwise the CPU's) and its 4096^2 step, training on the device in each
 # precision, and with two GPUs the doctor on each of 2 ranks, the NCCL communicator and heat2d
 # across 2 ranks. Finishes in a few minutes on one GPU.
 #
@@ -141,7 +142,7 @@ finish() {
     for i in "${!names[@]}"; do
       printf '%-36s %-9s %s\n' "${names[$i]}" "${statuses[$i]}" "${reasons[$i]}"
     done
-    grep -h '^{' "$res"/poisson-*.txt "$res"/heat2d.txt "$res"/train-*.txt 2>/dev/null
+    grep -h '^{' "$res"/poisson-*.txt "$res"/heat2d.txt "$res"/gray_scott-4096.txt "$res"/train-*.txt 2>/dev/null
     fractions
     grep -h '_median' "$res"/bench_gpu.txt 2>/dev/null |
       awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
@@ -183,8 +184,10 @@ try:
 except (OSError, ValueError, KeyError):
     sys.exit(0)  # no BM_CudaCopy figure (its row in the table says why)
 print(f"device copy bandwidth: {copy / 1e9:.1f} GB/s")
-paths = sorted(glob.glob(os.path.join(res, "poisson-*.txt"))) + [os.path.join(res, "heat2d.txt")]
+paths = sorted(glob.glob(os.path.join(res, "poisson-*.txt"))) + [os.path.join(res, "heat2d.txt"), os.path.join(res, "gray_scott-4096.txt")]
 for path in paths:
+    if not os.path.exists(path):
+        continue
     for line in open(path):
         if line.startswith("{"):
             row = json.loads(line)
@@ -307,6 +310,26 @@ for op in csr stencil; do
 done
 run_program heat2d 120 "$bin/heat2d" --device cuda --n 4096 --steps 200 --checkpoint-every 0 \
   --anomaly-check-every 0 --progress quiet --json --run-dir "$res/heat2d"
+
+# --- Kernels of the user's own (gray_scott, compiled by nvcc): u and v computed on the device are
+# the CPU's bit for bit (the output files, written alike, compare equal byte for byte), and the
+# step at 4096^2 (32 bytes per point: u and v read and written).
+run_program gray_scott-cpu 120 "$bin/gray_scott" --device cpu --n 256 --steps 200 \
+  --checkpoint-every 0 --progress quiet --run-dir "$res/gray_scott-cpu" --output "$res/gs-cpu.h5"
+run_program gray_scott-cuda 120 "$bin/gray_scott" --device cuda --n 256 --steps 200 \
+  --checkpoint-every 0 --progress quiet --run-dir "$res/gray_scott-cuda" --output "$res/gs-cuda.h5"
+if [[ -f $res/gs-cpu.h5 && -f $res/gs-cuda.h5 ]]; then
+  if cmp -s "$res/gs-cpu.h5" "$res/gs-cuda.h5"; then
+    record gray_scott-bits PASS "u and v on cuda are the cpu's bit for bit (256^2, 200 steps)"
+  else
+    record gray_scott-bits FAIL "gs-cuda.h5 differs from gs-cpu.h5 (cmp: $(cmp "$res/gs-cpu.h5" "$res/gs-cuda.h5" 2>&1 | head -c 150))"
+  fi
+else
+  record gray_scott-bits FAIL "an output file is missing (see the gray_scott-cpu/-cuda rows)"
+fi
+run_program gray_scott-4096 120 "$bin/gray_scott" --device cuda --n 4096 --steps 300 \
+  --checkpoint-every 0 --anomaly-check-every 0 --digest-every 0 --progress quiet --json \
+  --run-dir "$res/gray_scott-4096"
 
 # --- Telemetry on the device: a heat2d run sampling every 0.2 s must log NVML's fields (GPU
 # utilisation, temperature, power, SM clock, throttle reasons) beside the pool's figures.
