@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/profiler.hpp"
 #include "tenax/kernels/ops.hpp"
 
 namespace tenax::runtime {
@@ -249,6 +250,7 @@ void Grid::check_fields(const std::vector<Tensor>& fields) const {
 }
 
 void Grid::start_exchange(const std::vector<Tensor>& fields) const {
+  const profiling::Span span("halo.send", comm_->step());
   check_fields(fields);
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const Tensor& field = fields[k];
@@ -268,6 +270,7 @@ void Grid::start_exchange(const std::vector<Tensor>& fields) const {
 }
 
 void Grid::finish_exchange(const std::vector<Tensor>& fields) const {
+  const profiling::Span span("halo.receive", comm_->step());
   for (std::size_t k = 0; k < fields.size(); ++k) {
     for (const Transfer& receive : receives_) {
       comm_->receive(fields[k].slice(receive.slot, receive.slot + receive.count), receive.peer,

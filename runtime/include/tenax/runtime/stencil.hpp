@@ -26,6 +26,7 @@
 
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/profiler.hpp"
 #include "tenax/core/state_dict.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/grid_kernel.hpp"
@@ -75,6 +76,7 @@ void apply_stencil(const Grid& grid, const Kernel& kernel, const Tensor (&inputs
           "neighbours' old values)");
     }
   }
+  const profiling::Span span("stencil", grid.comm().step());
   kernels::run_grid_kernel<N, M, T>(device, grid.geometry(), row_begin, row_end, kernel, in, out,
                                     -std::int64_t{grid.ghost_width()});
 }
