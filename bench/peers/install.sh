@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs the peer codes that bench/peers/run.py compares tenax against (Debian 12 packages):
 # PETSc 3.18 through petsc4py, mpi4py, Open MPI, SciPy 1.10, NumPy, Eigen 3.4, PyTorch 1.13 (the
-# training peer, bench/peers/torch_mlp.py) and OpenBLAS (without it PyTorch and NumPy use the
-# reference BLAS). Then checks that the system interpreter (/usr/bin/python3, the one run.py uses)
-# imports petsc4py (and initialises PETSc), mpi4py, SciPy, NumPy and PyTorch.
+# training peer, bench/peers/torch_mlp.py), OpenBLAS (without it PyTorch and NumPy use the
+# reference BLAS) and h5py (gray_scott_numpy.py --compare-h5 reads tenax's gray_scott output).
+# petsc-dev also gives the C peer bench/peers/gray_scott_petsc.c its headers and `pkg-config
+# PETSc` (the CMake target peer_gray_scott_petsc). Then checks that the system interpreter
+# (/usr/bin/python3, the one run.py uses) imports petsc4py (and initialises PETSc), mpi4py,
+# SciPy, NumPy, PyTorch and h5py.
 #
 # Why petsc-dev: Debian's python3-petsc4py lives under /usr/lib/petscdir/petsc3.18/<arch>-real
 # and is found through the /usr/lib/petsc alternative or PETSC_DIR; only the PETSc -dev package
@@ -20,7 +23,7 @@
 set -euo pipefail
 
 packages=(python3-petsc4py petsc-dev python3-mpi4py python3-scipy python3-numpy libeigen3-dev
-          openmpi-bin python3-torch libopenblas0-pthread)
+          openmpi-bin python3-torch libopenblas0-pthread python3-h5py)
 python=/usr/bin/python3
 
 # Each import is checked in its own interpreter, as run.py's peers run, and without PETSC_DIR:
@@ -33,6 +36,7 @@ check_imports() {
     "scipy|import scipy, scipy.sparse.linalg"
     "numpy|import numpy"
     "torch|import torch"
+    "h5py|import h5py"
   )
   local ok=()
   for entry in "${checks[@]}"; do
