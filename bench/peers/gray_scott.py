@@ -290,6 +290,8 @@ def check_text(check):
     parts += [f"{label}: not checked ({why})" for label, why in check["skipped"].items()]
     if check.get("error"):
         parts.append(f"not checked: {check['error']}")
+    if not parts:
+        return None
     return (f"Cross-check (n = {check['n']}, {check['steps']} steps, unperturbed start): max "
             "|Δ| of the final u and v against NumPy's — " + ("; ".join(parts) or "nothing ran")
             + ".")
@@ -465,7 +467,7 @@ def main():
             fr_txt = (f"{fr:.0%} of STREAM ({'met' if fr >= 0.85 else 'missed'})" if fr
                       else "STREAM n/a")
             print(f"Targets (≥ 2× PETSc, ≥ 85 % of STREAM), {r['code']}: {sp_txt}, {fr_txt}.")
-    if check:
+    if check and check_text(check):
         print(check_text(check))
     print(f"Wall time {elapsed:.0f} s; load average at the end {peers.loadavg()}.")
     skipped = [c for c in cases if getattr(c, "skipped", False)]

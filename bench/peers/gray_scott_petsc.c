@@ -44,35 +44,31 @@ typedef struct {
 } Field;
 
 /* splitmix64 of (seed, stream, index): the counter-based generator gray_scott_numpy.py repeats. */
-static uint64_t mix64(uint64_t z)
-{
+static uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
 
-static double uniform01(uint64_t seed, uint64_t stream, uint64_t index)
-{
+static double uniform01(uint64_t seed, uint64_t stream, uint64_t index) {
   uint64_t z = mix64(seed + 0x9e3779b97f4a7c15ULL * (2 * index + stream + 1));
   return (double)(z >> 11) * 0x1.0p-53;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  const double x = *(const double *)a, y = *(const double *)b;
+static int cmp_double(const void* a, const void* b) {
+  const double x = *(const double*)a, y = *(const double*)b;
   return (x > y) - (x < y);
 }
 
-int main(int argc, char **argv)
-{
-  DM          da;
-  Vec         U, Uloc;
-  Field     **x;
-  PetscInt    n = 1024, steps = 200, warmup = 10, xs, ys, xm, ym, i, j, s;
-  PetscReal   F = 0.037, k = 0.06, Du = 0.16, Dv = 0.08, dt = 1.0, amp = 0.01;
-  PetscInt    seed = 42;
-  PetscBool   no_perturb = PETSC_FALSE, json = PETSC_TRUE, flg;
-  char        output[PETSC_MAX_PATH_LEN] = "";
+int main(int argc, char** argv) {
+  DM da;
+  Vec U, Uloc;
+  Field** x;
+  PetscInt n = 1024, steps = 200, warmup = 10, xs, ys, xm, ym, i, j, s;
+  PetscReal F = 0.037, k = 0.06, Du = 0.16, Dv = 0.08, dt = 1.0, amp = 0.01;
+  PetscInt seed = 42;
+  PetscBool no_perturb = PETSC_FALSE, json = PETSC_TRUE, flg;
+  char output[PETSC_MAX_PATH_LEN] = "";
   PetscMPIInt rank, size;
 
   PetscFunctionBeginUser;
@@ -90,15 +86,20 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-dt", "time step", NULL, dt, &dt, NULL));
   PetscCall(PetscOptionsInt("-seed", "perturbation seed", NULL, seed, &seed, NULL));
   PetscCall(PetscOptionsReal("-amp", "perturbation amplitude", NULL, amp, &amp, NULL));
-  PetscCall(PetscOptionsBool("-no_perturb", "no random perturbation", NULL, no_perturb, &no_perturb, NULL));
-  PetscCall(PetscOptionsString("-output", "final state, PETSc binary", NULL, output, output, sizeof(output), &flg));
-  PetscCall(PetscOptionsBool("-json", "print the JSON line (it is printed anyway)", NULL, json, &json, NULL));
+  PetscCall(PetscOptionsBool("-no_perturb", "no random perturbation", NULL, no_perturb, &no_perturb,
+                             NULL));
+  PetscCall(PetscOptionsString("-output", "final state, PETSc binary", NULL, output, output,
+                               sizeof(output), &flg));
+  PetscCall(PetscOptionsBool("-json", "print the JSON line (it is printed anyway)", NULL, json,
+                             &json, NULL));
   PetscOptionsEnd();
   PetscCheck(n >= 3, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-n must be at least 3");
-  PetscCheck(steps >= 1 && warmup >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-steps >= 1, -warmup >= 0");
+  PetscCheck(steps >= 1 && warmup >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE,
+             "-steps >= 1, -warmup >= 0");
 
-  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC, DMDA_STENCIL_STAR, n, n,
-                         PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL, &da));
+  PetscCall(DMDACreate2d(PETSC_COMM_WORLD, DM_BOUNDARY_PERIODIC, DM_BOUNDARY_PERIODIC,
+                         DMDA_STENCIL_STAR, n, n, PETSC_DECIDE, PETSC_DECIDE, 2, 1, NULL, NULL,
+                         &da));
   PetscCall(DMSetFromOptions(da));
   PetscCall(DMSetUp(da));
   PetscCall(DMDASetFieldName(da, 0, "u"));
@@ -130,23 +131,23 @@ int main(int argc, char **argv)
     PetscCall(DMDAVecRestoreArray(da, U, &x));
   }
 
-  double *step_s;
+  double* step_s;
   PetscCall(PetscMalloc1(steps, &step_s));
   double t_total = 0.0;
   for (s = -warmup; s < steps; s++) {
-    const Field **xl;
-    const double  t0 = MPI_Wtime();
+    const Field** xl;
+    const double t0 = MPI_Wtime();
     PetscCall(DMGlobalToLocalBegin(da, U, INSERT_VALUES, Uloc));
     PetscCall(DMGlobalToLocalEnd(da, U, INSERT_VALUES, Uloc));
     PetscCall(DMDAVecGetArrayRead(da, Uloc, &xl));
     PetscCall(DMDAVecGetArray(da, U, &x));
     for (j = ys; j < ys + ym; j++) {
       const Field *row = xl[j], *south = xl[j - 1], *north = xl[j + 1];
-      Field       *out = x[j];
+      Field* out = x[j];
       for (i = xs; i < xs + xm; i++) {
         const PetscScalar u = row[i].u, v = row[i].v;
-        const PetscScalar lu  = row[i - 1].u + row[i + 1].u + south[i].u + north[i].u - 4.0 * u;
-        const PetscScalar lv  = row[i - 1].v + row[i + 1].v + south[i].v + north[i].v - 4.0 * v;
+        const PetscScalar lu = row[i - 1].u + row[i + 1].u + south[i].u + north[i].u - 4.0 * u;
+        const PetscScalar lv = row[i - 1].v + row[i + 1].v + south[i].v + north[i].v - 4.0 * v;
         const PetscScalar uvv = u * v * v;
         out[i].u = u + dt * (Du * lu - uvv + F * (1.0 - u));
         out[i].v = v + dt * (Dv * lv + uvv - (F + k) * v);
@@ -161,11 +162,13 @@ int main(int argc, char **argv)
     }
   }
   /* A step took as long as its slowest rank. */
-  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, step_s, (PetscMPIInt)steps, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, step_s, (PetscMPIInt)steps, MPI_DOUBLE, MPI_MAX,
+                             PETSC_COMM_WORLD));
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, &t_total, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
   qsort(step_s, (size_t)steps, sizeof(double), cmp_double);
-  const double median_s = steps % 2 ? step_s[steps / 2] : 0.5 * (step_s[steps / 2 - 1] + step_s[steps / 2]);
-  const double min_s    = step_s[0];
+  const double median_s =
+      steps % 2 ? step_s[steps / 2] : 0.5 * (step_s[steps / 2 - 1] + step_s[steps / 2]);
+  const double min_s = step_s[0];
 
   /* Checks of the final state: finite, and sums for a quick comparison between codes. */
   PetscReal sums[2], vmin, vmax;
@@ -185,15 +188,27 @@ int main(int argc, char **argv)
   }
 
   const double bytes = 32.0 * (double)n * (double)n;
-  PetscInt     px, py;
-  PetscCall(DMDAGetInfo(da, NULL, NULL, NULL, NULL, &px, &py, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "gray_scott_petsc: n=%" PetscInt_FMT " ranks=%d (%" PetscInt_FMT "x%" PetscInt_FMT ") steps=%" PetscInt_FMT " (+%" PetscInt_FMT " warm-up): median %.4f ms/step, sum u %.12e, sum v %.12e\n", n, size, px, py, steps, warmup, 1e3 * median_s, (double)sums[0], (double)sums[1]));
+  PetscInt px, py;
+  PetscCall(
+      DMDAGetInfo(da, NULL, NULL, NULL, NULL, &px, &py, NULL, NULL, NULL, NULL, NULL, NULL, NULL));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD,
-                        "{\"code\": \"petsc\", \"n\": %" PetscInt_FMT ", \"steps\": %" PetscInt_FMT ", \"warmup\": %" PetscInt_FMT ", \"ranks\": %d, \"ms_per_step\": %.6f, \"ms_per_step_min\": %.6f, "
-                        "\"ms_per_step_mean\": %.6f, \"bytes_per_step\": %.0f, \"gbps\": %.3f, \"sum_u\": %.15e, \"sum_v\": %.15e, \"min_v\": %.15e, \"max_v\": %.15e, "
-                        "\"perturb\": %s, \"finite\": %s}\n",
-                        n, steps, warmup, size, 1e3 * median_s, 1e3 * min_s, 1e3 * t_total / (double)steps, bytes, bytes / median_s * 1e-9, (double)sums[0], (double)sums[1], (double)vmin, (double)vmax,
-                        no_perturb ? "false" : "true", PetscIsInfOrNanReal(sums[0]) || PetscIsInfOrNanReal(sums[1]) ? "false" : "true"));
+                        "gray_scott_petsc: n=%" PetscInt_FMT " ranks=%d (%" PetscInt_FMT
+                        "x%" PetscInt_FMT ") steps=%" PetscInt_FMT " (+%" PetscInt_FMT
+                        " warm-up): median %.4f ms/step, sum u %.12e, sum v %.12e\n",
+                        n, size, px, py, steps, warmup, 1e3 * median_s, (double)sums[0],
+                        (double)sums[1]));
+  PetscCall(
+      PetscPrintf(PETSC_COMM_WORLD,
+                  "{\"code\": \"petsc\", \"n\": %" PetscInt_FMT ", \"steps\": %" PetscInt_FMT
+                  ", \"warmup\": %" PetscInt_FMT
+                  ", \"ranks\": %d, \"ms_per_step\": %.6f, \"ms_per_step_min\": %.6f, "
+                  "\"ms_per_step_mean\": %.6f, \"bytes_per_step\": %.0f, \"gbps\": %.3f, "
+                  "\"sum_u\": %.15e, \"sum_v\": %.15e, \"min_v\": %.15e, \"max_v\": %.15e, "
+                  "\"perturb\": %s, \"finite\": %s}\n",
+                  n, steps, warmup, size, 1e3 * median_s, 1e3 * min_s,
+                  1e3 * t_total / (double)steps, bytes, bytes / median_s * 1e-9, (double)sums[0],
+                  (double)sums[1], (double)vmin, (double)vmax, no_perturb ? "false" : "true",
+                  PetscIsInfOrNanReal(sums[0]) || PetscIsInfOrNanReal(sums[1]) ? "false" : "true"));
 
   PetscCall(PetscFree(step_s));
   PetscCall(VecDestroy(&Uloc));
