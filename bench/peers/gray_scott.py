@@ -225,7 +225,6 @@ def cross_check(runner, ctx, cases, tenax_check_args):
     tmp = tempfile.mkdtemp(prefix="tenax-peers-gray-scott-check-")
     out = {"n": CHECK_N, "steps": CHECK_STEPS, "tolerance": CHECK_TOL, "max_abs_diff": {},
            "skipped": {}}
-    numpy_args = ["--compare-petsc"]
     compare = []
     try:
         for c in cases:
