@@ -6,9 +6,9 @@ of tenax's gray_scott example (bench/peers/gray_scott.py compares them).
 
 Grid spacing 1, 5-point Laplacian, f64, fields indexed [y][x]. Initial condition as in
 gray_scott_petsc.c: u = 1, v = 0, except the square n/2 - n/10 <= x, y < n/2 + n/10 where
-u = 0.5, v = 0.25, each + amp * (2 r - 1) with r from the same counter-based hash (splitmix64 of
-seed, field and the global index y*n + x), so this and the PETSc peer start from the same state.
---no-perturb leaves the square unperturbed.
+u = 0.5, v = 0.25, and at every point both + amp * (r - 0.5) (as tenax's gray_scott), r from the
+same counter-based hash (splitmix64 of seed and the global index y*n + x), so this and the PETSc
+peer start from the same state. --no-perturb starts without the noise.
 
 The idiomatic fast NumPy way (as in N. Rougier's "From Python to Numpy" Gray-Scott): each field
 lives in an (n+2) x (n+2) array with a one-point halo; a step copies the periodic wrap into the
@@ -57,11 +57,11 @@ def initial_state(n, seed, amp, perturb):
     lo, hi = n // 2 - n // 10, n // 2 + n // 10
     u[lo:hi, lo:hi] = 0.5
     v[lo:hi, lo:hi] = 0.25
-    if perturb and hi > lo:
-        y, x = np.mgrid[lo:hi, lo:hi].astype(np.uint64)
-        g = y * np.uint64(n) + x
-        u[lo:hi, lo:hi] += amp * (2.0 * uniform01(seed, 0, g) - 1.0)
-        v[lo:hi, lo:hi] += amp * (2.0 * uniform01(seed, 1, g) - 1.0)
+    if perturb:
+        y, x = np.mgrid[0:n, 0:n].astype(np.uint64)
+        noise = amp * (uniform01(seed, 0, y * np.uint64(n) + x) - 0.5)
+        u += noise
+        v += noise
     return u, v
 
 

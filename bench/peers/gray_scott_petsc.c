@@ -6,10 +6,11 @@
  *
  * Grid spacing 1, the 5-point Laplacian, periodic both ways, f64, fields indexed [y][x].
  * Initial condition: u = 1, v = 0, except the square n/2 - n/10 <= x, y < n/2 + n/10 (integer
- * division) where u = 0.5 and v = 0.25; inside the square each gets + amp * (2 r - 1) with r
- * uniform in [0, 1) from a counter-based hash of (seed, field, global point index), so the
- * initial state does not depend on the number of ranks (and gray_scott_numpy.py draws the same
- * numbers). -no_perturb leaves the square unperturbed (for the cross-check of the peers).
+ * division) where u = 0.5 and v = 0.25; at every point both get the same + amp * (r - 0.5), as
+ * tenax's examples/gray_scott.cpp does, with r uniform in [0, 1) from a counter-based hash of
+ * (seed, global point index) (tenax uses its own generator), so the initial state does not
+ * depend on the number of ranks and gray_scott_numpy.py draws the same numbers. -no_perturb
+ * starts without the noise (for the cross-check of the peers).
  *
  * The PETSc way, written as a performance-minded user would for explicit Euler:
  *   - one DMDA, DMDACreate2d(DM_BOUNDARY_PERIODIC x2, DMDA_STENCIL_STAR, stencil width 1) with
@@ -114,18 +115,11 @@ int main(int argc, char** argv) {
     PetscCall(DMDAVecGetArray(da, U, &x));
     for (j = ys; j < ys + ym; j++) {
       for (i = xs; i < xs + xm; i++) {
-        if (i >= lo && i < hi && j >= lo && j < hi) {
-          const uint64_t g = (uint64_t)j * (uint64_t)n + (uint64_t)i;
-          x[j][i].u = 0.5;
-          x[j][i].v = 0.25;
-          if (!no_perturb) {
-            x[j][i].u += amp * (2.0 * uniform01((uint64_t)seed, 0, g) - 1.0);
-            x[j][i].v += amp * (2.0 * uniform01((uint64_t)seed, 1, g) - 1.0);
-          }
-        } else {
-          x[j][i].u = 1.0;
-          x[j][i].v = 0.0;
-        }
+        const PetscBool square = i >= lo && i < hi && j >= lo && j < hi;
+        const uint64_t g = (uint64_t)j * (uint64_t)n + (uint64_t)i;
+        const double noise = no_perturb ? 0.0 : amp * (uniform01((uint64_t)seed, 0, g) - 0.5);
+        x[j][i].u = (square ? 0.5 : 1.0) + noise;
+        x[j][i].v = (square ? 0.25 : 0.0) + noise;
       }
     }
     PetscCall(DMDAVecRestoreArray(da, U, &x));
