@@ -1,7 +1,7 @@
 // gray_scott: Gray-Scott reaction-diffusion on a periodic 2-D grid (spacing 1, the 5-point
 // Laplacian, explicit Euler), in f64:
 //   u' = Du lap(u) - u v^2 + F (1 - u),   v' = Dv lap(v) + u v^2 - (F + k) v.
-// u = 1, v = 0, but for a square in the middle (u = 0.5, v = 0.25), each plus a seeded
+// u = 1, v = 0, but for a square in the middle (u = 0.5, v = 0.25), both plus a seeded
 // perturbation keyed by the point's index, so the start is the same on any number of ranks.
 // The kernel below is the whole model: the library runs it on the CPU or a GPU, on any number of
 // ranks (the same bits), with checkpoints, resume, fault policies and out-of-memory backoff.
@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   auto& Dv = app.setting("Dv", 0.08, "diffusion rate of v").at_least(0.0);
   auto& dt = app.setting("dt", 1.0, "time step").above(0.0);
   auto& seed = app.setting("seed", std::uint64_t{1}, "seed of the initial perturbation");
+  auto& noise = app.setting("noise", 0.01, "amplitude of the initial perturbation").at_least(0.0);
   auto& output = app.setting("output", "", "write u and v to this HDF5 file (datasets /u, /v)")
                      .empty_means("no output file")
                      .not_recorded();
@@ -49,9 +50,9 @@ int main(int argc, char** argv) {
     sim.set_initial([&](const std::int64_t* p, double* uv) {
       const bool square = p[0] >= low && p[0] < high && p[1] >= low && p[1] < high;
       const auto index = static_cast<std::uint64_t>(p[0] * side + p[1]);
-      const double noise = 0.01 * (tenax::uniform_f64(seed(), 0, index) - 0.5);
-      uv[0] = (square ? 0.5 : 1.0) + noise;
-      uv[1] = (square ? 0.25 : 0.0) + noise;
+      const double r = noise() * (tenax::uniform_f64(seed(), 0, index) - 0.5);
+      uv[0] = (square ? 0.5 : 1.0) + r;
+      uv[1] = (square ? 0.25 : 0.0) + r;
     });
     const tenax::runtime::RunResult result = job.run(sim);
     if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;

@@ -59,7 +59,7 @@ struct SolverOptions {
   std::string preconditioner_side = "right";
   /// Called once per iteration with the residual the criteria checked (residual_monitor.hpp);
   /// empty (the default) calls nothing. Not part of the text form.
-  ResidualMonitor monitor;
+  ResidualMonitor monitor{};
 };
 
 /// Checks every field: the ranges given with the text keys above, and that orthog, pc and pc_side
