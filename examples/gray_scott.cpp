@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
   auto& json = app.setting("json", false, "print a JSON summary as the last line").not_recorded();
   app.output_file(output);
   return app.main(argc, argv, [&](tenax::app::Job& job) {
-    (void)tenax::app::expect_grid_fits(job.device(), n.given(), n(), 2, 4 * sizeof(double));
+    // u and v at the least, with their ghost rows and the backoff's smallest blocks: 8 rows.
+    (void)tenax::app::expect_grid_fits(job.device(), n.given(), n(), 2, 2 * sizeof(double),
+                                       8 * n() * sizeof(double));
     const tenax::runtime::Grid grid(job.comm(), {.extents = {n(), n()}});
     tenax::runtime::StencilSimulation<GrayScott, 2> sim(grid, job.device(), {"u", "v"},
                                                         GrayScott{F(), k(), Du(), Dv(), dt()});

@@ -1,7 +1,8 @@
 // gray_scott across ranks: the periodic grid's rows are divided among `mpirun -np N` processes
 // (the grid's halo exchange wraps around between the first and the last rank). u and v must be
 // bitwise the single-process fields for every N, through an out-of-memory backoff (the in-place
-// blocked sweep), and through kills followed by resumes on other numbers of ranks.
+// blocked sweep; injected, and under a real memory cap), and through kills followed by resumes on
+// other numbers of ranks.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -60,6 +61,21 @@ TEST_F(GrayScottRanks, OutOfMemoryBackoffOnEveryRankGivesTheSameBits) {
   EXPECT_EQ(field("oom", "u"), field("one", "u"));
   EXPECT_EQ(field("oom", "v"), field("one", "v"));
   EXPECT_NE(log("oom").find("micro-batch halved"), std::string::npos) << log("oom");
+}
+
+// A real memory cap (the pool's): u and v fit, new fields beside them do not, so the step backs
+// off to the in-place blocked sweep, with the same bits.
+TEST_F(GrayScottRanks, ARealMemoryLimitBacksOffToTheInPlaceSweepWithTheSameBits) {
+  const auto args = [&](const std::string& name) {
+    return "--device cpu --progress log --n 256 --steps 30 --checkpoint-every 10 --run-dir " +
+           dir(name).string() + " --output " + (dir(name) / "final.h5").string();
+  };
+  ASSERT_EQ(run_program("free", 1, args("free")), 0) << log("free");
+  ASSERT_EQ(run_program("capped", 1, args("capped"), false, "TENAX_MEMORY_LIMIT=1792KiB"), 0)
+      << log("capped");
+  EXPECT_NE(log("capped").find("micro-batch halved"), std::string::npos) << log("capped");
+  EXPECT_EQ(field("capped", "u"), field("free", "u"));
+  EXPECT_EQ(field("capped", "v"), field("free", "v"));
 }
 
 // Killed on 4 ranks, resumed on 2 and killed again, resumed on 3 and killed again, finished on
