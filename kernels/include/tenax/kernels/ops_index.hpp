@@ -3,7 +3,9 @@
 /// @file
 /// The index is a 1-D i64 or i32 tensor on the device of the data; every entry must lie in [0, n)
 /// for the extent n of the indexed axis (no negative, wrapped indices): an entry outside is
-/// refused with UsageError naming its position and value, before anything is written. Axes follow
+/// refused with UsageError naming its position and value, before anything is written. On a CUDA
+/// device that check is a kernel whose one-word answer is copied back, so gather and scatter wait
+/// for the stream (the op itself is then enqueued, as the other ops are). Axes follow
 /// ops_shape.hpp's rule ([-rank, rank), negative counts from the last).
 ///
 /// gather and scatter copy elements bit for bit and take every dtype; scatter_add adds and takes
