@@ -144,3 +144,22 @@ void check_spacing(std::string_view op, std::string_view name, double h) {
 }
 
 }  // namespace tenax::ops::detail
+
+namespace tenax::ops::detail {
+
+int check_axis(std::string_view op, std::string_view name, const Tensor& t, int axis) {
+  const int rank = t.shape().rank();
+  TENAX_EXPECTS(rank > 0, UsageError,
+                std::string(op) + ": " + std::string(name) + ", " + t.describe() +
+                    ", has rank 0, so it has no axis " + std::to_string(axis),
+                "reshape it to rank 1 first (e.g. x.reshape({1}))");
+  TENAX_EXPECTS(axis >= -rank && axis < rank, UsageError,
+                std::string(op) + ": axis " + std::to_string(axis) + " is out of range for " +
+                    std::string(name) + ", " + t.describe() + " (rank " + std::to_string(rank) +
+                    ")",
+                "pass an axis in [" + std::to_string(-rank) + ", " + std::to_string(rank) +
+                    "); a negative axis counts from the last (-1 is the last axis)");
+  return axis < 0 ? axis + rank : axis;
+}
+
+}  // namespace tenax::ops::detail

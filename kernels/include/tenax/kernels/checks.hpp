@@ -51,6 +51,10 @@ void check_rank(std::string_view op, std::string_view name, const Tensor& t, int
                 std::string_view what);
 /// t is f64 or f32 (for kernels that have only those two instantiations).
 void check_f64_or_f32(std::string_view op, std::string_view name, const Tensor& t);
+/// `axis` of t (in [-rank, rank); a negative axis counts from the last, Python-style) as an axis in
+/// [0, rank). UsageError naming the op, the tensor and the valid range otherwise (every axis of a
+/// rank-0 tensor).
+[[nodiscard]] int check_axis(std::string_view op, std::string_view name, const Tensor& t, int axis);
 /// The grid spacing h is finite and > 0.
 void check_spacing(std::string_view op, std::string_view name, double h);
 

@@ -5,6 +5,10 @@
 
 #include "tenax/kernels/ops_broadcast.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_index.hpp"
 #include "tenax/kernels/ops_krylov.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
 #include "tenax/kernels/ops_nn.hpp"
+#include "tenax/kernels/ops_reduce_axis.hpp"
+#include "tenax/kernels/ops_select.hpp"
+#include "tenax/kernels/ops_shape.hpp"
