@@ -43,7 +43,6 @@
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/distributed_laplacian.hpp"
 #include "tenax/runtime/runner.hpp"
-#include "tenax/runtime/sharded_reductions.hpp"
 #include "tenax/runtime/stencil.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 #include "tenax/solvers/time_integrator.hpp"
@@ -260,9 +259,6 @@ class Heat2d final : public tenax::runtime::Workload {
     TENAX_EXPECTS(staged_, tenax::UsageError, "heat2d: commit with no step staged",
                   "call step() before commit_step()");
     const auto start = std::chrono::steady_clock::now();
-    // On several ranks the solver's dot products and norms run over the whole grid.
-    std::optional<tenax::runtime::ShardedReductions> whole_grid;
-    if (comm_.size() > 1) whole_grid.emplace(comm_, range_);
     tenax::ops::copy(u_next_, u_);
     const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
     std::swap(u_, u_next_);

@@ -44,8 +44,8 @@
 #include "tenax/kernels/ops.hpp"
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/distributed_csr.hpp"
+#include "tenax/runtime/distributed_vector.hpp"
 #include "tenax/runtime/runner.hpp"
-#include "tenax/runtime/sharded_reductions.hpp"
 #include "tenax/runtime/solver_layout.hpp"
 #include "tenax/solvers/solvers.hpp"
 
@@ -166,17 +166,6 @@ void use_distributed_operator(System& system, tenax::runtime::Communicator& comm
   system.matrix_bytes = bytes.data_as<std::int64_t>()[0];
   system.a = distributed;
 }
-
-// While alive on several ranks, the solver's dot products and norms are over the whole system.
-class WholeSystemReductions {
- public:
-  explicit WholeSystemReductions(const System& system) {
-    if (system.comm != nullptr) scope_.emplace(*system.comm, system.range);
-  }
-
- private:
-  std::optional<tenax::runtime::ShardedReductions> scope_;
-};
 
 // Waits for the device's queued work, so that timings cover it (the CPU backend is synchronous).
 void wait_for(Device device) {
@@ -529,7 +518,6 @@ class PoissonSolve final : public tenax::runtime::Workload {
 
   void commit_step() override {
     const auto start = std::chrono::steady_clock::now();
-    const WholeSystemReductions whole(system_);
     solver_->iterate(iterations_per_step_);
     wait_for(system_.a->device());
     solve_seconds_ +=
@@ -553,7 +541,6 @@ class PoissonSolve final : public tenax::runtime::Workload {
 
   void load_state(const StateDict& state) override {
     begin();
-    const WholeSystemReductions whole(system_);
     // The session's length is this rank's number of rows: on a resume on another number of ranks
     // the entry comes from another rank's file (state_layout), and the vectors' shapes, which
     // load_state checks, say the same.
@@ -606,7 +593,6 @@ class PoissonSolve final : public tenax::runtime::Workload {
     history_.clear();
     x_ = Tensor::empty({system_.a->rows()}, system_.a->dtype(), system_.a->device());
     tenax::ops::fill(x_, 0.0);
-    const WholeSystemReductions whole(system_);
     solver_->start(system_.a, system_.b, x_);
   }
 
@@ -635,9 +621,16 @@ std::pair<double, double> error_against(const System& system, const Tensor& x,
   const Tensor known = host_vector(exact, DType::f64, Device::cpu());
   tenax::ops::binary_into(tenax::ops::BinaryOp::sub, error, known, error);
   tenax::ops::unary_into(tenax::ops::UnaryOp::abs, error, error);
-  const WholeSystemReductions whole(system);
-  const double largest = system.rows > 0 ? tenax::ops::max(error) : 0.0;
-  const double squares = tenax::ops::dot(error, error);
+  double largest = 0.0;
+  double squares = 0.0;
+  if (system.comm != nullptr) {  // the error is split like the system: its reductions are global
+    const tenax::runtime::DistributedVector split(*system.comm, system.range, error);
+    largest = system.rows > 0 ? split.max() : 0.0;
+    squares = split.dot(split);
+  } else {
+    largest = system.rows > 0 ? tenax::ops::max(error) : 0.0;
+    squares = tenax::ops::dot(error, error);
+  }
   return {largest, std::sqrt(squares / static_cast<double>(system.rows))};
 }
 

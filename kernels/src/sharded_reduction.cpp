@@ -153,4 +153,26 @@ void ShardedReductionScope::combine(std::span<const double> partials, int terms,
   }
 }
 
+std::string ShardPartition::describe() const {
+  if (!distributed()) return std::to_string(range.total) + " local elements";
+  return "elements [" + std::to_string(range.first) + ", +" + std::to_string(range.count) +
+         ") of " + std::to_string(range.total) + " over " + std::to_string(ranks->ranks()) +
+         " ranks (this is rank " + std::to_string(ranks->rank()) + ")";
+}
+
+GlobalReductions::GlobalReductions(const ShardPartition& partition) {
+  if (!partition.distributed()) return;
+  if (const ShardedReductionScope* active = active_scope) {
+    const ShardPartition current = active->partition();
+    TENAX_EXPECTS(current.same_as(partition), UsageError,
+                  "global reductions over " + partition.describe() +
+                      " while this thread reduces over another distributed vector, " +
+                      current.describe(),
+                  "finish the work on the other vector first (its reductions end with the solve or "
+                  "the DistributedVector call that started them), or give both the same partition");
+    return;  // joined: the active scope already reduces over this partition
+  }
+  own_.emplace(*partition.ranks, partition.range);
+}
+
 }  // namespace tenax::kernels

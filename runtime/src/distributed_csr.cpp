@@ -40,6 +40,7 @@ DistributedCsrOperator::DistributedCsrOperator(Communicator& comm, const kernels
                                                const CsrMatrix& local_rows)
     : LinearOperator(rows.count, rows.count, local_rows.dtype(), Device::cpu()),
       comm_(&comm),
+      gather_(comm),
       range_(rows) {
   TENAX_EXPECTS(local_rows.device().is_cpu(), UsageError,
                 "distributed csr: the matrix is on " + to_string(local_rows.device()),

@@ -54,6 +54,7 @@ DistributedLaplacian2dOperator::DistributedLaplacian2dOperator(Communicator& com
                                                                double hy, double hx, DType dtype)
     : LinearOperator(range.count, range.count, dtype, Device::cpu()),
       comm_(&comm),
+      gather_(comm),
       range_(checked(range, ny, nx, hy, hx)),
       ny_(ny),
       nx_(nx),

@@ -87,6 +87,8 @@ void KrylovSolver::reserve(const OperatorPtr& a, const Tensor& b, const Tensor& 
 
 void KrylovSolver::start(const OperatorPtr& a, const Tensor& b, const Tensor& x) {
   open_session(a, b, x);
+  // On a distributed operator ||b|| and the method's reductions are over every rank's shard.
+  const kernels::GlobalReductions global = a_->reductions();
   allocate_method();
   rhs_norm_ = reference_norm();
   const double initial = start_method();
@@ -102,6 +104,7 @@ bool KrylovSolver::iterate(std::int64_t max_steps) {
                 std::string(name()) + ": iterate(" + std::to_string(max_steps) +
                     ") was asked for a negative number of steps",
                 "pass the largest number of iterations to run now (>= 0)");
+  const kernels::GlobalReductions global = a_->reductions();
   for (std::int64_t s = 0; s < max_steps && !finished_; ++s) {
     const Step outcome = step();
     if (outcome.failure) {
@@ -230,6 +233,8 @@ void KrylovSolver::load_state(const StateDict& state, std::string_view prefix) {
                 "start the session with the right-hand side the state was saved for");
 
   load_vector(saved, "x", x_);
+  // A method may reduce its vectors while loading or resuming (over every rank's shard).
+  const kernels::GlobalReductions global = a_->reductions();
   load_method(saved.scope(who));
   iteration_ = saved.integer("iteration");
   finished_ = saved.integer("finished") != 0;

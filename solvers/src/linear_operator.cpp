@@ -58,6 +58,10 @@ void LinearOperator::check_vector(std::string_view context, const Tensor& t,
       "move it with t.to(" + to_string(device_) + "), or build the operator there");
 }
 
+kernels::ShardPartition LinearOperator::partition() const noexcept {
+  return kernels::ShardPartition::local(rows_);
+}
+
 void LinearOperator::apply(const Tensor& x, const Tensor& y) const {
   check_vector("apply: x", x, cols_);
   check_vector("apply: y", y, rows_);
@@ -75,6 +79,7 @@ double LinearOperator::apply_dot(const Tensor& x, const Tensor& y) const {
   TENAX_EXPECTS(!overlaps(x, y), UsageError,
                 "apply_dot of " + describe() + ": y overlaps x in memory",
                 "write A x into a separate vector (Tensor::empty_like(x))");
+  const kernels::GlobalReductions global = reductions();  // x.y over every rank's shard
   return apply_dot_impl(x, y);
 }
 
@@ -94,6 +99,7 @@ LinearOperator::Dots LinearOperator::checked_apply_dots(const Tensor& x, const T
   TENAX_EXPECTS(!overlaps(w, y), UsageError,
                 "apply_dots of " + describe() + ": y overlaps w in memory",
                 "write A x into a vector apart from w (Tensor::empty_like(w))");
+  const kernels::GlobalReductions global = reductions();  // the dots over every rank's shard
   return apply_dots_impl(x, y, w, with_yy);
 }
 

@@ -56,6 +56,8 @@ RefinementResult MixedPrecisionRefinement::solve(const OperatorPtr& a, const Ten
   const Tensor d_inner = Tensor::empty({n}, a_inner->dtype(), a->device());
   const StoppingCriteria criteria = StoppingCriteria::from_options(options_.outer);
 
+  // On a distributed operator the norms of b and of the residual are over every rank's shard.
+  const kernels::GlobalReductions global = a->reductions();
   RefinementResult out;
   SolveResult& result = out.outer;
   const double rhs_norm = ops::nrm2(b);

@@ -81,6 +81,9 @@ void DiffusionIntegrator::reserve(const Tensor& u, double dt) {
 SolveResult DiffusionIntegrator::step(const Tensor& u, double dt) {
   const Tensor v = checked_vector(u, dt, "DiffusionIntegrator::step");
   ensure_work(v);
+  // On a distributed operator the finiteness check and the implicit solve reduce over every rank's
+  // shard, so every rank reaches the same verdict.
+  const kernels::GlobalReductions global = a_->reductions();
 
   SolveResult result;
   switch (options_.scheme) {

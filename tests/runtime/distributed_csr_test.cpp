@@ -1,7 +1,8 @@
 // The distributed CSR operator with the threads communicator at 1 to 4 ranks: each rank's rows of
 // y = A x carry the single-process bits, and CG, BiCGSTAB and GMRES (with and without Jacobi) run
-// unchanged on the shards, inside ShardedReductions, with the single-process iteration count,
-// residual history and solution bits on every rank.
+// unchanged on the shards, with no scope in the caller (the operator's partition makes their
+// reductions global), with the single-process iteration count, residual history and solution
+// bits on every rank.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -22,7 +23,6 @@
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/distributed_csr.hpp"
-#include "tenax/runtime/sharded_reductions.hpp"
 #include "tenax/solvers/csr_operator.hpp"
 #include "tenax/solvers/factory.hpp"
 #include "tenax/solvers/poisson.hpp"
@@ -93,8 +93,8 @@ TEST_P(DistributedCsr, EachRanksRowsOfTheProductHaveTheSingleProcessBits) {
         }
       }
       {
-        // The fused dots of BiCGSTAB's products: the single-process w.(A x) and (A x).(A x).
-        ShardedReductions reductions(comm, range);
+        // The fused dots of BiCGSTAB's products: the single-process w.(A x) and (A x).(A x), global
+        // by construction (the operator's partition), with no scope here.
         const Tensor ws = w.slice(range.first, range.first + range.count).clone();
         const solvers::LinearOperator::Dots dots = op.apply_dots(xs, ys, ws);
         EXPECT_EQ(bits(dots.wy), bits(want_wy)) << "rank " << r;
@@ -166,7 +166,6 @@ TEST_P(DistributedCsr, KrylovSolversGiveTheSingleProcessIteratesOnEveryRank) {
       const Tensor bs = b.slice(range.first, range.first + range.count).clone();
       Tensor xs = Tensor::empty({range.count}, DType::f64);
       ops::fill(xs, 0.0);
-      ShardedReductions reductions(comm, range);
       const auto solver = solvers::make_solver(m.solver, options);
       const Trace mine = solve_traced(*solver, op, bs, xs);
       EXPECT_EQ(mine.result.iterations, single.result.iterations) << "rank " << r;

@@ -2,7 +2,8 @@
 // points of y = A x and of x.(A x) carry the single-process bits of Laplacian2dOperator, on grids
 // whose rank boundaries fall inside grid rows and whose rows are longer than a rank's share (so
 // a rank's ghosts come from several ranks); and the heat integrators (explicit Euler, RK4,
-// implicit Euler, Crank-Nicolson with CG) step a sharded field with the single-process bits.
+// implicit Euler, Crank-Nicolson with CG) step a sharded field with the single-process bits, with
+// no scope in the caller: the operator's partition makes the reductions global.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -20,7 +21,6 @@
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/distributed_laplacian.hpp"
-#include "tenax/runtime/sharded_reductions.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 #include "tenax/solvers/time_integrator.hpp"
 
@@ -61,7 +61,6 @@ TEST_P(DistributedLaplacian, ProductAndDotHaveTheSingleProcessBits) {
       const DistributedLaplacian2dOperator op(comm, range, g.ny, g.nx, hy, hx);
       const Tensor xs = x.slice(range.first, range.first + range.count).clone();
       Tensor ys = Tensor::empty({range.count}, DType::f64);
-      ShardedReductions reductions(comm, range);
       for (int repeat = 0; repeat < 2; ++repeat) {  // the buffers are reused
         ops::fill(ys, 0.0);
         const double mine = op.apply_dot(xs, ys);
@@ -113,7 +112,6 @@ TEST_P(DistributedLaplacian, HeatIntegratorsStepTheShardsWithTheSingleProcessBit
     }
     expect_no_errors(testing::on_thread_ranks(ranks, 60, [&](int r, Communicator& comm) {
       const ShardRange range = kernels::block_aligned_range(n, ranks, r);
-      ShardedReductions reductions(comm, range);
       solvers::DiffusionIntegrator mine(
           std::make_shared<const DistributedLaplacian2dOperator>(comm, range, ny, nx, h, h), 1.0,
           options);

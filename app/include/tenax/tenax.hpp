@@ -1,34 +1,36 @@
 /// The umbrella header: everything a job needs, for a program that includes one header. Tensors
 /// and devices (core), the checked operations (kernels), checkpoints' files (io), the Runner,
-/// workloads, communicators, structured grids and kernels of your own over them, the training step
-/// (runtime: Trainer, loss scaler), operators, Krylov solvers, time integrators, autodiff and the
-/// nn models, optimizers and learning-rate schedules (solvers), and the App that turns a Workload
-/// into a program with the standard flags, with a Krylov solve's settings declared by name (app).
+/// workloads, communicators, vectors split across ranks (DistributedVector), structured grids and
+/// kernels of your own over them, the training step (runtime: Trainer, loss scaler), operators,
+/// Krylov solvers, time integrators, autodiff and the nn models, optimizers and learning-rate
+/// schedules (solvers), and the App that turns a Workload into a program with the standard flags,
+/// with a Krylov solve's settings declared by name (app).
 /// Compile time: a program that includes only what it uses builds faster. @file
 #pragma once
 
-#include "tenax/app/app.hpp"                 // IWYU pragma: export
-#include "tenax/app/problem_size.hpp"        // IWYU pragma: export
-#include "tenax/app/setting.hpp"             // IWYU pragma: export
-#include "tenax/app/solver_settings.hpp"     // IWYU pragma: export
-#include "tenax/app/training_settings.hpp"   // IWYU pragma: export
-#include "tenax/core/context.hpp"            // IWYU pragma: export
-#include "tenax/core/error.hpp"              // IWYU pragma: export
-#include "tenax/core/philox.hpp"             // IWYU pragma: export
-#include "tenax/core/random.hpp"             // IWYU pragma: export
-#include "tenax/core/state_dict.hpp"         // IWYU pragma: export
-#include "tenax/core/tensor.hpp"             // IWYU pragma: export
-#include "tenax/io/state_file.hpp"           // IWYU pragma: export
-#include "tenax/kernels/ops.hpp"             // IWYU pragma: export
-#include "tenax/runtime/communicator.hpp"    // IWYU pragma: export
-#include "tenax/runtime/grid.hpp"            // IWYU pragma: export
-#include "tenax/runtime/loss_scaler.hpp"     // IWYU pragma: export
-#include "tenax/runtime/runner.hpp"          // IWYU pragma: export
-#include "tenax/runtime/stencil.hpp"         // IWYU pragma: export
-#include "tenax/runtime/trainer.hpp"         // IWYU pragma: export
-#include "tenax/runtime/training.hpp"        // IWYU pragma: export
-#include "tenax/runtime/workload.hpp"        // IWYU pragma: export
-#include "tenax/solvers/nn/linear.hpp"       // IWYU pragma: export
-#include "tenax/solvers/nn/lr_schedule.hpp"  // IWYU pragma: export
-#include "tenax/solvers/nn/optimizer.hpp"    // IWYU pragma: export
-#include "tenax/solvers/solvers.hpp"         // IWYU pragma: export
+#include "tenax/app/app.hpp"                     // IWYU pragma: export
+#include "tenax/app/problem_size.hpp"            // IWYU pragma: export
+#include "tenax/app/setting.hpp"                 // IWYU pragma: export
+#include "tenax/app/solver_settings.hpp"         // IWYU pragma: export
+#include "tenax/app/training_settings.hpp"       // IWYU pragma: export
+#include "tenax/core/context.hpp"                // IWYU pragma: export
+#include "tenax/core/error.hpp"                  // IWYU pragma: export
+#include "tenax/core/philox.hpp"                 // IWYU pragma: export
+#include "tenax/core/random.hpp"                 // IWYU pragma: export
+#include "tenax/core/state_dict.hpp"             // IWYU pragma: export
+#include "tenax/core/tensor.hpp"                 // IWYU pragma: export
+#include "tenax/io/state_file.hpp"               // IWYU pragma: export
+#include "tenax/kernels/ops.hpp"                 // IWYU pragma: export
+#include "tenax/runtime/communicator.hpp"        // IWYU pragma: export
+#include "tenax/runtime/distributed_vector.hpp"  // IWYU pragma: export
+#include "tenax/runtime/grid.hpp"                // IWYU pragma: export
+#include "tenax/runtime/loss_scaler.hpp"         // IWYU pragma: export
+#include "tenax/runtime/runner.hpp"              // IWYU pragma: export
+#include "tenax/runtime/stencil.hpp"             // IWYU pragma: export
+#include "tenax/runtime/trainer.hpp"             // IWYU pragma: export
+#include "tenax/runtime/training.hpp"            // IWYU pragma: export
+#include "tenax/runtime/workload.hpp"            // IWYU pragma: export
+#include "tenax/solvers/nn/linear.hpp"           // IWYU pragma: export
+#include "tenax/solvers/nn/lr_schedule.hpp"      // IWYU pragma: export
+#include "tenax/solvers/nn/optimizer.hpp"        // IWYU pragma: export
+#include "tenax/solvers/solvers.hpp"             // IWYU pragma: export

@@ -1,6 +1,7 @@
 /// A square sparse matrix whose rows are split across the ranks of a Communicator, as a
 /// LinearOperator over each rank's shard of the vectors: the Krylov solvers run on it unchanged,
-/// inside a ShardedReductions scope (sharded_reductions.hpp) for their dot products and norms.
+/// and their dot products and norms are global by construction (partition(): the solvers reduce
+/// over the communicator's ranks, solvers/linear_operator.hpp), with no scope in the caller.
 /// @file
 /// Each rank holds rows [range.first, range.first + range.count) of the global n x n matrix; the
 /// vectors' shards are the same ranges (block-aligned: kernels::block_aligned_range, so that the
@@ -27,6 +28,7 @@
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/communicator_shard_gather.hpp"
 #include "tenax/runtime/halo_exchange.hpp"
 #include "tenax/solvers/linear_operator.hpp"
 
@@ -53,6 +55,11 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
   [[nodiscard]] const CsrMatrix& local_matrix() const noexcept { return extended_; }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool has_diagonal() const noexcept override { return true; }
+  /// The communicator's ranks and range(): the solvers' reductions over this operator's vectors
+  /// are global (solvers/linear_operator.hpp), with no scope in the caller.
+  [[nodiscard]] kernels::ShardPartition partition() const noexcept override {
+    return {&gather_, range_};
+  }
 
  private:
   void apply_impl(const Tensor& x, const Tensor& y) const override;
@@ -69,6 +76,7 @@ class DistributedCsrOperator final : public solvers::LinearOperator {
   Tensor make_vector_impl() const override;
 
   Communicator* comm_;
+  mutable CommunicatorShardGather gather_;  ///< comm_ as the reductions' ranks
   kernels::ShardRange range_;
   CsrMatrix extended_;  ///< range.count x (ghosts + range.count): [below | local | above] columns
   std::optional<HaloExchange> halo_;

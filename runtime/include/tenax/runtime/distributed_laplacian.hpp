@@ -4,9 +4,9 @@
 /// @file
 /// The grid [ny, nx] is flattened row-major (index y * nx + x), and each rank holds the points
 /// [range.first, range.first + range.count) of it: block-aligned ranges
-/// (kernels::block_aligned_range), so that the Krylov solvers' reductions inside a
-/// ShardedReductions scope keep the single-process bits. A range need not start or end on a grid
-/// row. A rank's ghosts are the up to nx points before and after its range (the rows above and
+/// (kernels::block_aligned_range), so that the solvers' reductions, global over its partition()
+/// with no scope in the caller, keep the single-process bits. A range need not start or end on a
+/// grid row. A rank's ghosts are the up to nx points before and after its range (the rows above and
 /// below), fetched by a HaloExchange (halo_exchange.hpp) in every apply(); each point is then the
 /// stencil bodies' laplacian_5pt_point of its gathered neighbours, the expression every backend of
 /// ops::laplacian_5pt_dot evaluates, so y = A x equals the single-process product bit for bit.
@@ -22,6 +22,7 @@
 
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
+#include "tenax/runtime/communicator_shard_gather.hpp"
 #include "tenax/runtime/halo_exchange.hpp"
 #include "tenax/solvers/linear_operator.hpp"
 
@@ -45,6 +46,11 @@ class DistributedLaplacian2dOperator final : public solvers::LinearOperator {
   [[nodiscard]] std::int64_t ghost_count() const noexcept { return halo_.ghost_count(); }
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool has_diagonal() const noexcept override { return true; }
+  /// The communicator's ranks and range(): the solvers' reductions over this operator's vectors
+  /// are global (solvers/linear_operator.hpp), with no scope in the caller.
+  [[nodiscard]] kernels::ShardPartition partition() const noexcept override {
+    return {&gather_, range_};
+  }
 
  private:
   void apply_impl(const Tensor& x, const Tensor& y) const override;
@@ -54,6 +60,7 @@ class DistributedLaplacian2dOperator final : public solvers::LinearOperator {
   void apply_typed(const Tensor& x, const Tensor& y) const;
 
   Communicator* comm_;
+  mutable CommunicatorShardGather gather_;  ///< comm_ as the reductions' ranks
   kernels::ShardRange range_;
   std::int64_t ny_;
   std::int64_t nx_;

@@ -18,6 +18,16 @@
 ///  - with_dtype(dtype): the same operator computing in another dtype (mixed-precision
 ///    refinement); supports_dtype_cast() says whether it can.
 ///
+/// Ranks live in the operator: partition() says how its vectors are split across ranks (local by
+/// default; the distributed operators of runtime/ return their ranks and this rank's rows, the
+/// composite ones their inner operator's). The solvers of this layer (Krylov, time integrators,
+/// mixed-precision refinement) hold reductions() while they work on an operator's vectors, so on a
+/// distributed operator every dot product and norm they take — ops::dot, nrm2 and the fused
+/// Krylov kernels — is global over all ranks, bitwise the single-process value, with nothing in
+/// the caller; the operator's own apply_dot, apply_dot_with and apply_dots return global dots
+/// too. Code outside the solvers that reduces an operator's vectors holds reductions() too
+/// (or uses runtime::DistributedVector).
+///
 /// Operators are immutable after construction; the const functions may be called from several
 /// threads at once on distinct outputs. Operators are shared as OperatorPtr
 /// (std::shared_ptr<const LinearOperator>) by the objects that keep them (solvers, preconditioners,
@@ -32,6 +42,7 @@
 #include "tenax/core/device.hpp"
 #include "tenax/core/dtype.hpp"
 #include "tenax/core/tensor.hpp"
+#include "tenax/kernels/sharded_reduction.hpp"
 
 namespace tenax::solvers {
 
@@ -55,6 +66,24 @@ class LinearOperator {
   [[nodiscard]] std::int64_t cols() const noexcept { return cols_; }
   [[nodiscard]] DType dtype() const noexcept { return dtype_; }
   [[nodiscard]] Device device() const noexcept { return device_; }
+  ///@}
+
+  /// @name Distribution (see the file description)
+  ///@{
+
+  /// How the operator's vectors are split across ranks: ShardPartition::local(rows()) by default;
+  /// a distributed operator returns its ranks and this rank's rows (range.count == rows()), which
+  /// stay valid while the operator lives. Composite operators return their inner operator's.
+  [[nodiscard]] virtual kernels::ShardPartition partition() const noexcept;
+  /// While the returned object lives, this thread's reductions (ops::dot, nrm2, sum, max and the
+  /// fused Krylov kernels) over the operator's vectors are global over partition(): collective,
+  /// the same calls in the same order on every rank. Nothing changes for a local operator. Joins
+  /// an active scope of the same partition (nested solvers); throws UsageError when one over
+  /// another partition is active (kernels::GlobalReductions). Keep it on the stack:
+  /// `const kernels::GlobalReductions global = a.reductions();`.
+  [[nodiscard]] kernels::GlobalReductions reductions() const {
+    return kernels::GlobalReductions(partition());
+  }
   ///@}
 
   /// What the operator is, for messages: "csr f64[64, 64] (nnz 288, i64 indices) on cpu".

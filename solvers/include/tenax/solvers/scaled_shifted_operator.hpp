@@ -30,6 +30,10 @@ class ScaledShiftedOperator final : public LinearOperator {
 
   [[nodiscard]] std::string describe() const override;
   [[nodiscard]] bool has_diagonal() const noexcept override { return a_->has_diagonal(); }
+  /// A's: alpha A + beta I is split across ranks as A is.
+  [[nodiscard]] kernels::ShardPartition partition() const noexcept override {
+    return a_->partition();
+  }
   [[nodiscard]] bool supports_dtype_cast() const noexcept override {
     return a_->supports_dtype_cast();
   }
