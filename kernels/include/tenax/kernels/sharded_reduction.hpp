@@ -133,6 +133,7 @@ class ShardedReductionScope {
 /// invalid range (as ShardedReductionScope). Neither copyable nor movable; not collective itself.
 class GlobalReductions {
  public:
+  /// Makes this thread's reductions global over `partition` until destroyed (see the class).
   explicit GlobalReductions(const ShardPartition& partition);
   GlobalReductions(const GlobalReductions&) = delete;             ///< not copyable
   GlobalReductions& operator=(const GlobalReductions&) = delete;  ///< not copyable
