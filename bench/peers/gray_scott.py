@@ -299,14 +299,7 @@ def check_text(check):
 
 def versions(ctx):
     info = peers.versions(ctx)
-    for pkg in ("libpetsc-real3.18-dev", "petsc-dev", "python3-numpy"):
-        try:
-            v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-            if v:
-                info[pkg] = v
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+    peers.add_package_versions(info, ("libpetsc-real3.18-dev", "petsc-dev", "python3-numpy"))
     return info
 
 

@@ -563,7 +563,14 @@ def versions(ctx):
                     break
     except OSError:
         pass
-    for pkg in ("python3-petsc4py-real3.18", "python3-scipy", "libeigen3-dev", "openmpi-bin"):
+    add_package_versions(info, ("python3-petsc4py-real3.18", "python3-scipy", "libeigen3-dev",
+                                "openmpi-bin"))
+    return info
+
+
+def add_package_versions(info, packages):
+    """info[package] = its installed Debian version, for each of `packages` that dpkg knows."""
+    for pkg in packages:
         try:
             v = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True,
                                text=True, timeout=10).stdout.strip()
@@ -571,7 +578,6 @@ def versions(ctx):
                 info[pkg] = v
         except (OSError, subprocess.TimeoutExpired):
             pass
-    return info
 
 
 def main():
