@@ -160,6 +160,7 @@ kernels::GridGeometry Grid::geometry() const {
   for (int axis = 1; axis < dims(); ++axis)
     g.extent[axis] = extents_[static_cast<std::size_t>(axis)];
   g.ghost = ghost_;
+  g.first_row = first_row();
   for (int axis = 0; axis < dims(); ++axis) {
     g.kind[axis] = boundaries_[static_cast<std::size_t>(axis)].kind;
     g.value[axis] = boundaries_[static_cast<std::size_t>(axis)].value;

@@ -64,6 +64,34 @@ TEST_F(GridGpu, AUserKernelGivesTheCpuBitsOnEveryBoundary) {
   }
 }
 
+// A kernel that takes its point (a source varying in space) on a 3-D grid.
+struct Source {
+  template <class Field>
+  TENAX_HD void operator()(const kernels::GridPoint& p, const Field& u, double& out) const {
+    out = u(0, 0, 0) + 0.125 * (u(-1, 0, 0) + u(1, 0, 0) + u(0, -1, 0) + u(0, 1, 0)) +
+          1e-3 * static_cast<double>(p[0] * 10000 + p[1] * 100 + p[2]);
+  }
+};
+
+TEST_F(GridGpu, AKernelThatTakesItsPointGivesTheCpuBits) {
+  SingleRankCommunicator comm;
+  const Grid grid(comm, {.extents = {9, 6, 70}, .boundaries = {Boundary::dirichlet(0.25)}});
+  std::vector<double> results[2];
+  int k = 0;
+  for (const Device device : {Device::cpu(), gpu()}) {
+    const Tensor u = grid.make_field(DType::f64, device);
+    const Tensor out = grid.make_field(DType::f64, device);
+    Tensor whole = Tensor::empty({9, 6, 70}, DType::f64);
+    for (std::int64_t i = 0; i < whole.numel(); ++i) whole.data_as<double>()[i] = std::sin(0.3 * i);
+    grid.scatter(whole, u);
+    grid.exchange({u});
+    apply_stencil<double>(grid, Source{}, {u}, {out});
+    const Tensor back = grid.gather(out);
+    results[k++].assign(back.data_as<double>(), back.data_as<double>() + back.numel());
+  }
+  EXPECT_EQ(results[1], results[0]);
+}
+
 TEST_F(GridGpu, FieldsCrossBetweenTheDeviceAndTheHostWhole) {
   SingleRankCommunicator comm;
   const Grid grid(comm, {.extents = {5, 4, 3}, .ghost_width = 2});

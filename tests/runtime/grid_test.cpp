@@ -191,6 +191,55 @@ TEST(Grid, LongRowsRunTheirInteriorBranchFreeWithTheSameBits) {
   }
 }
 
+// A kernel that takes its point: a source that varies in space, by the global index.
+struct WithPoint {
+  template <class Field>
+  TENAX_HD void operator()(const kernels::GridPoint& p, const Field& u, double& out) const {
+    out = u(0, 0, 0) + 1000.0 * static_cast<double>(p[0]) + 10.0 * static_cast<double>(p[1]) +
+          0.5 * static_cast<double>(p[2]) + 0.25 * (u(0, 0, -1) + u(0, 0, 1));
+  }
+};
+
+TEST(Grid, AKernelThatTakesItsPointGetsTheGlobalIndexOnAnyNumberOfRanks) {
+  // 3-D, long enough lines for the interior run (its vectorised loop passes the index too).
+  const std::vector<std::int64_t> extents = {7, 3, 40};
+  const Boundary b = Boundary::neumann();
+  for (const int ranks : {1, 2, 3}) {
+    std::vector<double> got;
+    const auto errors = on_thread_ranks(ranks, 30, [&](int rank, Communicator& comm) {
+      const Grid grid(comm, {.extents = extents, .boundaries = {b}});
+      const Tensor u = grid.make_field(DType::f64);
+      const Tensor out = grid.make_field(DType::f64);
+      const Tensor mine = grid.owned(u);
+      const std::int64_t per_row = 3 * 40;
+      for (std::int64_t i = 0; i < mine.numel(); ++i) {
+        mine.data_as<double>()[i] = value_at(grid.first_row() * per_row + i);
+      }
+      grid.exchange({u});
+      apply_stencil<double>(grid, WithPoint{}, {u}, {out});
+      const Tensor whole = grid.gather(out);
+      if (rank == 0) got.assign(whole.data_as<double>(), whole.data_as<double>() + whole.numel());
+    });
+    for (const std::string& error : errors) EXPECT_EQ(error, "");
+    ASSERT_EQ(got.size(), 7u * 3 * 40);
+    for (std::int64_t i0 = 0; i0 < 7; ++i0) {
+      for (std::int64_t i1 = 0; i1 < 3; ++i1) {
+        for (std::int64_t i2 = 0; i2 < 40; ++i2) {
+          const auto at = [&](std::int64_t x) {  // Neumann along the last axis
+            x = x < 0 ? -1 - x : x >= 40 ? 79 - x : x;
+            return value_at((i0 * 3 + i1) * 40 + x);
+          };
+          const double expected = at(i2) + 1000.0 * static_cast<double>(i0) +
+                                  10.0 * static_cast<double>(i1) + 0.5 * static_cast<double>(i2) +
+                                  0.25 * (at(i2 - 1) + at(i2 + 1));
+          ASSERT_EQ(got[static_cast<std::size_t>((i0 * 3 + i1) * 40 + i2)], expected)
+              << ranks << " ranks, point (" << i0 << ", " << i1 << ", " << i2 << ")";
+        }
+      }
+    }
+  }
+}
+
 TEST(Grid, GatherScatterAndFieldFilesRoundTripOverAnyNumberOfRanks) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("tenax-grid-fields-" + std::to_string(::getpid()) + ".h5");

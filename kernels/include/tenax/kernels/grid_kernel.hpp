@@ -25,6 +25,9 @@
 /// CPU result is the oracle for the GPU's (the CUDA code is compiled with --fmad=false, so the
 /// same IEEE operations are rounded the same way).
 ///
+/// A kernel that needs its point's coordinates (a coefficient that varies in space) takes a
+/// GridPoint first: `operator()(const GridPoint& p, const Field& u, double& out)`, p[0] the row.
+///
 /// The kernel must be a pure function of its inputs: no state it writes, no reads outside the
 /// ghost width, no output that is also an input (the outputs are separate arrays or buffers).
 ///
@@ -40,6 +43,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "tenax/core/context.hpp"
@@ -71,6 +75,7 @@ struct GridGeometry {
   int dims = 1;                                   ///< axes of the grid, 1..3
   std::int64_t extent[kMaxGridDims] = {0, 1, 1};  ///< this rank's rows, then the whole axes
   int ghost = 1;                                  ///< ghost rows on each side of axis 0
+  std::int64_t first_row = 0;                     ///< this rank's first row of the whole axis 0
   BoundaryKind kind[kMaxGridDims] = {};           ///< per axis; [0] is not read here
   double value[kMaxGridDims] = {};                ///< Dirichlet values per axis
 
@@ -141,7 +146,30 @@ struct EdgeNeighbours {
   }
 };
 
+/// The point a kernel computes, by its global index along each axis (axis 0 first; 0 for the
+/// axes the grid lacks): the same on any number of ranks. A kernel that wants it takes it as its
+/// first argument, before the neighbourhoods: `operator()(const GridPoint& p, const Field& u,
+/// double& out)` (a coefficient that varies in space, a source term); one that does not is called
+/// without it.
+struct GridPoint {
+  std::int64_t index[kMaxGridDims] = {};  ///< the global index along each axis
+
+  /// The index along `axis`.
+  [[nodiscard]] TENAX_HD std::int64_t operator[](int axis) const { return index[axis]; }
+};
+
 namespace detail {
+
+/// X, whatever the index: to repeat a type over a pack of indices.
+template <std::size_t, class X>
+using Repeat = X;
+
+/// Whether `Kernel` takes the GridPoint before its N neighbourhoods (of type A) and M outputs.
+template <class Kernel, class A, class T, std::size_t... I, std::size_t... J>
+constexpr bool takes_point(std::index_sequence<I...>, std::index_sequence<J...>) {
+  return std::is_invocable_v<const Kernel&, const GridPoint&, Repeat<I, const A&>...,
+                             Repeat<J, T&>...>;
+}
 
 /// One sweep of a kernel over rows of a rank's block: N input fields (ghosted storage, as
 /// GridGeometry says) and M outputs, output k's element (y, i1, i2) at
@@ -172,23 +200,40 @@ struct GridSweep {
     return inside1 && inside2;
   }
 
+  /// The GridPoint of local point (y, i1, i2).
+  [[nodiscard]] TENAX_HD GridPoint global_point(std::int64_t y, std::int64_t i1,
+                                                std::int64_t i2) const {
+    return GridPoint{{geometry.first_row + y, i1, i2}};
+  }
+
   template <std::size_t... I, std::size_t... J>
-  TENAX_HD void call_interior(std::index_sequence<I...>, std::index_sequence<J...>, std::int64_t at,
-                              std::int64_t to) const {
+  TENAX_HD void call_interior(std::index_sequence<I...> in_seq, std::index_sequence<J...> out_seq,
+                              std::int64_t at, std::int64_t to, std::int64_t y, std::int64_t i1,
+                              std::int64_t i2) const {
     const std::int64_t line = geometry.dims == 3 ? geometry.extent[2] : 1;
-    kernel(InteriorNeighbours<T>{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
+    if constexpr (takes_point<Kernel, InteriorNeighbours<T>, T>(in_seq, out_seq)) {
+      kernel(global_point(y, i1, i2),
+             InteriorNeighbours<T>{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
+    } else {
+      kernel(InteriorNeighbours<T>{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
+    }
   }
   template <std::size_t... I, std::size_t... J>
-  TENAX_HD void call_edge(std::index_sequence<I...>, std::index_sequence<J...>, std::int64_t y,
-                          std::int64_t i1, std::int64_t i2, std::int64_t to) const {
-    kernel(EdgeNeighbours<T>{in[I] + input_index(y, 0, 0), &geometry, i1, i2}..., out[J][to]...);
+  TENAX_HD void call_edge(std::index_sequence<I...> in_seq, std::index_sequence<J...> out_seq,
+                          std::int64_t y, std::int64_t i1, std::int64_t i2, std::int64_t to) const {
+    if constexpr (takes_point<Kernel, EdgeNeighbours<T>, T>(in_seq, out_seq)) {
+      kernel(global_point(y, i1, i2),
+             EdgeNeighbours<T>{in[I] + input_index(y, 0, 0), &geometry, i1, i2}..., out[J][to]...);
+    } else {
+      kernel(EdgeNeighbours<T>{in[I] + input_index(y, 0, 0), &geometry, i1, i2}..., out[J][to]...);
+    }
   }
 
   /// The point (y, i1, i2), with the neighbourhood its position calls for.
   TENAX_HD void point(std::int64_t y, std::int64_t i1, std::int64_t i2) const {
     if (interior(i1, i2)) {
       call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{},
-                    input_index(y, i1, i2), output_index(y, i1, i2));
+                    input_index(y, i1, i2), output_index(y, i1, i2), y, i1, i2);
     } else {
       call_edge(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, y, i1, i2,
                 output_index(y, i1, i2));
@@ -227,7 +272,8 @@ struct GridSweep {
 #pragma GCC ivdep
 #endif
       for (std::int64_t x = g; x < n - g; ++x) {
-        call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, at + x, to + x);
+        call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, at + x, to + x,
+                      y, geometry.dims == 3 ? i1 : x, geometry.dims == 3 ? x : 0);
       }
       for (std::int64_t x = n - g; x < n; ++x) {
         geometry.dims == 3 ? point(y, i1, x) : point(y, x, 0);
