@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
                 {.step = result.step, .config = job.config()});
     }
     if (!job.leader()) return 0;
-    const double ms = 1e3 * sim.median_step_seconds();  // this process's steps (0: none taken)
+    const double ms = 1e3 * sim.step_times().median();  // this process's steps (0: none taken)
     const double bytes = 32.0 * static_cast<double>(side * side);  // u, v read and written
     std::printf("gray_scott: %lld steps on %s, grid %s: %.3f ms per step (median), %.1f GB/s\n",
                 static_cast<long long>(result.step), tenax::to_string(job.device()).c_str(),

@@ -21,7 +21,6 @@
 // Grid: n interior points per side; point (i, j) sits at x = (i+1)/(n+1), y = (j+1)/(n+1) and
 // is stored at u[j][i]; u = 0 on the boundary (the grid's Dirichlet rule).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -42,8 +41,10 @@
 #include "tenax/kernels/detail/stencil_bodies.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/distributed_laplacian.hpp"
+#include "tenax/runtime/distributed_vector.hpp"
 #include "tenax/runtime/runner.hpp"
 #include "tenax/runtime/stencil.hpp"
+#include "tenax/runtime/step_times.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 #include "tenax/solvers/time_integrator.hpp"
 
@@ -194,27 +195,8 @@ class Heat2d final : public tenax::runtime::Workload {
     integrator_.emplace(std::move(laplacian), options.alpha(), integrator);
   }
 
-  // This rank's points of the field.
-  [[nodiscard]] const Tensor& field() const noexcept { return u_; }
-  // The whole field on the CPU, gathered on rank 0 (undefined on the others). Collective.
-  [[nodiscard]] Tensor gather_field() const {
-    const std::int64_t n = options_.n();
-    const Tensor mine = u_.to(Device::cpu()).clone();
-    if (comm_.rank() != 0) {
-      if (range_.count > 0) comm_.send(mine, 0, kGatherTag);
-      return Tensor{};
-    }
-    Tensor whole = Tensor::empty({n * n}, DType::f64);
-    tenax::ops::copy(whole.slice(0, range_.count), mine);
-    for (int r = 1; r < comm_.size(); ++r) {
-      const tenax::kernels::ShardRange theirs =
-          tenax::kernels::block_aligned_range(n * n, comm_.size(), r);
-      if (theirs.count > 0) {
-        comm_.receive(whole.slice(theirs.first, theirs.first + theirs.count), r, kGatherTag);
-      }
-    }
-    return whole.reshape({n, n});
-  }
+  // The field: this rank's points of the n * n grid, with the reductions over all of them.
+  [[nodiscard]] tenax::runtime::DistributedVector field() const { return {comm_, range_, u_}; }
   [[nodiscard]] double time() const noexcept { return time_; }
 
   void init() override {
@@ -242,14 +224,7 @@ class Heat2d final : public tenax::runtime::Workload {
     staged_ = true;
   }
 
-  // Median seconds of the steps this process took (0 when none).
-  [[nodiscard]] double median_step_seconds() const {
-    if (step_seconds_.empty()) return 0.0;
-    std::vector<double> sorted = step_seconds_;
-    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-    return sorted[sorted.size() / 2];
-  }
-  [[nodiscard]] std::size_t timed_steps() const noexcept { return step_seconds_.size(); }
+  [[nodiscard]] const tenax::runtime::StepTimes& step_times() const noexcept { return times_; }
 
   [[nodiscard]] std::optional<std::string> check() const override { return problem_; }
 
@@ -258,7 +233,7 @@ class Heat2d final : public tenax::runtime::Workload {
   void commit_step() override {
     TENAX_EXPECTS(staged_, tenax::UsageError, "heat2d: commit with no step staged",
                   "call step() before commit_step()");
-    const auto start = std::chrono::steady_clock::now();
+    times_.start();
     tenax::ops::copy(u_next_, u_);
     const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
     std::swap(u_, u_next_);
@@ -272,8 +247,7 @@ class Heat2d final : public tenax::runtime::Workload {
                  (result.detail.empty() ? "" : ": " + result.detail);
     }
     if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
-    step_seconds_.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times_.stop();
     time_ += dt_;
     staged_ = false;
   }
@@ -319,8 +293,6 @@ class Heat2d final : public tenax::runtime::Workload {
   }
 
  private:
-  static constexpr int kGatherTag = 3;  // points to rank 0 for the output
-
   const Settings& options_;
   Device device_;
   tenax::runtime::Communicator& comm_;
@@ -334,7 +306,7 @@ class Heat2d final : public tenax::runtime::Workload {
   tenax::solvers::SolveResult last_solve_;  // the linear solve of the last step
   bool staged_ = false;
   std::int64_t staged_step_ = 0;
-  std::vector<double> step_seconds_;  // of every step taken by this process
+  tenax::runtime::StepTimes times_;  // the solves of this process's last steps
 };
 
 // The stability limit of an explicit scheme, set by the largest eigenvalue of -Δh, 8/h^2: FTCS
@@ -352,22 +324,12 @@ double time_step(const Settings& options) {
   return options.dt() > 0 ? options.dt() : options.courant() * h * h / (4.0 * options.alpha());
 }
 
-// The largest value of `part` over every rank (-inf for no points). Collective.
-double max_over_ranks(tenax::runtime::Communicator& comm, const Tensor& part) {
-  const Tensor value = Tensor::empty({1}, DType::f64);
-  value.data_as<double>()[0] =
-      part.numel() > 0 ? tenax::ops::max(part) : -std::numeric_limits<double>::infinity();
-  comm.all_reduce(value, tenax::runtime::ReduceOp::max);
-  return value.data_as<double>()[0];
-}
-
 // What a finished run prints and writes: the same for either split.
 struct Finished {
   double t = 0;
   double max_u = 0;
   std::int64_t points = 0;  // this rank's
-  double step_seconds = 0;  // median
-  std::size_t timed_steps = 0;
+  tenax::runtime::StepTimes times;
 };
 
 int run(const Settings& options, tenax::app::Job& job) {
@@ -421,9 +383,8 @@ int run(const Settings& options, tenax::app::Job& job) {
     HeatFtcs heat(options, grid, device, dt);
     result = job.run(heat);
     if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
-    const Tensor u = grid.owned(heat.field(0));
-    done = {heat.time(), max_over_ranks(comm, u), u.numel(), heat.median_step_seconds(),
-            heat.timed_steps()};
+    done = {heat.time(), grid.max(heat.field(0)), grid.owned(heat.field(0)).numel(),
+            heat.step_times()};
     metadata.step = result.step;
     if (!options.output().empty()) {
       heat.write(options.output(), attributes(heat.time(), result.step), metadata);
@@ -432,12 +393,12 @@ int run(const Settings& options, tenax::app::Job& job) {
     Heat2d heat(options, device, comm, dt);
     result = job.run(heat);
     if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
-    done = {heat.time(), max_over_ranks(comm, heat.field()), heat.field().numel(),
-            heat.median_step_seconds(), heat.timed_steps()};
-    const Tensor whole = options.output().empty() ? Tensor{} : heat.gather_field();
+    const tenax::runtime::DistributedVector u = heat.field();
+    done = {heat.time(), u.max(), u.local().numel(), heat.step_times()};
+    const Tensor whole = options.output().empty() ? Tensor{} : u.gather();
     metadata.step = result.step;
     if (job.leader() && whole.defined()) {
-      tenax::io::write_tensor_file(options.output(), "u", whole,
+      tenax::io::write_tensor_file(options.output(), "u", whole.reshape({options.n(), options.n()}),
                                    attributes(heat.time(), result.step), metadata);
     }
   }
@@ -456,12 +417,11 @@ int run(const Settings& options, tenax::app::Job& job) {
   // An FTCS step reads and writes the field once: 16 bytes per point (f64) at the least.
   // Per rank: its own rows (the ranks run side by side).
   const double points = static_cast<double>(done.points);
-  const double gbps = options.scheme() == "explicit" && done.step_seconds > 0
-                          ? 16.0 * points / done.step_seconds / 1e9
-                          : 0.0;
-  if (done.timed_steps > 0) {
-    std::printf("heat2d: %.3f ms per step (median of %zu)", 1e3 * done.step_seconds,
-                done.timed_steps);
+  const double step_seconds = done.times.median();
+  const double gbps =
+      options.scheme() == "explicit" && step_seconds > 0 ? 16.0 * points / step_seconds / 1e9 : 0.0;
+  if (done.times.count() > 0) {
+    std::printf("heat2d: %.3f ms per step (median of %zu)", 1e3 * step_seconds, done.times.count());
     if (gbps > 0) std::printf(", %.1f GB/s at 16 bytes per point", gbps);
     std::printf("\n");
   }
@@ -470,8 +430,8 @@ int run(const Settings& options, tenax::app::Job& job) {
         "{\"scheme\":\"%s\",\"n\":%lld,\"steps\":%lld,\"timed_steps\":%zu,"
         "\"ms_per_step\":%.9g,\"bytes_per_step\":%.17g,\"gbps\":%.9g,\"t\":%.17g}\n",
         options.scheme().c_str(), static_cast<long long>(options.n()),
-        static_cast<long long>(steps), done.timed_steps, 1e3 * done.step_seconds, 16.0 * points,
-        gbps, done.t);
+        static_cast<long long>(steps), done.times.count(), 1e3 * step_seconds, 16.0 * points, gbps,
+        done.t);
   }
   return 0;
 }

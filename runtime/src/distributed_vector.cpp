@@ -7,6 +7,7 @@
 
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/halo_exchange.hpp"
 
 namespace tenax::runtime {
 namespace {
@@ -91,6 +92,35 @@ double DistributedVector::max() const {
 std::int64_t DistributedVector::count_nonfinite() const {
   const kernels::GlobalReductions global(partition());
   return ops::count_nonfinite(local_);
+}
+
+Tensor DistributedVector::gather(int root) const {
+  Communicator& comm = communicator();
+  TENAX_EXPECTS(root >= 0 && root < comm.size(), UsageError,
+                "gather to rank " + std::to_string(root) + " of " + std::to_string(comm.size()),
+                "give a root in [0, ranks)");
+  if (comm.size() == 1) return local_.to(Device::cpu());
+  constexpr int kGatherTag = (1 << 24) - 3;
+  // Every rank's range, to place its part (collective, and checked to tile the vector).
+  const std::vector<kernels::ShardRange> ranges =
+      gather_ranges(comm, range_, "DistributedVector::gather");
+  const Tensor mine = local_.to(Device::cpu());
+  if (comm.rank() != root) {
+    if (range_.count > 0) comm.send(mine, root, kGatherTag);
+    return Tensor{};
+  }
+  Tensor whole = Tensor::empty({range_.total}, local_.dtype());
+  for (int r = 0; r < comm.size(); ++r) {
+    const kernels::ShardRange& theirs = ranges[static_cast<std::size_t>(r)];
+    if (theirs.count == 0) continue;
+    const Tensor part = whole.slice(theirs.first, theirs.first + theirs.count);
+    if (r == root) {
+      ops::copy(part, mine);
+    } else {
+      comm.receive(part, r, kGatherTag);
+    }
+  }
+  return whole;
 }
 
 std::string DistributedVector::describe() const {

@@ -341,6 +341,18 @@ void Grid::scatter(const Tensor& whole, const Tensor& field, int root) const {
   }
 }
 
+double Grid::max(const Tensor& field) const {
+  // Every rank holds a row at least (the constructor's check), so ops::max never sees nothing.
+  // A NaN is carried beside the value: an all-reduce's max may drop it.
+  const double mine = ops::max(owned(field));
+  if (comm_->size() == 1) return mine;
+  const Tensor both = Tensor::empty({2}, DType::f64);
+  both.data_as<double>()[0] = std::isnan(mine) ? -std::numeric_limits<double>::infinity() : mine;
+  both.data_as<double>()[1] = std::isnan(mine) ? 1.0 : 0.0;
+  comm_->all_reduce(both, ReduceOp::max);
+  return both.data_as<double>()[1] > 0 ? std::nan("") : both.data_as<double>()[0];
+}
+
 std::string Grid::describe() const {
   std::string text;
   for (std::size_t axis = 0; axis < extents_.size(); ++axis) {

@@ -298,3 +298,36 @@ TEST(DistributedVectorMisuse, OfOperatorNeedsAnOperatorSplitOverTheCommunicator)
 
 }  // namespace
 }  // namespace tenax::runtime
+
+namespace tenax::runtime {
+namespace {
+
+// gather() puts every rank's part in its place on the root, for uneven block ranges and ranks
+// that hold nothing (5 ranks over 3 blocks and a bit), on any root; the other ranks get nothing.
+TEST(DistributedVectorGather, EveryRanksPartLandsInItsPlaceOnTheRoot) {
+  const std::int64_t total = 3 * kernels::kReduceBlock + 17;
+  for (const int ranks : {1, 2, 3, 5}) {
+    for (const int root : {0, ranks - 1}) {
+      const auto errors = testing::on_thread_ranks(ranks, 30, [&](int rank, Communicator& comm) {
+        const kernels::ShardRange range = kernels::block_aligned_range(total, ranks, rank);
+        Tensor local = Tensor::empty({range.count}, DType::f64);
+        for (std::int64_t i = 0; i < range.count; ++i) {
+          local.data_as<double>()[i] = 0.5 * static_cast<double>(range.first + i);
+        }
+        const Tensor whole = DistributedVector(comm, range, local).gather(root);
+        if (rank != root) {
+          EXPECT_FALSE(whole.defined());
+          return;
+        }
+        ASSERT_EQ(whole.numel(), total);
+        for (std::int64_t i = 0; i < total; ++i) {
+          ASSERT_EQ(whole.data_as<double>()[i], 0.5 * static_cast<double>(i)) << i;
+        }
+      });
+      for (const std::string& error : errors) EXPECT_EQ(error, "") << ranks << " ranks";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tenax::runtime

@@ -240,6 +240,27 @@ TEST(Grid, AKernelThatTakesItsPointGetsTheGlobalIndexOnAnyNumberOfRanks) {
   }
 }
 
+TEST(Grid, TheLargestValueIsEveryRanksAndANanOnOneRankIsEverybodysNan) {
+  for (const bool poison : {false, true}) {
+    const auto errors = on_thread_ranks(3, 30, [&](int rank, Communicator& comm) {
+      const Grid grid(comm, {.extents = {7, 4}});
+      const Tensor field = grid.make_field(DType::f64);
+      const Tensor mine = grid.owned(field);
+      for (std::int64_t i = 0; i < mine.numel(); ++i) {
+        mine.data_as<double>()[i] = static_cast<double>(grid.first_row() * 4 + i);
+      }
+      if (poison && rank == 1) mine.data_as<double>()[0] = std::nan("");
+      const double largest = grid.max(field);
+      if (poison) {
+        EXPECT_TRUE(std::isnan(largest)) << largest;
+      } else {
+        EXPECT_EQ(largest, 27.0);
+      }
+    });
+    for (const std::string& error : errors) EXPECT_EQ(error, "");
+  }
+}
+
 TEST(Grid, GatherScatterAndFieldFilesRoundTripOverAnyNumberOfRanks) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("tenax-grid-fields-" + std::to_string(::getpid()) + ".h5");

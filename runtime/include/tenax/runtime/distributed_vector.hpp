@@ -96,6 +96,11 @@ class DistributedVector {
   [[nodiscard]] std::int64_t count_nonfinite() const;
   ///@}
 
+  /// Collective: the whole vector (every rank's part in rank order) as a CPU tensor of size()
+  /// elements on rank `root`; an undefined tensor on the others. UsageError for a root outside
+  /// the ranks. On one rank, a CPU vector's local part itself (no copy).
+  [[nodiscard]] Tensor gather(int root = 0) const;
+
   /// For messages: "f64 elements [0, +1024) of 3000 over 3 ranks (this is rank 0)".
   [[nodiscard]] std::string describe() const;
 

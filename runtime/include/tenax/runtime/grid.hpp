@@ -148,6 +148,10 @@ class Grid {
   /// points of every rank's `field`. UsageError on root for a `whole` of another shape or dtype.
   void scatter(const Tensor& whole, const Tensor& field, int root = 0) const;
 
+  /// Collective: the largest owned value of `field` over every rank (NaN if any is NaN), the same
+  /// on every rank. A floating field of this grid (UsageError otherwise).
+  [[nodiscard]] double max(const Tensor& field) const;
+
   /// "256 x 256, periodic, ghost width 1, rows split over 2 ranks".
   [[nodiscard]] std::string describe() const;
 

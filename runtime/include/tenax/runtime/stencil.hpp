@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,6 +31,7 @@
 #include "tenax/kernels/grid_kernel.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/grid.hpp"
+#include "tenax/runtime/step_times.hpp"
 #include "tenax/runtime/workload.hpp"
 
 namespace tenax::runtime {
@@ -135,17 +135,9 @@ class StencilSimulation : public Workload {
   [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
   /// The grid.
   [[nodiscard]] const Grid& grid() const noexcept { return grid_; }
-  /// The median wall time of this process's last steps (up to 1024), seconds: from step() to the
-  /// end of commit_step(), the agreement between them included; 0 before the first.
-  [[nodiscard]] double median_step_seconds() const {
-    if (step_seconds_.empty()) return 0.0;
-    std::vector<double> sorted = step_seconds_;
-    std::nth_element(sorted.begin(),
-                     sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
-    return sorted[sorted.size() / 2];
-  }
-  /// The steps median_step_seconds() is the median of.
-  [[nodiscard]] std::size_t timed_steps() const noexcept { return step_seconds_.size(); }
+  /// The wall times of this process's last steps (StepTimes::kKept at most): from step() to the
+  /// end of commit_step(), the agreement between them included.
+  [[nodiscard]] const StepTimes& step_times() const noexcept { return step_times_; }
 
   /// Collective: writes every field whole to `path` (Grid's write_fields: one dataset per field
   /// at the grid's shape), with `attributes` and `metadata`.
@@ -212,7 +204,7 @@ class StencilSimulation : public Workload {
   // Takes what the step needs (memory) before anything changes: new fields, or for a micro-batch
   // smaller than this rank's rows two buffers of a block of rows per field.
   void step(std::int64_t, std::int64_t micro_batch) override {
-    step_start_ = std::chrono::steady_clock::now();
+    step_times_.start();
     staged_.reset();
     Staged staged;
     if (micro_batch >= grid_.rows()) {
@@ -243,13 +235,7 @@ class StencilSimulation : public Workload {
     if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
     staged_.reset();
     ++steps_;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count();
-    if (step_seconds_.size() < kTimedSteps) {
-      step_seconds_.push_back(seconds);
-    } else {
-      step_seconds_[static_cast<std::size_t>(steps_) % kTimedSteps] = seconds;
-    }
+    step_times_.stop();
   }
 
   void discard_step() override { staged_.reset(); }
@@ -387,9 +373,7 @@ class StencilSimulation : public Workload {
   std::vector<Tensor> fields_;
   std::optional<Staged> staged_;
   std::int64_t steps_ = 0;
-  static constexpr std::size_t kTimedSteps = 1024;
-  std::chrono::steady_clock::time_point step_start_;
-  std::vector<double> step_seconds_;  // the last kTimedSteps steps' wall times
+  StepTimes step_times_;
 };
 
 }  // namespace tenax::runtime
