@@ -128,6 +128,9 @@ record_gtest() {
 }
 # count REGEX FILE: the number captured by REGEX on its last matching line.
 count() { sed -nE "s/$1/\\1/p" "$2" | tail -n 1; }
+# Stopped from outside (a device call's time limit, ^C): the rows so far still make the summary
+# and the archive, and the row says where it stopped.
+trap 'record gpu-check "FAIL(signal)" "stopped by a signal after $((SECONDS - t_start)) s: the checks after the row above did not run"; finish' TERM INT
 
 # finish: the summary file, the archive, the verdict; exits 1 when any row failed.
 finish() {
@@ -142,7 +145,7 @@ finish() {
     for i in "${!names[@]}"; do
       printf '%-36s %-9s %s\n' "${names[$i]}" "${statuses[$i]}" "${reasons[$i]}"
     done
-    grep -h '^{' "$res"/poisson-*.txt "$res"/heat2d.txt "$res"/gray_scott-4096.txt "$res"/train-*.txt 2>/dev/null
+    grep -h '^{' "$res"/poisson-*.txt "$res"/heat2d.txt "$res"/gray_scott-4096.txt "$res"/train-*.txt "$res"/anchors.txt 2>/dev/null
     fractions
     grep -h '_median' "$res"/bench_gpu.txt 2>/dev/null |
       awk '{printf "  %-60s %s %s\n", $1, $2, $3}'
@@ -183,7 +186,17 @@ try:
                if b["name"].startswith("BM_CudaCopy") and "bytes_per_second" in b)
 except (OSError, ValueError, KeyError):
     sys.exit(0)  # no BM_CudaCopy figure (its row in the table says why)
-print(f"device copy bandwidth: {copy / 1e9:.1f} GB/s")
+# The device's copy bandwidth is the faster of tenax's copy and PyTorch's (the anchors, same run):
+# a slow copy kernel of ours must not flatter the fractions.
+source = "tenax BM_CudaCopy"
+try:
+    for line in open(os.path.join(res, "anchors.txt")):
+        row = json.loads(line) if line.startswith("{") else {}
+        if row.get("figure") == "copy" and row.get("gbps", 0) * 1e9 > copy:
+            copy, source = row["gbps"] * 1e9, "torch copy_"
+except (OSError, ValueError):
+    pass
+print(f"device copy bandwidth: {copy / 1e9:.1f} GB/s ({source})")
 paths = sorted(glob.glob(os.path.join(res, "poisson-*.txt"))) + [os.path.join(res, "heat2d.txt"), os.path.join(res, "gray_scott-4096.txt")]
 for path in paths:
     if not os.path.exists(path):
@@ -195,6 +208,42 @@ for path in paths:
             per = row.get("ms_per_iteration", row.get("ms_per_step"))
             print(f"  {os.path.basename(path)[:-4]:16s} {per:.3f} ms  {gbps:.1f} GB/s"
                   f"  {100 * gbps * 1e9 / copy:.0f} % of copy")
+PY
+  python3 - "$res" <<'PY' || true
+# tenax against the peers on the same device (bench/peers/gpu_anchors.py): > 1 is faster.
+import json, os, sys
+res = sys.argv[1]
+def lines(name):
+    try:
+        return [json.loads(l) for l in open(os.path.join(res, name)) if l.startswith("{")]
+    except (OSError, ValueError):
+        return []
+peers = {r["figure"]: r for r in lines("anchors.txt") if "figure" in r and "error" not in r}
+if not peers:
+    sys.exit(0)
+print("tenax / peer on this device (> 1: tenax faster):")
+try:
+    bench = {b["name"]: b for b in json.load(open(os.path.join(res, "bench_gpu.json")))["benchmarks"]}
+except (OSError, ValueError, KeyError):
+    bench = {}
+for ours, theirs in (("BM_CudaGemmF32/4096/real_time_median", "gemm-f32"),
+                     ("BM_CudaGemmF16/4096/real_time_median", "gemm-f16-f32out"),
+                     ("BM_CudaGemmF16/4096/real_time_median", "gemm-f16")):
+    if ours in bench and theirs in peers and "TFLOP/s" in bench[ours]:
+        t = bench[ours]["TFLOP/s"] / 1e12 if bench[ours]["TFLOP/s"] > 1e6 else bench[ours]["TFLOP/s"]
+        print(f"  {theirs:18s} {t:8.1f} vs torch {peers[theirs]['tflops']:8.1f} TFLOP/s"
+              f"  {t / peers[theirs]['tflops']:.2f}x")
+cg = [r for r in lines("poisson-csr.txt") if "ms_per_iteration" in r]
+if cg and "cg" in peers:
+    ours, theirs = cg[-1]["ms_per_iteration"], peers["cg"]["ms_per_iteration"]
+    print(f"  {'cg csr 4096^2':18s} {ours:8.3f} vs cupy  {theirs:8.3f} ms/iteration  {theirs / ours:.2f}x")
+for precision in ("f32", "bf16", "f16"):
+    run = [r for r in lines(f"train-{precision}.txt") if "seconds" in r and "steps" in r]
+    peer = peers.get(f"train-{precision}")
+    if run and peer:
+        ours = 1e3 * run[-1]["seconds"] / run[-1]["steps"]
+        print(f"  {'train-' + precision:18s} {ours:8.3f} vs torch {peer['ms_per_step']:8.3f} ms/step"
+              f"  {peer['ms_per_step'] / ours:.2f}x")
 PY
 }
 
@@ -377,6 +426,18 @@ done
 run_program train-overflow 60 "$bin/train_mlp" --device cuda --precision f16 --steps 20 \
   --checkpoint-every 0 --progress quiet --json --inject overflow@step=5 \
   --run-dir "$res/train-overflow"
+
+# --- The peers on the same device (PyTorch, CuPy): the figures the rows above are read against.
+anchors=bench/peers/gpu_anchors.py
+[[ -f $anchors ]] || anchors=$(dirname "$0")/gpu_anchors.py
+if command -v python3 >/dev/null && [[ -f $anchors ]]; then
+  run_program anchors 240 python3 "$anchors" --repeats 5
+  if grep -q '"error"' "$res/anchors.txt"; then
+    record anchors-peers FAIL "$(grep -m1 '"error"' "$res/anchors.txt")"
+  fi
+else
+  record anchors SKIP "no python3 or no $anchors: the peers' figures are not measured"
+fi
 
 # --- Many ranks on devices: the communicators' device test at world size 1 ran above (NCCL, and
 # CUDA tensors staged through MPI); with 2 GPUs or more the doctor runs on 2 ranks (launch, each

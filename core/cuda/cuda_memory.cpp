@@ -225,9 +225,11 @@ class PinnedHostResource final : public MemoryResource {
 
 // Host pages that the pool maps are page-locked and registered with CUDA as they are mapped,
 // so a pool of pinned buffers keeps the merge-on-free arena of the host pool. CUDA registers
-// and unregisters whole ranges only, while the pool may unmap part of a range it mapped in one
-// call: the registrations are tracked, and a partly unmapped range is unregistered and its
-// remaining pieces registered again.
+// and unregisters whole ranges only, and a copy from registered memory must lie inside one
+// registration (cudaMemcpyAsync fails with cudaErrorInvalidValue on a block that spans two,
+// as the first run on a GPU showed). So each registration covers one whole run of mapped pages:
+// a range mapped next to a registered one is registered together with it, and a partly
+// unmapped registration is unregistered and its remaining pieces registered again.
 class PinnedHostVirtualMemory final : public VirtualMemory {
  private:
   [[nodiscard]] Device do_device() const noexcept override { return Device::cpu(); }
@@ -238,12 +240,34 @@ class PinnedHostVirtualMemory final : public VirtualMemory {
 
   void do_map(void* addr, std::size_t bytes) override {
     host_.map(addr, bytes);
-    const cudaError_t status = cudaHostRegister(addr, bytes, cudaHostRegisterDefault);
-    if (status != cudaSuccess) {
-      host_.unmap(addr, bytes);
-      check(status, "cudaHostRegister");
+    char* begin = static_cast<char*>(addr);
+    char* end = begin + bytes;
+    // Registrations that end where this range begins, or begin where it ends, join it.
+    auto after = registered_.find(end);
+    auto before = registered_.lower_bound(begin);
+    if (before != registered_.begin()) {
+      --before;
+      if (before->first + before->second != begin) before = registered_.end();
+    } else {
+      before = registered_.end();
     }
-    registered_.emplace(static_cast<char*>(addr), bytes);
+    char* const joined_begin = before != registered_.end() ? before->first : begin;
+    char* const joined_end = after != registered_.end() ? after->first + after->second : end;
+    if (before != registered_.end()) ignore(cudaHostUnregister(before->first));
+    if (after != registered_.end()) ignore(cudaHostUnregister(after->first));
+    const cudaError_t status = cudaHostRegister(
+        joined_begin, static_cast<std::size_t>(joined_end - joined_begin), cudaHostRegisterDefault);
+    if (status == cudaSuccess) {
+      if (before != registered_.end()) registered_.erase(before);
+      if (after != registered_.end()) registered_.erase(after);
+      registered_.emplace(joined_begin, static_cast<std::size_t>(joined_end - joined_begin));
+      return;
+    }
+    // Put the neighbours back as they were, and give the new pages back.
+    if (before != registered_.end()) reregister_or_forget(before);
+    if (after != registered_.end()) reregister_or_forget(after);
+    host_.unmap(addr, bytes);
+    check(status, "cudaHostRegister");
   }
 
   void do_unmap(void* addr, std::size_t bytes) noexcept override {
@@ -268,6 +292,14 @@ class PinnedHostVirtualMemory final : public VirtualMemory {
       if (stop > end) reregister(end, static_cast<std::size_t>(stop - end));
     }
     host_.unmap(addr, bytes);
+  }
+
+  void reregister_or_forget(std::map<char*, std::size_t>::iterator it) noexcept {
+    const cudaError_t status = cudaHostRegister(it->first, it->second, cudaHostRegisterDefault);
+    if (status != cudaSuccess) {
+      ignore(status);
+      registered_.erase(it);
+    }
   }
 
   void reregister(char* start, std::size_t bytes) noexcept {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 
 #include "tenax/core/context.hpp"
 #include "tenax/core/tensor.hpp"
@@ -34,6 +35,29 @@ struct Launch {
   void check(cudaError_t status, const char* what) const {
     context.check(static_cast<int>(status), what);
   }
+};
+
+// Per-device scratch of the synchronous kernels (reductions, any-of scans): device memory that
+// grows to the largest request and is kept, and a pinned host slot for the results. A call
+// takes nothing from the memory pool after the first of its size (Workload::commit_step() runs
+// where the pool refuses allocations) and copies its result back without pageable staging.
+// The calls wait for their stream before they return, so one buffer per device serves every
+// caller in turn, under lock() from the first launch to the stream synchronize.
+class SyncScratch {
+ public:
+  static constexpr std::size_t kHostSlotDoubles = 64;
+  [[nodiscard]] static SyncScratch& of(Device device);
+  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
+  // At least `count` doubles of device memory (the lock held; the contents are undefined).
+  [[nodiscard]] double* device_doubles(const Launch& launch, std::size_t count);
+  // kHostSlotDoubles doubles of pinned host memory (the lock held).
+  [[nodiscard]] double* host_slot(const Launch& launch);
+
+ private:
+  std::mutex mutex_;
+  double* device_ = nullptr;
+  std::size_t capacity_ = 0;
+  double* host_ = nullptr;
 };
 
 [[nodiscard]] inline unsigned grid_for(std::int64_t n) {
@@ -77,16 +101,17 @@ template <class Body>
 bool for_each_any(Device device, std::int64_t n, const Body& body, const char* what) {
   if (n == 0) return false;
   const Launch launch(device);
-  const Tensor flag = Tensor::empty({1}, DType::i32, device);
-  int* found = static_cast<int*>(flag.data());
+  SyncScratch& scratch = SyncScratch::of(device);
+  const std::unique_lock<std::mutex> hold = scratch.lock();
+  int* found = reinterpret_cast<int*>(scratch.device_doubles(launch, 1));
+  int* host = reinterpret_cast<int*>(scratch.host_slot(launch));
   launch.check(cudaMemsetAsync(found, 0, sizeof(int), launch.stream), "cudaMemsetAsync");
   for_each_any_kernel<<<grid_for(n), kThreads, 0, launch.stream>>>(body, n, found);
   launch.check(what);
-  int host = 0;
-  launch.check(cudaMemcpyAsync(&host, found, sizeof(int), cudaMemcpyDeviceToHost, launch.stream),
+  launch.check(cudaMemcpyAsync(host, found, sizeof(int), cudaMemcpyDeviceToHost, launch.stream),
                "cudaMemcpyAsync");
   launch.check(cudaStreamSynchronize(launch.stream), "cudaStreamSynchronize");
-  return host != 0;
+  return *host != 0;
 }
 
 }  // namespace tenax::kernels::cuda::detail

@@ -96,9 +96,11 @@ ReduceTerms<K> reduce_terms(Device device, std::int64_t n, const Terms& terms, C
   }
   const Launch launch(device);
   const std::int64_t blocks = reduce_block_count(n);
-  // [partials (K * blocks) | ping-pong space (K * blocks) | results (K)]
-  const Tensor scratch = Tensor::empty({2 * K * blocks + K}, DType::f64, device);
-  double* partials = static_cast<double*>(scratch.data());
+  // [partials (K * blocks) | ping-pong space (K * blocks) | results (K)], kept per device.
+  static_assert(K <= static_cast<int>(SyncScratch::kHostSlotDoubles));
+  SyncScratch& scratch = SyncScratch::of(device);
+  std::unique_lock<std::mutex> hold = scratch.lock();
+  double* partials = scratch.device_doubles(launch, static_cast<std::size_t>(2 * K * blocks + K));
   double* result = partials + 2 * K * blocks;
   const auto grid = static_cast<unsigned>(
       std::min((blocks + kGroupsPerBlock - 1) / kGroupsPerBlock, kMaxReduceGrid));
@@ -111,15 +113,20 @@ ReduceTerms<K> reduce_terms(Device device, std::int64_t n, const Terms& terms, C
                                  cudaMemcpyDeviceToHost, launch.stream),
                  "cudaMemcpyAsync");
     launch.check(cudaStreamSynchronize(launch.stream), "cudaStreamSynchronize");
+    // Combining with the other ranks waits for them, and ranks may be threads sharing this
+    // device (and its scratch): let go of the scratch first.
+    hold.unlock();
     return finish_reduction<K>(host_partials.data(), blocks, n, f);
   }
   combine_partials_kernel<<<K, kCombineThreads, 0, launch.stream>>>(partials, partials + K * blocks,
                                                                     blocks, f, result);
   launch.check(what);
+  double* slot = scratch.host_slot(launch);
   launch.check(
-      cudaMemcpyAsync(host.v, result, K * sizeof(double), cudaMemcpyDeviceToHost, launch.stream),
+      cudaMemcpyAsync(slot, result, K * sizeof(double), cudaMemcpyDeviceToHost, launch.stream),
       "cudaMemcpyAsync");
   launch.check(cudaStreamSynchronize(launch.stream), "cudaStreamSynchronize");
+  std::copy(slot, slot + K, host.v);
   return host;
 }
 

@@ -55,8 +55,10 @@ TEST_F(ActivationGpu, AgreeWithTheCpuWithinAFewUlps) {
           ASSERT_TRUE(std::isnan(a[i]) && std::isnan(b[i])) << what << " at " << i;
           continue;
         }
-        if (std::isinf(a[i]) || std::isinf(b[i])) {
-          ASSERT_EQ(a[i], b[i]) << what << " at " << i;
+        // An infinite result, or any result of an infinite input (gelu_grad(inf) = 1, where the
+        // tolerance below would be inf * 0), is exact on both backends.
+        if (std::isinf(a[i]) || std::isinf(b[i]) || !std::isfinite(in[i])) {
+          ASSERT_EQ(a[i], b[i]) << what << " of " << in[i] << " at " << i;
           continue;
         }
         // Errors scale with the terms (gelu_grad = Phi(x) + x phi(x) cancels near x = -0.75)
