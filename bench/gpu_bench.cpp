@@ -126,9 +126,11 @@ void BM_CudaPoolCachedPair(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_CudaCopy)->Arg(1 << 26)->UseRealTime();
+BENCHMARK(BM_CudaCopy)->Arg(1 << 20)->Arg(1 << 26)->UseRealTime();
 BENCHMARK(BM_CudaAxpby)->Arg(1 << 26)->UseRealTime();
-BENCHMARK(BM_CudaDot)->Arg(1 << 26)->UseRealTime();
+// Reductions at 2^20 and 2^22 too: the fixed order gives one 16-lane group per 4096-element
+// block, so small vectors run on few threads (and a call waits for its result).
+BENCHMARK(BM_CudaDot)->Arg(1 << 20)->Arg(1 << 22)->Arg(1 << 26)->UseRealTime();
 BENCHMARK(BM_CudaUnscaleAndCheck)->Arg(1 << 26)->UseRealTime();
 BENCHMARK(BM_CudaGemmF32)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CudaGemmF16)->Arg(4096)->UseRealTime();

@@ -41,6 +41,12 @@ if(TENAX_CUDA_ENABLED)
     set(CMAKE_CUDA_ARCHITECTURES ${TENAX_CUDA_ARCHITECTURES})
   endif()
   enable_language(CUDA)
+  # One CUDA runtime per process, the shared one that every library links (CUDA::cudart): nvcc's
+  # default static runtime in the programs it links would be a second copy, with state (the
+  # current device, pending errors) of its own.
+  if(NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+  endif()
   # CMake 3.25 predates nvcc's C++20 support and knows no flag for it; nvcc 12+ accepts this.
   if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
     set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")

@@ -659,10 +659,6 @@ int run(const Settings& o, tenax::app::Job& job) {
                                                  : spirals_set(o.samples(), o.noise(), o.seed()))
                      : load_data(o.data(), o.classes());
   tenax::runtime::Communicator* comm = &job.comm();
-  TENAX_EXPECTS(comm->size() == 1 || device.is_cpu(), UsageError,
-                "--device " + tenax::to_string(device) + " on " + std::to_string(comm->size()) +
-                    " ranks: data-parallel training runs on the CPU for now",
-                "use --device cpu on several ranks");
   expect_model_fits(o, data, device);
   // Data with NaN or Inf makes every step's loss non-finite: rollbacks could only repeat it.
   {

@@ -133,17 +133,23 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
                 std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.is_cuda() && src_device.is_cuda()) {
-    Context& source = context(src_device);
     Context& target = context(dst_device);
+    if (dst_device == src_device) {
+      // One device, one stream: the copy is ordered after the work that wrote src and before
+      // the work that reads dst, and the pool reuses freed blocks in stream order; enqueue it
+      // and return.
+      target.activate();
+      target.check(static_cast<int>(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                                    stream_of(target))),
+                   "cudaMemcpyAsync");
+      return;
+    }
+    Context& source = context(src_device);
     source.synchronize();  // the bytes must be final before another stream reads them
     target.activate();
-    const int status =
-        dst_device == src_device
-            ? static_cast<int>(
-                  cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_of(target)))
-            : static_cast<int>(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index,
-                                                   bytes, stream_of(target)));
-    target.check(status, "cudaMemcpyPeerAsync");
+    target.check(static_cast<int>(cudaMemcpyPeerAsync(dst, dst_device.index, src, src_device.index,
+                                                      bytes, stream_of(target))),
+                 "cudaMemcpyPeerAsync");
     target.synchronize();
     return;
   }

@@ -51,6 +51,14 @@ FaultClass classify(cudaError_t status) noexcept {
     case cudaErrorPeerAccessUnsupported:
     case cudaErrorUnsupportedLimit:
     case cudaErrorMpsConnectionFailed:
+    // The driver cannot compile the PTX for this GPU (no JIT compiler, JIT disabled, PTX it
+    // cannot read): the build or the driver is wrong for this machine, on every restart.
+    case cudaErrorInvalidPtx:
+    case cudaErrorJitCompilerNotFound:
+    case cudaErrorJitCompilationDisabled:
+    case cudaErrorSharedObjectSymbolNotFound:
+    case cudaErrorFileNotFound:
+    case cudaErrorInvalidSource:
       return FaultClass::environment;
     // Deterministic errors of a call: retrying the same call on a restarted process fails the
     // same way, so these are usage errors with a fix, never device faults (which restart).
@@ -68,6 +76,10 @@ FaultClass classify(cudaError_t status) noexcept {
     case cudaErrorCooperativeLaunchTooLarge:
     case cudaErrorInvalidSymbol:
     case cudaErrorInvalidPitchValue:
+    case cudaErrorIllegalState:         // 401: an API call in the wrong state
+    case cudaErrorDeviceUninitialized:  // 201: no valid context for the call
+    case cudaErrorContextIsDestroyed:   // 709: a context used after its destruction
+    case cudaErrorCudartUnloading:      // 4: a CUDA call during the runtime's shutdown
       return FaultClass::usage;
     default:
       return FaultClass::device_fault;
@@ -117,7 +129,9 @@ std::string fix_for(cudaError_t status, FaultClass fault) {
 
 void check(cudaError_t status, const char* call, std::source_location where) {
   if (status == cudaSuccess) return;
-  if (!is_sticky(status)) cudaGetLastError();  // clear a non-sticky error so later calls work
+  // Clear this call's non-sticky error so later calls work, but not another pending one (a
+  // launch not checked yet), which its own check must still see.
+  if (!is_sticky(status) && cudaPeekAtLastError() == status) cudaGetLastError();
   const FaultClass fault = classify(status);
   std::string cause = std::string(call) + " failed with " + cudaGetErrorName(status) + " (" +
                       cudaGetErrorString(status) + ")";

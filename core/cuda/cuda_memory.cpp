@@ -45,7 +45,12 @@ cudaError_t to_runtime_status(CUresult status) noexcept {
   }
 }
 
-void check_driver(CUresult status, const char* call) { check(to_runtime_status(status), call); }
+// Through the device's context, as the runtime's statuses are: a sticky error of a driver call
+// (an ECC error while mapping, say) poisons the context like a kernel's would.
+void check_driver(CUresult status, const char* call, Device device) {
+  if (status == CUDA_SUCCESS) return;
+  context(device).check(static_cast<int>(to_runtime_status(status)), call);
+}
 
 template <class Fn>
 Fn driver_entry(const char* symbol) {
@@ -107,20 +112,24 @@ class CudaVirtualMemory final : public VirtualMemory {
     access_.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     std::size_t granularity = 0;
     check_driver(api_.granularity(&granularity, &prop_, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
-                 "cuMemGetAllocationGranularity");
+                 "cuMemGetAllocationGranularity", device_);
     granularity_ = granularity;
-    std::size_t free_bytes = 0;
-    check(cudaMemGetInfo(&free_bytes, &total_bytes_), "cudaMemGetInfo");
+    // The pool's default capacity is the memory free now, not the device's total: what other
+    // processes, the CUDA context, cuBLAS and NCCL took is not ours to map (counted from the
+    // total, their memory showed up only as failures to map).
+    std::size_t total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes_, &total_bytes), "cudaMemGetInfo");
   }
 
  private:
   [[nodiscard]] Device do_device() const noexcept override { return device_; }
   [[nodiscard]] std::size_t do_granularity() const noexcept override { return granularity_; }
-  [[nodiscard]] std::size_t do_physical_bytes() const override { return total_bytes_; }
+  [[nodiscard]] std::size_t do_physical_bytes() const override { return free_bytes_; }
 
   void* do_reserve(std::size_t bytes) override {
     CUdeviceptr base = 0;
-    check_driver(api_.address_reserve(&base, bytes, granularity_, 0, 0), "cuMemAddressReserve");
+    check_driver(api_.address_reserve(&base, bytes, granularity_, 0, 0), "cuMemAddressReserve",
+                 device_);
     return reinterpret_cast<void*>(base);
   }
 
@@ -130,23 +139,20 @@ class CudaVirtualMemory final : public VirtualMemory {
 
   // One physical allocation per granule: cuMemUnmap can only unmap whole mappings, and the pool
   // unmaps single granules. The handle is released right after mapping; the mapping keeps the
-  // memory alive until it is unmapped.
+  // memory alive until it is unmapped. Access is granted once for the whole run (one driver
+  // call instead of one per 2 MiB granule).
   void do_map(void* addr, std::size_t bytes) override {
     const auto start = reinterpret_cast<CUdeviceptr>(addr);
     std::size_t done = 0;
     try {
       for (; done < bytes; done += granularity_) {
         CUmemGenericAllocationHandle handle{};
-        check_driver(api_.create(&handle, granularity_, &prop_, 0), "cuMemCreate");
+        check_driver(api_.create(&handle, granularity_, &prop_, 0), "cuMemCreate", device_);
         const CUresult mapped = api_.map(start + done, granularity_, 0, handle, 0);
         api_.release(handle);
-        check_driver(mapped, "cuMemMap");
-        const CUresult access = api_.set_access(start + done, granularity_, &access_, 1);
-        if (access != CUDA_SUCCESS) {
-          api_.unmap(start + done, granularity_);
-          check_driver(access, "cuMemSetAccess");
-        }
+        check_driver(mapped, "cuMemMap", device_);
       }
+      check_driver(api_.set_access(start, bytes, &access_, 1), "cuMemSetAccess", device_);
     } catch (...) {
       // A failed call maps nothing: give back the granules mapped so far.
       for (std::size_t off = 0; off < done; off += granularity_) {
@@ -176,7 +182,7 @@ class CudaVirtualMemory final : public VirtualMemory {
   CUmemAllocationProp prop_{};
   CUmemAccessDesc access_{};
   std::size_t granularity_ = 0;
-  std::size_t total_bytes_ = 0;
+  std::size_t free_bytes_ = 0;
 };
 
 class CudaDeviceResource final : public MemoryResource {
@@ -333,11 +339,11 @@ bool supports_virtual_memory(Device device) {
   static const auto get_attribute =
       driver_entry<PFN_cuDeviceGetAttribute_v2000>("cuDeviceGetAttribute");
   CUdevice handle = 0;
-  check_driver(get_device(&handle, device.index), "cuDeviceGet");
+  check_driver(get_device(&handle, device.index), "cuDeviceGet", device);
   int supported = 0;
   check_driver(
       get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, handle),
-      "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)");
+      "cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)", device);
   return supported != 0;
 }
 

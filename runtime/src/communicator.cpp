@@ -472,9 +472,15 @@ std::shared_ptr<Communicator> make_communicator(CommKind kind, CommOptions optio
     }
     case CommKind::mpi:
       return checked_mpi(launch, detail::make_mpi_communicator(options));
-    case CommKind::nccl:
-      return detail::make_nccl_communicator(
-          checked_mpi(launch, detail::make_mpi_communicator(options)), options);
+    case CommKind::nccl: {
+      // NCCL bootstraps (the ncclUniqueId) and carries host data through a host communicator:
+      // MPI under a launcher, and outside one a single rank, which needs no MPI installed (a GPU
+      // machine may have none, and MPI_Init without one aborts the process).
+      std::shared_ptr<Communicator> host =
+          launch.parallel ? checked_mpi(launch, detail::make_mpi_communicator(options))
+                          : std::make_shared<SingleRankCommunicator>(options);
+      return detail::make_nccl_communicator(std::move(host), options);
+    }
     case CommKind::threads:
       break;
   }

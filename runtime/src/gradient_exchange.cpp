@@ -43,6 +43,9 @@ ExactExchange::ExactExchange(Communicator& comm,
   std::vector<const autodiff::GrainScope::GradientTree*> ordered;
   std::int64_t total = 0;
   DType dtype = DType::f32;
+  // Every buffer lives where the gradients do: on a GPU the collectives and messages carry
+  // device tensors (through NCCL with --comm nccl; MPI stages them through host memory).
+  Device device = Device::cpu();
   for (const autodiff::Variable& p : params) {
     const auto it = std::find_if(trees.begin(), trees.end(),
                                  [&](const auto& t) { return t.parameter.impl() == p.impl(); });
@@ -53,7 +56,10 @@ ExactExchange::ExactExchange(Communicator& comm,
                       ") of " + std::to_string(grains) + " for a parameter, not its share [" +
                       std::to_string(mine.first) + ", " + std::to_string(mine.end) + ")",
                   "let the Trainer run the micro-batches (it gives each rank its grains)");
-    if (ordered.empty()) dtype = it->values.front().dtype();
+    if (ordered.empty()) {
+      dtype = it->values.front().dtype();
+      device = it->values.front().device();
+    }
     TENAX_EXPECTS(it->values.front().dtype() == dtype, UsageError,
                   "data-parallel gradients: parameters of " + std::string(to_string(dtype)) +
                       " and " + std::string(to_string(it->values.front().dtype())) + " gradients",
@@ -73,7 +79,7 @@ ExactExchange::ExactExchange(Communicator& comm,
       packed_.push_back(ordered[0]->values[k].reshape({total}));
       continue;
     }
-    Tensor flat = Tensor::empty({total}, dtype);
+    Tensor flat = Tensor::empty({total}, dtype, device);
     for (std::size_t e = 0; e < entries_.size(); ++e) {
       ops::copy(flat.slice(entries_[e].offset, entries_[e].offset + entries_[e].count),
                 ordered[e]->values[k].reshape({entries_[e].count}));
@@ -102,24 +108,24 @@ ExactExchange::ExactExchange(Communicator& comm,
           {q,
            my_nodes_.size() == 1
                ? packed_[0].slice(begin, end)
-               : Tensor::empty({static_cast<std::int64_t>(my_nodes_.size()) * (end - begin)},
-                               dtype),
+               : Tensor::empty({static_cast<std::int64_t>(my_nodes_.size()) * (end - begin)}, dtype,
+                               device),
            my_nodes_});
     }
     if (my_length_ > 0 && !nodes.empty()) {
       const auto n = static_cast<std::int64_t>(nodes.size());
-      receives_.push_back({q, Tensor::empty({n * my_length_}, dtype), std::move(nodes)});
+      receives_.push_back({q, Tensor::empty({n * my_length_}, dtype, device), std::move(nodes)});
     }
   }
   // The assembly combines fewer nodes than are given.
   if (my_length_ > 0) {
     for (std::size_t k = 0; k + 1 < given; ++k) {
-      scratch_.push_back(Tensor::empty({my_length_}, dtype));
+      scratch_.push_back(Tensor::empty({my_length_}, dtype, device));
     }
   }
-  gather_send_ = Tensor::empty({chunk_}, dtype);
+  gather_send_ = Tensor::empty({chunk_}, dtype, device);
   ops::fill(gather_send_, 0.0);
-  gather_all_ = Tensor::empty({chunk_ * size}, dtype);
+  gather_all_ = Tensor::empty({chunk_ * size}, dtype, device);
 }
 
 void ExactExchange::run(Communicator& comm) {
@@ -185,7 +191,7 @@ FastExchange::FastExchange(std::vector<autodiff::Variable> params) : params_(std
                   "give every parameter the same master dtype");
     total += p.grad().numel();
   }
-  flat_ = Tensor::empty({total}, dtype);
+  flat_ = Tensor::empty({total}, dtype, params_.front().grad().device());
 }
 
 void FastExchange::run(Communicator& comm) {

@@ -51,6 +51,14 @@ constexpr StatusCase kStatuses[] = {
     {803, "cudaErrorSystemDriverMismatch", FaultClass::environment, false},
     {804, "cudaErrorCompatNotSupportedOnDevice", FaultClass::environment, false},
     {999, "cudaErrorUnknown", FaultClass::device_fault, true},
+    // PTX the driver cannot compile, and calls made in a wrong state: the same on a restart.
+    {218, "cudaErrorInvalidPtx", FaultClass::environment, false},
+    {221, "cudaErrorJitCompilerNotFound", FaultClass::environment, false},
+    {223, "cudaErrorJitCompilationDisabled", FaultClass::environment, false},
+    {401, "cudaErrorIllegalState", FaultClass::usage, false},
+    {201, "cudaErrorDeviceUninitialized", FaultClass::usage, false},
+    {709, "cudaErrorContextIsDestroyed", FaultClass::usage, false},
+    {4, "cudaErrorCudartUnloading", FaultClass::usage, false},
 };
 
 TEST(CudaStatus, ClassificationTable) {

@@ -30,6 +30,7 @@ class FakeVirtualMemory final : public VirtualMemory {
   int synchronize_calls = 0;
   int fail_next_maps = 0;    // the next this-many map calls throw OutOfMemoryError
   bool fail_always = false;  // every map call throws
+  std::size_t largest_reservation = SIZE_MAX;  // a larger reserve call throws OutOfMemoryError
   std::size_t mapped_bytes = 0;
   std::string errors;  // empty while the pool used the arena correctly
 
@@ -40,6 +41,10 @@ class FakeVirtualMemory final : public VirtualMemory {
 
   void* do_reserve(std::size_t bytes) override {
     ++reserve_calls;
+    if (bytes > largest_reservation) {
+      throw OutOfMemoryError("fake arena refused to reserve " + std::to_string(bytes) + " B",
+                             "none");
+    }
     void* base = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) throw OutOfMemoryError("fake reserve failed", "none");

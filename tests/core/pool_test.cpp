@@ -147,6 +147,34 @@ TEST(PoolResource, RequestAtCapacityMinusOneSucceedsAndAboveFailsWithoutTouching
   EXPECT_EQ(pool.stats().ooms, 1u);
 }
 
+// A driver that grants fewer addresses than the default 4 x capacity (or an address-space limit
+// the pool cannot see): the reservation is halved down to the capacity, and the pool serves the
+// whole capacity; below the capacity the reservation's error is the pool's.
+TEST(PoolResource, AReservationRefusedIsHalvedDownToTheCapacity) {
+  auto arena = fake_arena();
+  const std::size_t capacity = 64 * MiB;
+  arena->largest_reservation = 3 * capacity;  // 4x refused, 2x granted
+  PoolResource pool(arena, with_capacity(capacity));
+  EXPECT_EQ(arena->reserve_calls, 2);
+  EXPECT_EQ(pool.stats().address_space, 2 * capacity);
+  void* p = pool.allocate(capacity);
+  ASSERT_NE(p, nullptr);
+  pool.deallocate(p, capacity);
+
+  auto stingy = fake_arena();
+  stingy->largest_reservation = capacity / 2;
+  EXPECT_THROW(PoolResource(stingy, with_capacity(capacity)), OutOfMemoryError);
+  EXPECT_EQ(stingy->reserve_calls, 3) << "4x, 2x, then the capacity itself";
+
+  // An explicit address space is the caller's: not cut.
+  auto fixed = fake_arena();
+  fixed->largest_reservation = 3 * capacity;
+  PoolOptions options = with_capacity(capacity);
+  options.address_space = 4 * capacity;
+  EXPECT_THROW(PoolResource(fixed, options), OutOfMemoryError);
+  EXPECT_EQ(fixed->reserve_calls, 1);
+}
+
 TEST(PoolResource, RequestsNearSizeMaxAreOutOfMemoryNotWrappedToSmallBlocks) {
   auto arena = fake_arena();
   PoolResource pool(arena, with_capacity(64 * MiB));

@@ -82,6 +82,25 @@ TEST_F(ElementwiseGpu, CopyAndCastAcrossDevices) {
   expect_identical(src, g2, "copy");
 }
 
+// A copy on the device moves bytes, as the CPU's does: signalling NaNs and every payload of the
+// 16-bit types survive (a copy by widening to float quieted them).
+TEST_F(ElementwiseGpu, CopyOnTheDeviceKeepsEveryBitPattern) {
+  for (DType dtype : {DType::f16, DType::bf16}) {
+    // Every 16-bit pattern: signalling and quiet NaNs with payloads, infinities, subnormals.
+    Tensor all = Tensor::empty({65536}, dtype);
+    auto* bits = static_cast<std::uint16_t*>(all.data());
+    for (std::uint32_t i = 0; i < 65536; ++i) bits[i] = static_cast<std::uint16_t>(i);
+    const Tensor on_gpu = all.to(gpu());
+    const Tensor copied = Tensor::empty({65536}, dtype, gpu());
+    ops::copy(copied, on_gpu);
+    const Tensor back = copied.to(Device::cpu());
+    const auto* got = static_cast<const std::uint16_t*>(back.data());
+    std::int64_t differ = 0;
+    for (std::uint32_t i = 0; i < 65536; ++i) differ += got[i] != bits[i] ? 1 : 0;
+    EXPECT_EQ(differ, 0) << to_string(dtype) << ": patterns changed by a device copy";
+  }
+}
+
 TEST_F(ElementwiseGpu, Blas1AndCorrectlyRoundedOpsMatchBitForBit) {
   for (DType dtype : kFloatDTypes) {
     const std::string name(to_string(dtype));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <string>
@@ -261,6 +262,36 @@ TEST(Communicator, BadArgumentsAreUsageErrorsNamingTheValue) {
   EXPECT_THROW(SingleRankCommunicator{bad}, UsageError);
   EXPECT_THROW((void)parse_comm_kind("tcp"), UsageError);
   EXPECT_EQ(parse_comm_kind("auto"), CommKind::automatic);
+}
+
+// Whether a library whose file name contains `name` is mapped into this process.
+bool library_loaded(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(name) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Outside a launcher the NCCL communicator bootstraps over a single rank: no MPI is loaded, so
+// a GPU machine without Open MPI installed starts it (MPI_Init without one aborts the process).
+// Here (no GPU, or a build without NCCL) the construction fails with tenax's error, after
+// choosing its host communicator; on a GPU machine it succeeds at world size 1.
+TEST(Communicator, NcclOutsideALauncherLoadsNoMpi) {
+  if (launched_by_mpi_launcher()) GTEST_SKIP() << "started by an MPI launcher";
+  if (library_loaded("libtenax_comm_mpi") || library_loaded("libmpi.so")) {
+    GTEST_SKIP() << "MPI was loaded by an earlier test in this process";
+  }
+  try {
+    const std::shared_ptr<Communicator> comm = make_communicator(CommKind::nccl);
+    EXPECT_EQ(comm->size(), 1);
+    EXPECT_EQ(comm->name(), "nccl");
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("MPI"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(library_loaded("libtenax_comm_mpi"));
+  EXPECT_FALSE(library_loaded("libmpi.so"));
 }
 
 }  // namespace

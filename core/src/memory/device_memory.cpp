@@ -30,20 +30,24 @@ constexpr std::string_view kByteSizeSyntax =
     "TiB or K, M, G, T (powers of 1024), e.g. 2GiB, 512MiB, 1.5GB or 1073741824";
 
 std::mutex registry_mutex;
+// Never destroyed, like the CUDA contexts: a device pool destroyed by the static destructors at
+// exit would unmap through a CUDA runtime that may have unloaded already (the program could
+// print PASSED and exit non-zero). The operating system takes the pages back.
 std::map<Device, std::shared_ptr<MemoryResource>>& registry() {
-  static std::map<Device, std::shared_ptr<MemoryResource>> resources;
-  return resources;
+  static auto* const resources = new std::map<Device, std::shared_ptr<MemoryResource>>();
+  return *resources;
 }
 
 // The stack of a device without virtual memory management: the driver's stream-ordered
 // allocator (it caches on its own), under the limit when one is set. Said once per device (the
 // registry keeps the resource built).
-std::shared_ptr<MemoryResource> make_fallback_device_resource(Device device, std::size_t limit) {
+std::shared_ptr<MemoryResource> make_fallback_device_resource(Device device, std::size_t limit,
+                                                              const std::string& why) {
   std::fprintf(stderr,
-               "tenax: %s does not support virtual memory management; its memory comes from "
-               "cudaMallocAsync without tenax's pool (no fragmentation-free growth, no pool "
-               "statistics)%s\n",
-               to_string(device).c_str(), limit > 0 ? ", under TENAX_MEMORY_LIMIT" : "");
+               "tenax: %s %s; its memory comes from cudaMallocAsync without tenax's pool (no "
+               "fragmentation-free growth, no pool statistics)%s\n",
+               to_string(device).c_str(), why.c_str(),
+               limit > 0 ? ", under TENAX_MEMORY_LIMIT" : "");
   std::shared_ptr<MemoryResource> resource = cuda::make_device_resource(device);
   if (limit > 0) resource = std::make_shared<LimitingResource>(std::move(resource), limit);
   return resource;
@@ -69,9 +73,18 @@ std::shared_ptr<MemoryResource> make_default_resource(Device device) {
   if (device.is_cpu()) {
     resource = make_pool(std::make_shared<HostVirtualMemory>());
   } else if (cuda::supports_virtual_memory(device)) {
-    resource = make_pool(cuda::make_virtual_memory(device));
+    try {
+      resource = make_pool(cuda::make_virtual_memory(device));
+    } catch (const OutOfMemoryError& e) {
+      // Not even the capacity's worth of addresses was granted: the stream-ordered allocator
+      // needs no reservation of its own.
+      resource = make_fallback_device_resource(
+          device, memory_limit_from_environment(),
+          std::string("could not reserve the memory pool's address space (") + e.what() + ")");
+    }
   } else {
-    resource = make_fallback_device_resource(device, memory_limit_from_environment());
+    resource = make_fallback_device_resource(device, memory_limit_from_environment(),
+                                             "does not support virtual memory management");
   }
   // A plan of its own: the resource counts its allocations itself, and a fresh read lets a
   // stack built later pick up a changed TENAX_FAULTS.

@@ -420,7 +420,19 @@ PoolResource::PoolResource(std::shared_ptr<VirtualMemory> arena, PoolOptions opt
   }
   s.address_space = align_up(std::max(wanted, s.granule), s.granule);
   s.upstream_retries = options.upstream_retries;
-  s.base = reinterpret_cast<std::uintptr_t>(s.arena->reserve(s.address_space));
+  // The default reservation (4 x the capacity: 560 GB of addresses on a 140 GB GPU) may be
+  // more than a driver or an address-space limit grants: halve it down to the capacity before
+  // giving up (a smaller space only fragments sooner). An explicit address_space is not cut.
+  const std::size_t smallest = align_up(std::max(s.capacity, s.granule), s.granule);
+  while (true) {
+    try {
+      s.base = reinterpret_cast<std::uintptr_t>(s.arena->reserve(s.address_space));
+      break;
+    } catch (const Error&) {
+      if (options.address_space != 0 || s.address_space <= smallest) throw;
+      s.address_space = std::max(smallest, align_up(s.address_space / 2, s.granule));
+    }
+  }
   s.mapped.assign(((s.address_space >> s.granule_shift) + 63) / 64, 0);
   s.stats.device = s.device;
   s.stats.capacity = s.capacity;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <span>
 #include <string>
@@ -25,17 +26,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Every dtype has its NCCL twin (no default: a new dtype fails to compile here until mapped).
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
     case DType::f64:
       return ncclFloat64;
     case DType::f32:
       return ncclFloat32;
+    case DType::f16:
+      return ncclFloat16;
+    case DType::bf16:
+      return ncclBfloat16;
     case DType::i64:
       return ncclInt64;
-    default:
+    case DType::i32:
       return ncclInt32;
+    case DType::u8:
+      return ncclUint8;
   }
+  throw UsageError("NCCL has no type for dtype code " + std::to_string(static_cast<int>(dtype)),
+                   "pass a tensor of a dtype tenax defines");
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -110,12 +120,27 @@ class NcclCommunicator final : public Communicator {
     wait_until_ready("ncclCommInitRankConfig", nullptr);
   }
 
+  // A non-blocking communicator is finalized first (its queued operations finish, polled under
+  // the deadline), then destroyed; an aborted one, or one whose finalize fails or does not end
+  // in time, is aborted.
   ~NcclCommunicator() override {
     if (comm_ == nullptr) return;
     if (aborted()) {
       ncclCommAbort(comm_);
-    } else {
+      return;
+    }
+    ncclResult_t state = ncclCommFinalize(comm_);
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(options().timeout_seconds));
+    while (state == ncclInProgress && Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclSystemError;
+    }
+    if (state == ncclSuccess) {
       ncclCommDestroy(comm_);
+    } else {
+      ncclCommAbort(comm_);
     }
   }
 
@@ -218,15 +243,18 @@ class NcclCommunicator final : public Communicator {
     wait_until_ready(describe(call), stream());
   }
 
+  // Point-to-point messages go through the host communicator, staged through host memory. The
+  // Communicator contract promises a buffered send matched by tag; ncclSend is a rendezvous
+  // matched by order, so two ranks that both send first would wait on each other until the
+  // deadline. Halo rows are small next to the collectives NCCL carries.
   void do_send(const Call& call, const void* data, std::size_t bytes, int peer, int tag) override {
     if (!on_device(data)) {
       route_send(*host_, call, data, bytes, peer, tag);
       return;
     }
-    // NCCL matches point-to-point operations by order, not by tag: the ranks' calls must come in
-    // the same order, which the halo exchanges guarantee.
-    nccl_check(ncclSend(data, bytes, ncclUint8, peer, comm_, stream()), describe(call));
-    wait_until_ready(describe(call), stream());
+    std::vector<std::byte> staged(bytes);
+    copy_and_wait(staged.data(), data, bytes, cudaMemcpyDeviceToHost, describe(call));
+    route_send(*host_, call, staged.data(), bytes, peer, tag);
   }
 
   void do_receive(const Call& call, void* data, std::size_t bytes, int peer, int tag) override {
@@ -234,8 +262,16 @@ class NcclCommunicator final : public Communicator {
       route_receive(*host_, call, data, bytes, peer, tag);
       return;
     }
-    nccl_check(ncclRecv(data, bytes, ncclUint8, peer, comm_, stream()), describe(call));
-    wait_until_ready(describe(call), stream());
+    std::vector<std::byte> staged(bytes);
+    route_receive(*host_, call, staged.data(), bytes, peer, tag);
+    copy_and_wait(data, staged.data(), bytes, cudaMemcpyHostToDevice, describe(call));
+  }
+
+  void copy_and_wait(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind,
+                     const std::string& what) {
+    tenax::cuda::Context& context = tenax::cuda::context(device_);
+    context.check(static_cast<int>(cudaMemcpyAsync(to, from, bytes, kind, stream())), what.c_str());
+    context.check(static_cast<int>(cudaStreamSynchronize(stream())), what.c_str());
   }
 
   void do_barrier(const Call& call) override { route_barrier(*host_, call); }

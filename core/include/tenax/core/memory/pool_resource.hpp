@@ -55,9 +55,12 @@ struct PoolBlock {
 
 /// Settings of a PoolResource; the defaults suit a pool over a whole device.
 struct PoolOptions {
-  /// Most bytes the pool maps at once; 0 means arena->physical_bytes().
+  /// Most bytes the pool maps at once; 0 means arena->physical_bytes() (on a GPU, the memory
+  /// free when the pool is made).
   std::size_t capacity = 0;
-  /// Bytes of address space to reserve; 0 means 4 * capacity. Rounded up to map_granule.
+  /// Bytes of address space to reserve; 0 means 4 * capacity, halved down to the capacity
+  /// while the arena refuses it (a driver or an address-space limit granting less). Rounded up
+  /// to map_granule; an explicit size is reserved as given or the constructor throws.
   std::size_t address_space = 0;
   /// Pages are mapped and unmapped in units of this many bytes (a power of two, else UsageError;
   /// raised to the arena's granularity and to at least 64 KiB).
