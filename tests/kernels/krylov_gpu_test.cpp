@@ -1,6 +1,7 @@
-// The CUDA fused Krylov kernels against the CPU backend, the reference: both run the bodies of
-// krylov_bodies.hpp (no FMA contraction on either side) and fold the dot products in the fixed
-// order of reduce_bodies.hpp, so vectors and dot products agree bit for bit.
+// The CUDA fused Krylov kernels: the bodies shared with the CPU backend (krylov_cases.hpp) on
+// CUDA, and against the CPU backend, the reference: both run the bodies of krylov_bodies.hpp (no
+// FMA contraction on either side) and fold the dot products in the fixed order of
+// reduce_bodies.hpp, so vectors and dot products agree bit for bit.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels/gpu_comparison.hpp"
+#include "kernels/krylov_cases.hpp"
 #include "kernels/krylov_test_helpers.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
@@ -24,6 +26,11 @@ using testing::same_bytes;
 
 constexpr DType kDtypes[] = {DType::f64, DType::f32};
 const std::int64_t kLengths[] = {1, 17, 4095, 4096, 4097, 3 * 4096 + 1000, 1'000'003};
+
+// Every test body the CPU backend runs (krylov_cases.hpp), on CUDA.
+using krylov_cases::KrylovKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, KrylovKernels, ::testing::Values(Device::cuda(0)),
+                         krylov_cases::backend_name);
 
 class KrylovGpu : public testing::GpuTest {
  protected:
