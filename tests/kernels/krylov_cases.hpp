@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/backend_test.hpp"
 #include "kernels/documented_order.hpp"
 #include "kernels/krylov_test_helpers.hpp"
 #include "tenax/core/cuda_runtime.hpp"
@@ -48,36 +49,8 @@ inline const std::int64_t kGrids3d[][3] = {{1, 1, 1},   {2, 2, 2},    {3, 4, 5},
                                            {6, 20, 33}, {40, 41, 43}, {3, 3, 4096}};
 inline const double kScales[] = {-1.0, 1.0, 0.37};
 
-// The backend under test is the parameter: its device holds every operand.
-class KrylovKernels : public ::testing::TestWithParam<Device> {
- protected:
-  void SetUp() override {
-    if (device().is_cuda() && !cuda::availability().usable) {
-      GTEST_SKIP() << "no usable CUDA device: " << cuda::availability().reason;
-    }
-  }
-  [[nodiscard]] Device device() const { return GetParam(); }
-  // A tensor or matrix made on the CPU, on the backend's device.
-  [[nodiscard]] Tensor put(const Tensor& cpu) const { return cpu.to(device()); }
-  [[nodiscard]] CsrMatrix put(const CsrMatrix& cpu) const { return cpu.to(device()); }
-  [[nodiscard]] Tensor random(const Shape& shape, DType dtype, std::uint32_t seed) const {
-    return put(random_tensor(shape, dtype, seed));
-  }
-  [[nodiscard]] Tensor nans(const Shape& shape, DType dtype) const {
-    Tensor t = Tensor::empty(shape, dtype, device());
-    ops::fill(t, kNaN);
-    return t;
-  }
-  // Whether two tensors (on any device) hold the same bytes.
-  [[nodiscard]] static bool same(const Tensor& a, const Tensor& b) {
-    return testing::same_bytes(a.to(Device::cpu()), b.to(Device::cpu()));
-  }
-};
-
-// The name of an instance: the backend's device.
-inline std::string backend_name(const ::testing::TestParamInfo<Device>& info) {
-  return info.param.is_cuda() ? "cuda" : "cpu";
-}
+// The fused Krylov kernels on the backend of the parameter (backend_test.hpp).
+class KrylovKernels : public testing::BackendTest {};
 
 TEST_P(KrylovKernels, CgUpdateMatchesTheSeparateOpsBitForBit) {
   std::uint32_t seed = 1;

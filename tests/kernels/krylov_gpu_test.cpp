@@ -30,7 +30,7 @@ const std::int64_t kLengths[] = {1, 17, 4095, 4096, 4097, 3 * 4096 + 1000, 1'000
 // Every test body the CPU backend runs (krylov_cases.hpp), on CUDA.
 using krylov_cases::KrylovKernels;
 INSTANTIATE_TEST_SUITE_P(Cuda, KrylovKernels, ::testing::Values(Device::cuda(0)),
-                         krylov_cases::backend_name);
+                         testing::backend_name);
 
 class KrylovGpu : public testing::GpuTest {
  protected:

@@ -47,7 +47,7 @@ using krylov_cases::kNaN;
 // The bodies shared with the CUDA backend (krylov_cases.hpp), on the CPU.
 using krylov_cases::KrylovKernels;
 INSTANTIATE_TEST_SUITE_P(Cpu, KrylovKernels, ::testing::Values(Device::cpu()),
-                         krylov_cases::backend_name);
+                         testing::backend_name);
 
 Tensor nan_tensor(const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);

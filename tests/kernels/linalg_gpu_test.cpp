@@ -1,6 +1,7 @@
-// The CUDA linear-algebra kernels against the CPU backend, the reference. cuBLAS sums in its own
-// order, so GEMM results agree within the rounding bound; SpMV and the stencils run the same
-// bodies as the CPU (no FMA contraction on either side), so they agree bit for bit.
+// The CUDA linear-algebra kernels: the SpMV and stencil bodies the CPU backend runs
+// (spmv_cases.hpp, stencil_cases.hpp) on CUDA, and against the CPU backend, the reference. cuBLAS
+// sums in its own order, so GEMM results agree within the rounding bound; SpMV and the stencils run
+// the same bodies as the CPU (no FMA contraction on either side), so they agree bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,8 @@
 
 #include "kernels/gpu_comparison.hpp"
 #include "kernels/linalg_test_helpers.hpp"
+#include "kernels/spmv_cases.hpp"
+#include "kernels/stencil_cases.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
@@ -24,6 +27,14 @@ using testing::naive_gemm;
 using testing::random_integers;
 using testing::random_reals;
 using testing::values_of;
+
+// Every SpMV and stencil test body the CPU backend runs, on CUDA.
+using spmv_cases::SpmvKernels;
+using stencil_cases::StencilKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, SpmvKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, StencilKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
 
 class LinalgGpu : public testing::GpuTest {
  protected:

@@ -1,73 +1,28 @@
-// Reductions on the CPU backend: exact small cases, the documented fixed order (which the CUDA
-// backend reproduces), independence of the thread count, and agreement with a plain sum.
+// Reductions on the CPU backend: the bodies shared with every backend (reduce_cases.hpp), and
+// the CPU's own: the same bits for any thread count.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstdint>
-#include <limits>
-#include <random>
 #include <vector>
 
-#include "kernels/documented_order.hpp"
+#include "kernels/reduce_cases.hpp"
 #include "kernels/tensor_values.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/detail/kernel_declarations.hpp"
-#include "tenax/kernels/detail/reduce_bodies.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
 
-using testing::documented_sum;
-
 using testing::bits;
-using testing::get_value;
 using testing::make_tensor;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
+using reduce_cases::random_values;
+using reduce_cases::ReduceKernels;
 
-std::vector<double> random_values(std::int64_t n, unsigned seed) {
-  std::mt19937_64 engine(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  // Magnitudes within 2^-10 .. 2^10: finite in f16 too.
-  for (double& x : v) x = dist(engine) * std::exp2(static_cast<int>(dist(engine) * 10));
-  return v;
-}
-
-TEST(Reduce, ExactSmallCasesInEveryDtype) {
-  for (DType dtype : kFloatDTypes) {
-    const Tensor x = make_tensor({1, 2, 3, 4, -2}, dtype);
-    const Tensor y = make_tensor({2, 0.5, -1, 1, 1}, dtype);
-    EXPECT_EQ(ops::sum(x), 8.0) << to_string(dtype);
-    EXPECT_EQ(ops::dot(x, y), 2.0) << to_string(dtype);
-    EXPECT_EQ(ops::nrm2(make_tensor({3, 4}, dtype)), 5.0) << to_string(dtype);
-    EXPECT_EQ(ops::max(x), 4.0) << to_string(dtype);
-    EXPECT_EQ(ops::max(make_tensor({-7, -3, -5}, dtype)), -3.0) << to_string(dtype);
-  }
-}
-
-TEST(Reduce, SumOfARampIsExact) {
-  const std::int64_t n = 1'000'003;
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(i);
-  const double expected = static_cast<double>(n) * (n - 1) / 2;
-  EXPECT_EQ(ops::sum(make_tensor(v, DType::f64)), expected);
-  EXPECT_EQ(ops::sum(make_tensor(v, DType::f32)), expected);  // integers below 2^24
-}
-
-TEST(Reduce, FollowsTheDocumentedOrderBitForBit) {
-  for (std::int64_t n : {std::int64_t{1}, std::int64_t{255}, std::int64_t{4096}, std::int64_t{4097},
-                         std::int64_t{3 * 4096 + 1000}, std::int64_t{200'000}}) {
-    const std::vector<double> v = random_values(n, static_cast<unsigned>(n));
-    EXPECT_EQ(bits(ops::sum(make_tensor(v, DType::f64))), bits(documented_sum(v))) << n;
-    std::vector<double> squares(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) squares[i] = v[i] * v[i];
-    EXPECT_EQ(bits(ops::nrm2(make_tensor(v, DType::f64))), bits(std::sqrt(documented_sum(squares))))
-        << n;
-  }
-}
+// The bodies shared with the CUDA backend (reduce_cases.hpp), on the CPU.
+INSTANTIATE_TEST_SUITE_P(Cpu, ReduceKernels, ::testing::Values(Device::cpu()),
+                         testing::backend_name);
 
 TEST(Reduce, SameBitsForAnyThreadCount) {
   const std::int64_t n = 2'000'017;
@@ -88,56 +43,6 @@ TEST(Reduce, SameBitsForAnyThreadCount) {
     }
     EXPECT_EQ(bits(kernels::cpu::sum(one, x)), bits(ops::sum(x)));
   }
-}
-
-TEST(Reduce, AgreesWithAPlainLongDoubleSum) {
-  const std::int64_t n = 1'000'000;
-  const std::vector<double> v = random_values(n, 3);
-  const std::vector<double> w = random_values(n, 4);
-  for (DType dtype : kFloatDTypes) {
-    const Tensor x = make_tensor(v, dtype);
-    const Tensor y = make_tensor(w, dtype);
-    long double s = 0;
-    long double d = 0;
-    long double q = 0;
-    long double a = 0;  // sum of |terms|, the scale of the rounding error
-    double m = -kInf;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const long double xi = get_value(x, i);
-      const long double yi = get_value(y, i);
-      s += xi;
-      d += xi * yi;
-      q += xi * xi;
-      a += std::fabs(xi) + std::fabs(xi * yi);
-      m = std::max(m, static_cast<double>(xi));
-    }
-    const double tolerance = 1e-13 * static_cast<double>(a);
-    EXPECT_NEAR(ops::sum(x), static_cast<double>(s), tolerance) << to_string(dtype);
-    EXPECT_NEAR(ops::dot(x, y), static_cast<double>(d), tolerance) << to_string(dtype);
-    EXPECT_NEAR(ops::nrm2(x), std::sqrt(static_cast<double>(q)),
-                1e-13 * std::sqrt(static_cast<double>(q)))
-        << to_string(dtype);
-    EXPECT_EQ(ops::max(x), m) << to_string(dtype);
-  }
-}
-
-TEST(Reduce, EmptyTensorsAndNonFiniteValues) {
-  const Tensor empty = Tensor::empty({0}, DType::f32);
-  EXPECT_EQ(ops::sum(empty), 0.0);
-  EXPECT_EQ(ops::dot(empty, empty), 0.0);
-  EXPECT_EQ(ops::nrm2(empty), 0.0);
-  EXPECT_THROW((void)ops::max(empty), UsageError);
-
-  std::vector<double> v(100'000, 1.0);
-  v[70'000] = kNaN;
-  EXPECT_TRUE(std::isnan(ops::max(make_tensor(v, DType::f32))));
-  EXPECT_TRUE(std::isnan(ops::sum(make_tensor(v, DType::bf16))));
-  v[70'000] = kInf;
-  EXPECT_EQ(ops::max(make_tensor(v, DType::f16)), kInf);
-  EXPECT_EQ(ops::sum(make_tensor(v, DType::f64)), kInf);
-  EXPECT_EQ(ops::max(make_tensor({-kInf, -kInf}, DType::f32)), -kInf);
-  // f16 values square and add in f64: no overflow at f16's largest value.
-  EXPECT_EQ(ops::nrm2(make_tensor({65504, 65504, 65504, 65504}, DType::f16)), 131008.0);
 }
 
 }  // namespace

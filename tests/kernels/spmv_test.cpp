@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/linalg_test_helpers.hpp"
+#include "kernels/spmv_cases.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
@@ -23,23 +24,15 @@ using testing::random_integers;
 using testing::random_reals;
 using testing::values_of;
 
+using spmv_cases::SpmvKernels;
+// The bodies shared with the CUDA backend (spmv_cases.hpp), on the CPU.
+INSTANTIATE_TEST_SUITE_P(Cpu, SpmvKernels, ::testing::Values(Device::cpu()), testing::backend_name);
+
 template <class I>
 Tensor index_tensor(const std::vector<std::int64_t>& values) {
   Tensor t = Tensor::empty({static_cast<std::int64_t>(values.size())}, dtype_of<I>);
   for (std::size_t i = 0; i < values.size(); ++i) t.data_as<I>()[i] = static_cast<I>(values[i]);
   return t;
-}
-
-// A dense [rows, cols] matrix with about `density` of its entries nonzero small integers.
-std::vector<double> sparse_dense(std::int64_t rows, std::int64_t cols, double density,
-                                 std::uint32_t seed) {
-  auto values = random_integers(rows * cols, 5, seed);
-  std::mt19937 gen(seed + 1);
-  std::bernoulli_distribution keep(density);
-  for (double& v : values) {
-    if (!keep(gen)) v = 0.0;
-  }
-  return values;
 }
 
 TEST(CsrMatrix, FromDenseRoundTripsAndDescribesItself) {
@@ -143,36 +136,6 @@ TEST(CsrMatrix, ValidationRejectsMalformedStructureWithClearMessages) {
                      make_tensor({0}, DType::f64, {}));
   });
   EXPECT_NE(m.find("rows = -1"), std::string::npos) << m;
-}
-
-TEST(Spmv, MatchesTheDenseProductForBothIndexTypesAndDtypes) {
-  std::uint32_t seed = 10;
-  for (const auto& [rows, cols] :
-       {std::pair<std::int64_t, std::int64_t>{1, 1}, {5, 7}, {40, 13}, {257, 300}}) {
-    for (const DType dtype : {DType::f64, DType::f32}) {
-      for (const DType index : {DType::i64, DType::i32}) {
-        const auto dense = sparse_dense(rows, cols, 0.3, seed++);
-        const auto x = random_integers(cols, 3, seed++);
-        const auto y0 = random_integers(rows, 3, seed++);
-        const CsrMatrix a = CsrMatrix::from_dense(make_tensor({rows, cols}, dtype, dense), index);
-        const Tensor tx = make_tensor({cols}, dtype, x);
-        const Tensor ty = make_tensor({rows}, dtype, y0);
-        ops::spmv(a, tx, ty, 2.0, -1.0);
-        // Small integers: every partial sum is exact in f32 too.
-        const auto want = naive_gemm(dense, x, y0, rows, 1, cols, false, false, 2.0, -1.0);
-        EXPECT_EQ(values_of(ty), want)
-            << rows << "x" << cols << " " << to_string(dtype) << " " << to_string(index);
-      }
-    }
-  }
-}
-
-TEST(Spmv, BetaZeroDoesNotReadYAndEmptyRowsGiveZero) {
-  const CsrMatrix a = CsrMatrix::from_dense(make_tensor({3, 2}, DType::f64, {1, 2, 0, 0, 3, 4}));
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const Tensor y = make_tensor({3}, DType::f64, {nan, nan, nan});
-  ops::spmv(a, make_tensor({2}, DType::f64, {1, 1}), y);
-  EXPECT_EQ(values_of(y), (std::vector<double>{3, 0, 7}));
 }
 
 TEST(Spmv, ResultDoesNotDependOnTheThreadCount) {
