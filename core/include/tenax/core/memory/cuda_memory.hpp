@@ -13,7 +13,8 @@ namespace tenax::cuda {
 
 /// The virtual memory arena of a CUDA device (cuMemAddressReserve, cuMemCreate, cuMemMap,
 /// cuMemSetAccess; driver entry points found through the runtime, so libcuda is not linked).
-/// physical_bytes() is the device's total memory.
+/// physical_bytes() is the device memory free when it is made (what other processes, the
+/// context, cuBLAS and NCCL hold is not the pool's to take).
 [[nodiscard]] std::shared_ptr<VirtualMemory> make_virtual_memory(Device device);
 
 /// Whether `device` supports virtual memory management (cuMemCreate/cuMemMap), which
