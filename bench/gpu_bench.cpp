@@ -112,16 +112,24 @@ void transfer(benchmark::State& state, bool pinned) {
 void BM_CudaHostToDevicePageable(benchmark::State& state) { transfer(state, false); }
 void BM_CudaHostToDevicePinned(benchmark::State& state) { transfer(state, true); }
 
-void BM_CudaPoolCachedPair(benchmark::State& state) {
-  if (!cuda_usable(state)) return;
+// An allocate + deallocate pair of a cached block: tenax's device pool, and the driver's
+// stream-ordered allocator (cudaMallocAsync / cudaFreeAsync, with its own cache) as the peer.
+void cached_pair(benchmark::State& state, const std::shared_ptr<tenax::MemoryResource>& resource) {
   const auto bytes = static_cast<std::size_t>(state.range(0));
-  const auto resource = tenax::current_resource(kGpu);
   resource->deallocate(resource->allocate(bytes), bytes);  // map the pages once
   for (auto _ : state) {
     void* ptr = resource->allocate(bytes);
     benchmark::DoNotOptimize(ptr);
     resource->deallocate(ptr, bytes);
   }
+}
+void BM_CudaPoolCachedPair(benchmark::State& state) {
+  if (!cuda_usable(state)) return;
+  cached_pair(state, tenax::current_resource(kGpu));
+}
+void BM_CudaMallocAsyncPair(benchmark::State& state) {
+  if (!cuda_usable(state)) return;
+  cached_pair(state, tenax::cuda::make_device_resource(kGpu));
 }
 
 }  // namespace
@@ -137,5 +145,6 @@ BENCHMARK(BM_CudaGemmF16)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CudaHostToDevicePageable)->Arg(256 << 20)->UseRealTime();
 BENCHMARK(BM_CudaHostToDevicePinned)->Arg(256 << 20)->UseRealTime();
 BENCHMARK(BM_CudaPoolCachedPair)->Arg(1 << 20)->Arg(64 << 20);
+BENCHMARK(BM_CudaMallocAsyncPair)->Arg(1 << 20)->Arg(64 << 20);
 
 BENCHMARK_MAIN();

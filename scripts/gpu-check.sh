@@ -240,6 +240,12 @@ for ours, theirs in (("BM_CudaGemmF32/4096/real_time_median", "gemm-f32"),
         t = bench[ours]["TFLOP/s"] / 1e12 if bench[ours]["TFLOP/s"] > 1e6 else bench[ours]["TFLOP/s"]
         print(f"  {theirs:18s} {t:8.1f} vs torch {peers[theirs]['tflops']:8.1f} TFLOP/s"
               f"  {t / peers[theirs]['tflops']:.2f}x")
+for size in ("1048576", "67108864"):
+    ours = bench.get(f"BM_CudaPoolCachedPair/{size}_median")
+    theirs = bench.get(f"BM_CudaMallocAsyncPair/{size}_median")
+    if ours and theirs:
+        print(f"  {'pool pair ' + str(int(size) >> 20) + ' MiB':18s} {ours['real_time']:8.0f} vs "
+              f"cudaMallocAsync {theirs['real_time']:8.0f} ns  {theirs['real_time'] / ours['real_time']:.2f}x")
 cg = [r for r in lines("poisson-csr.txt") if "ms_per_iteration" in r]
 if cg and "cg" in peers:
     ours, theirs = cg[-1]["ms_per_iteration"], peers["cg"]["ms_per_iteration"]
@@ -325,7 +331,11 @@ fi
 
 # --- GPU test programs: each must run tests, pass them, and not skip them all. ------------------
 shopt -s nullglob
-test_programs=("$bin"/*_gpu_test)
+test_programs=()
+# NCCL's test last: a hang there (a driver or NCCL fault, bounded by the timeout) comes after
+# every other result is in.
+for exe in "$bin"/*_gpu_test; do [[ $exe == *communicator* ]] || test_programs+=("$exe"); done
+for exe in "$bin"/*communicator*_gpu_test; do test_programs+=("$exe"); done
 shopt -u nullglob
 if ((${#test_programs[@]} == 0)); then
   record "gpu tests" FAIL "no test program $bin/*_gpu_test"

@@ -80,6 +80,14 @@ struct VisibleDevices {
 // madvise honour.
 [[nodiscard]] Finding transparent_huge_pages(bool readable, std::string_view sysfs_text);
 
+// A library loaded at run time against the headers tenax was built with, from version codes
+// (major, minor and patch in decimal digits: M*10000 + m*100 + p, as cuBLAS and NCCL >= 2.9 count
+// them): another major version, or an older minor release, is a problem (what the headers
+// declare may be missing); an older patch release of the same minor keeps its interface and is
+// fine (said in the detail), as is anything newer. `where` (" from PATH" or "") ends the texts.
+[[nodiscard]] Finding library_version_finding(const std::string& name, const std::string& library,
+                                              int loaded, int built, const std::string& where);
+
 // Runs every check.
 [[nodiscard]] Findings run_checks();
 

@@ -23,16 +23,8 @@ Finding cuda_library(const char* name, const char* library, const LibraryProbe& 
                    fmt::format("reinstall {} (it provides {})", library, what));
   }
   const std::string where = probe.path.empty() ? "" : " from " + probe.path;
-  if (probe.version_code < probe.header_version_code) {
-    return problem(name,
-                   fmt::format("tenax was built with {} {} headers but loaded the older {}{}",
-                               library, probe.header_version, probe.version, where),
-                   fmt::format("put the {} tenax was built with first on LD_LIBRARY_PATH, or "
-                               "rebuild against the installed one",
-                               library));
-  }
-  return ok(name, fmt::format("{} {} (built with {}){}", library, probe.version,
-                              probe.header_version, where));
+  return library_version_finding(name, library, probe.version_code, probe.header_version_code,
+                                 where);
 }
 
 Finding hdf5() {
