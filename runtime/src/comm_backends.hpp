@@ -13,9 +13,12 @@ namespace tenax::runtime::detail {
 // aborted). Throws EnvironmentError when MPI cannot start, NotCompiledError without MPI.
 [[nodiscard]] std::shared_ptr<Communicator> make_mpi_communicator(CommOptions options);
 
-// NCCL for device tensors, `host` (an MPI communicator of the same ranks) for the agreement,
-// host data and the bootstrap (ncclUniqueId broadcast). Each rank uses the GPU of its local
-// rank; two ranks on one GPU are refused. NotCompiledError in a build without CUDA and NCCL.
+// NCCL for the collectives of device tensors, `host` (an MPI communicator of the same ranks, or
+// a single rank outside a launcher) for the agreement, host data, the bootstrap (ncclUniqueId
+// broadcast) and point-to-point messages, device ones staged through host memory (the contract's
+// buffered, tag-matched send; NCCL's is a rendezvous matched by order). Each rank uses the GPU of
+// its local rank; two ranks on one GPU are refused. NotCompiledError in a build without CUDA and
+// NCCL.
 [[nodiscard]] std::shared_ptr<Communicator> make_nccl_communicator(
     std::shared_ptr<Communicator> host, CommOptions options);
 
