@@ -10,8 +10,9 @@
 # The result is one compressed archive, gpu-bundle.tar.xz (about 20 MB, under the 64 MiB a
 # device call may carry), git-ignored. On the GPU machine:
 #   tar xf gpu-bundle.tar.xz && gpu-bundle/run-gpu-check.sh
-# Usage: scripts/gpu-bundle.sh [build folder, default build]
+# Usage: scripts/gpu-bundle.sh [build folder, default build] [archive, default gpu-bundle.tar.xz]
 set -euo pipefail
+archive=$(realpath -m "${2:-$(dirname "$0")/../gpu-bundle.tar.xz}")
 cd "$(dirname "$0")/.."
 build=${1:-build}
 [ -x "$build/bin/tenax" ] || { echo "gpu-bundle: $build/bin/tenax is missing: build the release preset first (scripts/test.sh release)" >&2; exit 1; }
@@ -53,5 +54,5 @@ cd "$here" && TENAX_BUILD_DIR=build scripts/gpu-preflight.sh 2>&1 | tee "$out/pr
 TENAX_BUILD_DIR=build exec scripts/gpu-check.sh "$@"
 RUN
 chmod +x "$bundle/run-gpu-check.sh"
-tar -C "$stage" -cJf gpu-bundle.tar.xz gpu-bundle
-echo "gpu-bundle.tar.xz: $(du -h gpu-bundle.tar.xz | cut -f1) ($(ls "$bundle/build/bin" | wc -l) programs, $(ls "$bundle/build/lib" | wc -l) libraries)"
+tar -C "$stage" -cJf "$archive" gpu-bundle
+echo "$archive: $(du -h "$archive" | cut -f1) ($(ls "$bundle/build/bin" | wc -l) programs, $(ls "$bundle/build/lib" | wc -l) libraries)"
