@@ -1,7 +1,8 @@
-// The CUDA backend of the data-movement, selection and axis-reduction ops against the CPU
-// backend, the reference: both run the bodies of tensor_ops_bodies.hpp (a reduction's line and a
-// scatter's column walked by one thread in one order), so every result must match bit for bit.
-// Skips, saying why, where no CUDA device is usable.
+// The CUDA backend of the data-movement, selection and axis-reduction ops: the CPU backend's test
+// bodies (shape_cases.hpp, select_cases.hpp) on CUDA, and against the CPU backend, the reference:
+// both run the bodies of tensor_ops_bodies.hpp (a reduction's line and a scatter's column walked by
+// one thread in one order), so every result must match bit for bit. Skips, saying why, where no
+// CUDA device is usable.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "kernels/gpu_comparison.hpp"
+#include "kernels/select_cases.hpp"
+#include "kernels/shape_cases.hpp"
 #include "kernels/tensor_values.hpp"
 #include "tenax/kernels/ops_index.hpp"
 #include "tenax/kernels/ops_reduce_axis.hpp"
@@ -22,6 +25,14 @@ namespace {
 
 using testing::expect_identical;
 using testing::uniform_tensor;
+
+// Every shape-op and selection test body the CPU backend runs, on CUDA.
+using select_cases::SelectKernels;
+using shape_cases::ShapeKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, ShapeKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, SelectKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
 
 using TensorOpsGpu = testing::GpuTest;
 
