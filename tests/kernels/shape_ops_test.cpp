@@ -26,7 +26,6 @@ using testing::usage_error;
 using testing::values_of;
 
 using shape_cases::kMax;
-using shape_cases::kMin;
 using shape_cases::ShapeKernels;
 // The bodies shared with the CUDA backend (shape_cases.hpp), on the CPU.
 INSTANTIATE_TEST_SUITE_P(Cpu, ShapeKernels, ::testing::Values(Device::cpu()),
