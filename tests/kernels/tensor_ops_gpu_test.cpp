@@ -1,8 +1,8 @@
 // The CUDA backend of the data-movement, selection and axis-reduction ops: the CPU backend's test
-// bodies (shape_cases.hpp, select_cases.hpp) on CUDA, and against the CPU backend, the reference:
-// both run the bodies of tensor_ops_bodies.hpp (a reduction's line and a scatter's column walked by
-// one thread in one order), so every result must match bit for bit. Skips, saying why, where no
-// CUDA device is usable.
+// bodies (shape_cases.hpp, select_cases.hpp, reduce_axis_cases.hpp) on CUDA, and against the CPU
+// backend, the reference: both run the bodies of tensor_ops_bodies.hpp (a reduction's line and a
+// scatter's column walked by one thread in one order), so every result must match bit for bit.
+// Skips, saying why, where no CUDA device is usable.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/gpu_comparison.hpp"
+#include "kernels/reduce_axis_cases.hpp"
 #include "kernels/select_cases.hpp"
 #include "kernels/shape_cases.hpp"
 #include "kernels/tensor_values.hpp"
@@ -27,9 +28,12 @@ using testing::expect_identical;
 using testing::uniform_tensor;
 
 // Every shape-op and selection test body the CPU backend runs, on CUDA.
+using reduce_axis_cases::ReduceAxisKernels;
 using select_cases::SelectKernels;
 using shape_cases::ShapeKernels;
 INSTANTIATE_TEST_SUITE_P(Cuda, ShapeKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, ReduceAxisKernels, ::testing::Values(Device::cuda(0)),
                          testing::backend_name);
 INSTANTIATE_TEST_SUITE_P(Cuda, SelectKernels, ::testing::Values(Device::cuda(0)),
                          testing::backend_name);
