@@ -33,7 +33,6 @@ using testing::bits;
 using testing::documented_dot;
 using testing::expect_contains;
 using testing::five_point_csr;
-using testing::get_value;
 using testing::make_tensor;
 using testing::random_tensor;
 using testing::same_bytes;

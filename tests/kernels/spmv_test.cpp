@@ -19,8 +19,6 @@ namespace tenax {
 namespace {
 
 using testing::make_tensor;
-using testing::naive_gemm;
-using testing::random_integers;
 using testing::random_reals;
 using testing::values_of;
 

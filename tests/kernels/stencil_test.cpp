@@ -18,10 +18,7 @@
 namespace tenax {
 namespace {
 
-using testing::make_tensor;
-using testing::random_integers;
 using testing::random_reals;
-using testing::values_of;
 
 using stencil_cases::StencilKernels;
 // The bodies shared with the CUDA backend (stencil_cases.hpp), on the CPU.

@@ -1,5 +1,6 @@
 // The CUDA backend of the data-movement, selection and axis-reduction ops: the CPU backend's test
-// bodies (shape_cases.hpp, select_cases.hpp, reduce_axis_cases.hpp) on CUDA, and against the CPU
+// bodies (shape_cases.hpp, select_cases.hpp, reduce_axis_cases.hpp,
+// index_cases.hpp) on CUDA, and against the CPU
 // backend, the reference: both run the bodies of tensor_ops_bodies.hpp (a reduction's line and a
 // scatter's column walked by one thread in one order), so every result must match bit for bit.
 // Skips, saying why, where no CUDA device is usable.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/gpu_comparison.hpp"
+#include "kernels/index_cases.hpp"
 #include "kernels/reduce_axis_cases.hpp"
 #include "kernels/select_cases.hpp"
 #include "kernels/shape_cases.hpp"
@@ -28,10 +30,13 @@ using testing::expect_identical;
 using testing::uniform_tensor;
 
 // Every shape-op and selection test body the CPU backend runs, on CUDA.
+using index_cases::IndexKernels;
 using reduce_axis_cases::ReduceAxisKernels;
 using select_cases::SelectKernels;
 using shape_cases::ShapeKernels;
 INSTANTIATE_TEST_SUITE_P(Cuda, ShapeKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, IndexKernels, ::testing::Values(Device::cuda(0)),
                          testing::backend_name);
 INSTANTIATE_TEST_SUITE_P(Cuda, ReduceAxisKernels, ::testing::Values(Device::cuda(0)),
                          testing::backend_name);
