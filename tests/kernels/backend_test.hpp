@@ -42,6 +42,21 @@ class BackendTest : public ::testing::TestWithParam<Device> {
     ops::fill(t, std::numeric_limits<double>::quiet_NaN());
     return t;
   }
+  /// Element i (row-major) of a tensor on any device, as a double (copied to the CPU).
+  [[nodiscard]] static double value_at(const Tensor& t, std::int64_t i) {
+    return get_value(t.reshape({t.numel()}).slice(i, i + 1).to(Device::cpu()), 0);
+  }
+  /// Sets element i (row-major) of a tensor on any device to `value` rounded to its dtype.
+  static void set_at(const Tensor& t, std::int64_t i, double value) {
+    const Tensor one = Tensor::empty({1}, t.dtype());
+    set_value(one, 0, value);
+    ops::copy(t.reshape({t.numel()}).slice(i, i + 1), one);
+  }
+  /// The bit pattern of element i of an f16 or bf16 tensor on any device.
+  [[nodiscard]] static std::uint16_t bits16_at(const Tensor& t, std::int64_t i) {
+    const Tensor host = t.reshape({t.numel()}).slice(i, i + 1).to(Device::cpu());
+    return *static_cast<const std::uint16_t*>(host.data());
+  }
   /// Whether two tensors, on any devices, hold the same bytes.
   [[nodiscard]] static bool same(const Tensor& a, const Tensor& b) {
     return same_bytes(a.to(Device::cpu()), b.to(Device::cpu()));

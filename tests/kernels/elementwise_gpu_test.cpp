@@ -9,12 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "kernels/elementwise_cases.hpp"
 #include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
+
+// Every element-wise test body the CPU backend runs (elementwise_cases.hpp), on CUDA.
+using elementwise_cases::ElementwiseKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, ElementwiseKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
 
 using testing::expect_identical;
 using testing::make_tensor;

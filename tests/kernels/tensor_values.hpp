@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "tenax/core/half.hpp"
@@ -36,7 +37,18 @@ inline double round_to(DType dtype, double value) {
   }
 }
 
+// The element accessors read and write host memory: a tensor on a device is a mistake of the
+// test (a test body shared by the backends must copy to the CPU first, values_of does), refused
+// here with an exception instead of a crash that would end the whole test program.
+inline void require_host(const Tensor& t, const char* what) {
+  if (!t.device().is_cpu()) {
+    throw std::logic_error(std::string(what) + " reads host memory, but the tensor is on " +
+                           to_string(t.device()) + ": copy it to the CPU first (values_of)");
+  }
+}
+
 inline void set_value(const Tensor& t, std::int64_t i, double value) {
+  require_host(t, "set_value");
   void* p = t.data();
   switch (t.dtype()) {
     case DType::f64:
@@ -64,6 +76,7 @@ inline void set_value(const Tensor& t, std::int64_t i, double value) {
 }
 
 inline double get_value(const Tensor& t, std::int64_t i) {
+  require_host(t, "get_value");
   const void* p = t.data();
   switch (t.dtype()) {
     case DType::f64:
@@ -116,6 +129,8 @@ inline std::uint64_t bits(double v) {
 
 // Whether two CPU tensors hold the same bytes.
 inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  require_host(a, "same_bytes");
+  require_host(b, "same_bytes");
   return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
 }
 
