@@ -8,12 +8,18 @@
 #include <string>
 #include <vector>
 
+#include "kernels/broadcast_cases.hpp"
 #include "kernels/gpu_comparison.hpp"
 #include "kernels/tensor_values.hpp"
 #include "tenax/kernels/ops_broadcast.hpp"
 
 namespace tenax {
 namespace {
+
+// Every broadcast and sum_to test body the CPU backend runs (broadcast_cases.hpp), on CUDA.
+using broadcast_cases::BroadcastKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, BroadcastKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
 
 using testing::expect_identical;
 using testing::set_value;
