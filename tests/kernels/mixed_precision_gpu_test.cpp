@@ -9,11 +9,17 @@
 #include <vector>
 
 #include "kernels/gpu_comparison.hpp"
+#include "kernels/mixed_precision_cases.hpp"
 #include "kernels/tensor_values.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax {
 namespace {
+
+// Every mixed-precision test body the CPU backend runs (mixed_precision_cases.hpp), on CUDA.
+using mixed_precision_cases::MixedPrecisionKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, MixedPrecisionKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
 
 using testing::expect_identical;
 using testing::make_tensor;
