@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/gpu_comparison.hpp"
+#include "kernels/optim_cases.hpp"
 #include "kernels/optim_test_helpers.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
@@ -15,6 +16,11 @@
 
 namespace tenax {
 namespace {
+
+// Every optimizer semantics test body the CPU backend runs (optim_cases.hpp), on CUDA.
+using optim_cases::OptimKernels;
+INSTANTIATE_TEST_SUITE_P(Cuda, OptimKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
 
 using testing::philox_uniform;
 using testing::same_bytes;
