@@ -246,6 +246,13 @@ for size in ("1048576", "67108864"):
     if ours and theirs:
         print(f"  {'pool pair ' + str(int(size) >> 20) + ' MiB':18s} {ours['real_time']:8.0f} vs "
               f"cudaMallocAsync {theirs['real_time']:8.0f} ns  {theirs['real_time'] / ours['real_time']:.2f}x")
+for kind in ("Pageable", "Pinned"):
+    ours = bench.get(f"BM_CudaHostToDevice{kind}/268435456/real_time_median")
+    theirs = peers.get(f"h2d-{kind.lower()}")
+    if ours and theirs and "bytes_per_second" in ours:
+        gbps = ours["bytes_per_second"] / 1e9
+        print(f"  {'h2d ' + kind.lower():18s} {gbps:8.1f} vs torch {theirs['gbps']:8.1f} GB/s"
+              f"  {gbps / theirs['gbps']:.2f}x")
 cg = [r for r in lines("poisson-csr.txt") if "ms_per_iteration" in r]
 if cg and "cg" in peers:
     ours, theirs = cg[-1]["ms_per_iteration"], peers["cg"]["ms_per_iteration"]

@@ -4,6 +4,7 @@ same run on the same device: PyTorch and CuPy doing what tenax's GPU benchmarks 
 
   copy        device-to-device copy of 2^26 doubles (bytes read + written per second): the
               hardware figure CG and the stencil steps are fractions of (bench_gpu BM_CudaCopy)
+  h2d-*       host-to-device copy of 256 MiB from pageable and from pinned memory
   gemm-f32    torch.matmul 4096^3, f32 with TF32 off (bench_gpu BM_CudaGemmF32)
   gemm-f16    torch.matmul 4096^3, f16 in and out; gemm-f16-f32out: f16 in, f32 out, as
               tenax's (torch.mm out_dtype, where this PyTorch has it) (bench_gpu BM_CudaGemmF16)
@@ -56,6 +57,13 @@ def copy_and_gemm(torch, repeats):
     dst = torch.empty_like(src)
     ms = timed_ms(torch, lambda: dst.copy_(src), repeats, inner=10)
     emit(peer="torch", figure="copy", elements=n, ms=ms, gbps=2 * 8 * n / ms / 1e6)
+    # Host to device, 256 MiB, from pageable and from pinned memory (bench_gpu
+    # BM_CudaHostToDevicePageable / Pinned).
+    for pinned in (False, True):
+        host = torch.ones(256 << 20, dtype=torch.uint8, pin_memory=pinned)
+        ms = timed_ms(torch, lambda: host.to("cuda", non_blocking=pinned), repeats, inner=3)
+        emit(peer="torch", figure="h2d-pinned" if pinned else "h2d-pageable", bytes=256 << 20,
+             ms=ms, gbps=(256 << 20) / ms / 1e6)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     m = 4096

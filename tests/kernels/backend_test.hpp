@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <string>
 
 #include "kernels/krylov_test_helpers.hpp"
@@ -17,6 +18,12 @@
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+
+namespace tenax {
+/// A backend as GoogleTest prints a parameter ("cuda:0", not the Device's bytes); found by
+/// argument-dependent lookup, so it lives in Device's namespace.
+inline void PrintTo(const Device& device, std::ostream* os) { *os << to_string(device); }
+}  // namespace tenax
 
 namespace tenax::testing {
 
