@@ -38,9 +38,10 @@ void require_device(Device device);
 
 /// Copies between host and CUDA memory or between CUDA devices and returns when the destination
 /// holds the bytes; within one device it is enqueued on the context stream and returns at once
-/// (later work on that stream sees the bytes). The copy is ordered after the work already queued on the context streams of
-/// the devices involved. Pageable host memory of more than a few hundred KiB moves through
-/// double-buffered pinned staging buffers, so host<->device copies run near pinned speed.
+/// (later work on that stream sees the bytes). The copy is ordered after the work already queued on
+/// the context streams of the devices involved. Pageable host memory of more than a few hundred KiB
+/// moves through double-buffered pinned staging buffers, so host<->device copies run near pinned
+/// speed.
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device,
                 std::size_t bytes);
 

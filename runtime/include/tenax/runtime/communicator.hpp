@@ -347,9 +347,10 @@ struct CommLibraryReport {
 /// The communicator a program asked for with `--comm`: automatic is MPI under a launcher and a
 /// single rank otherwise; mpi is the MPI one (NotCompiledError with the fix in a build without
 /// MPI); nccl is NCCL for device tensors with MPI for the agreement and host data under a
-/// launcher, and a single rank outside one, which loads no MPI (a CUDA build with NCCL). threads is refused here (it makes several ranks in one process; use
-/// make_thread_communicators). single under a launcher of several Open MPI processes is refused
-/// (UsageError). Throws EnvironmentError when MPI cannot start.
+/// launcher, and a single rank outside one, which loads no MPI (a CUDA build with NCCL). threads is
+/// refused here (it makes several ranks in one process; use make_thread_communicators). single
+/// under a launcher of several Open MPI processes is refused (UsageError). Throws EnvironmentError
+/// when MPI cannot start.
 [[nodiscard]] std::shared_ptr<Communicator> make_communicator(CommKind kind,
                                                               CommOptions options = {});
 
