@@ -19,6 +19,7 @@
 
 #include "comm_backends.hpp"
 #include "tenax/core/context.hpp"
+#include "tenax/core/copy.hpp"
 #include "tenax/core/error.hpp"
 
 namespace tenax::runtime::detail {
@@ -253,7 +254,7 @@ class NcclCommunicator final : public Communicator {
       return;
     }
     std::vector<std::byte> staged(bytes);
-    copy_and_wait(staged.data(), data, bytes, cudaMemcpyDeviceToHost, describe(call));
+    copy_bytes(staged.data(), Device::cpu(), data, device_, bytes);
     route_send(*host_, call, staged.data(), bytes, peer, tag);
   }
 
@@ -264,14 +265,7 @@ class NcclCommunicator final : public Communicator {
     }
     std::vector<std::byte> staged(bytes);
     route_receive(*host_, call, staged.data(), bytes, peer, tag);
-    copy_and_wait(data, staged.data(), bytes, cudaMemcpyHostToDevice, describe(call));
-  }
-
-  void copy_and_wait(void* to, const void* from, std::size_t bytes, cudaMemcpyKind kind,
-                     const std::string& what) {
-    tenax::cuda::Context& context = tenax::cuda::context(device_);
-    context.check(static_cast<int>(cudaMemcpyAsync(to, from, bytes, kind, stream())), what.c_str());
-    context.check(static_cast<int>(cudaStreamSynchronize(stream())), what.c_str());
+    copy_bytes(data, device_, staged.data(), Device::cpu(), bytes);
   }
 
   void do_barrier(const Call& call) override { route_barrier(*host_, call); }
