@@ -42,8 +42,8 @@ void slab_copy(CpuContext& context, const SlabCopyArgs& args) {
 void pad(CpuContext& context, const PadArgs& args) {
   kernels::detail::run_pad(args, CpuLauncher{context});
 }
-void permute(CpuContext& context, const PermuteArgs& args) {
-  kernels::detail::run_permute(args, CpuLauncher{context});
+void strided_copy(CpuContext& context, const StridedCopyArgs& args) {
+  kernels::detail::run_strided_copy(args, CpuLauncher{context});
 }
 void gather(CpuContext& context, const GatherArgs& args) {
   kernels::detail::run_gather(args, CpuLauncher{context});

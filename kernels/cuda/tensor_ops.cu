@@ -32,8 +32,8 @@ void slab_copy(const SlabCopyArgs& args) {
   kernels::detail::run_slab_copy(args, CudaLauncher{args.dst.device()});
 }
 void pad(const PadArgs& args) { kernels::detail::run_pad(args, CudaLauncher{args.dst.device()}); }
-void permute(const PermuteArgs& args) {
-  kernels::detail::run_permute(args, CudaLauncher{args.dst.device()});
+void strided_copy(const StridedCopyArgs& args) {
+  kernels::detail::run_strided_copy(args, CudaLauncher{args.dst.device()});
 }
 void gather(const GatherArgs& args) {
   kernels::detail::run_gather(args, CudaLauncher{args.dst.device()});

@@ -1,7 +1,7 @@
 // Checked front end of the data-movement ops (ops_shape.hpp): validate, compute the result's
 // shape (its element count checked before anything is allocated), then copy with the kernels of
-// the tensors' device. roll, narrow and concat are slab copies along the axis; pad and permute
-// have bodies of their own (tensor_ops_bodies.hpp).
+// the tensors' device. roll, narrow and concat are slab copies along the axis; pad has a body of
+// its own (tensor_ops_bodies.hpp); permute is the strided copy of a permuted view.
 #include "tenax/kernels/ops_shape.hpp"
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "axis_split.hpp"
+#include "strided_copy.hpp"
 #include "tenax/core/checked_size.hpp"
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/tensor_ops_kernels.hpp"
@@ -270,25 +271,7 @@ void permute_into(const Tensor& x, const std::vector<int>& dims, const Tensor& o
   detail::check_out("permute", out, permuted_shape(x, axes), x.dtype(), x);
   check_no_overlap_with("permute", out, x);
   if (out.numel() == 0) return;
-  const int rank = x.shape().rank();
-  std::vector<std::int64_t> strides(static_cast<std::size_t>(rank), 1);
-  for (int d = rank - 2; d >= 0; --d) {
-    strides[static_cast<std::size_t>(d)] =
-        strides[static_cast<std::size_t>(d + 1)] * x.shape()[d + 1];
-  }
-  kernels::PermuteLayout layout;
-  layout.rank = rank == 0 ? 1 : rank;
-  layout.extent[0] = 1;
-  for (int d = 0; d < rank; ++d) {
-    layout.extent[d] = x.shape()[axes[static_cast<std::size_t>(d)]];
-    layout.src_stride[d] = strides[static_cast<std::size_t>(axes[static_cast<std::size_t>(d)])];
-  }
-  const kernels::PermuteArgs args{x, out, layout};
-  if (out.device().is_cpu()) {
-    kernels::cpu::permute(args);
-  } else {
-    kernels::cuda::permute(args);
-  }
+  detail::copy_strided(StridedView(x).permute(axes), StridedView(out));
 }
 
 Tensor transpose(const Tensor& x, int axis0, int axis1) {

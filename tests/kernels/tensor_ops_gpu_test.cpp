@@ -1,5 +1,5 @@
 // The CUDA backend of the data-movement, selection and axis-reduction ops: the CPU backend's test
-// bodies (shape_cases.hpp, select_cases.hpp, reduce_axis_cases.hpp,
+// bodies (shape_cases.hpp, view_cases.hpp, select_cases.hpp, reduce_axis_cases.hpp,
 // index_cases.hpp) on CUDA, and against the CPU
 // backend, the reference: both run the bodies of tensor_ops_bodies.hpp (a reduction's line and a
 // scatter's column walked by one thread in one order), so every result must match bit for bit.
@@ -17,6 +17,7 @@
 #include "kernels/select_cases.hpp"
 #include "kernels/shape_cases.hpp"
 #include "kernels/tensor_values.hpp"
+#include "kernels/view_cases.hpp"
 #include "tenax/kernels/ops_index.hpp"
 #include "tenax/kernels/ops_reduce_axis.hpp"
 #include "tenax/kernels/ops_select.hpp"
@@ -34,7 +35,10 @@ using index_cases::IndexKernels;
 using reduce_axis_cases::ReduceAxisKernels;
 using select_cases::SelectKernels;
 using shape_cases::ShapeKernels;
+using view_cases::ViewKernels;
 INSTANTIATE_TEST_SUITE_P(Cuda, ShapeKernels, ::testing::Values(Device::cuda(0)),
+                         testing::backend_name);
+INSTANTIATE_TEST_SUITE_P(Cuda, ViewKernels, ::testing::Values(Device::cuda(0)),
                          testing::backend_name);
 INSTANTIATE_TEST_SUITE_P(Cuda, IndexKernels, ::testing::Values(Device::cuda(0)),
                          testing::backend_name);

@@ -12,3 +12,4 @@
 #include "tenax/kernels/ops_reduce_axis.hpp"
 #include "tenax/kernels/ops_select.hpp"
 #include "tenax/kernels/ops_shape.hpp"
+#include "tenax/kernels/ops_view.hpp"

@@ -1,10 +1,11 @@
 /// Data-movement ops along an axis: roll, pad, concat, narrow, permute and transpose.
 /// @file
-/// Each op makes a new contiguous tensor (a copy, never a view: Tensor is contiguous-only, so a
-/// strided view of a narrowed or transposed tensor does not exist yet); its `_into` variant writes
-/// into a caller-provided `out` of the result's shape, x's dtype and x's device. Every dtype works
-/// (f64, f32, f16, bf16, i64, i32, u8): elements are copied bit for bit, so the CPU and CUDA
-/// backends give the same bits. An op whose result has no elements does nothing and does not fail.
+/// Each op makes a new contiguous tensor (a copy; Tensor is contiguous, and the view of a
+/// narrowed or transposed tensor without a copy is a StridedView, ops_view.hpp); its `_into`
+/// variant writes into a caller-provided `out` of the result's shape, x's dtype and x's device.
+/// Every dtype works (f64, f32, f16, bf16, i64, i32, u8): elements are copied bit for bit, so the
+/// CPU and CUDA backends give the same bits. An op whose result has no elements does nothing and
+/// does not fail.
 ///
 /// Axes: an axis is in [-rank, rank); a negative axis counts from the last, Python-style (-1 is the
 /// last axis). Anything else, and every axis of a rank-0 tensor, is refused with UsageError.

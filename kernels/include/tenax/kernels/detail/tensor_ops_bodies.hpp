@@ -114,29 +114,35 @@ struct PadBody {
   }
 };
 
-/// out element e (row-major over extent[0, rank)) reads x at the sum of its coordinates times
-/// src_stride: the strides of x's axes in the output's order.
-struct PermuteLayout {
+/// Element e (row-major over extent[0, rank)) of a copy between two strided layouts: its
+/// coordinates times src_stride locate the element read, times dst_stride the element written.
+/// A permutation reads with x's strides reordered and writes row-major; a strided view's copy and
+/// assignment read and write with the views' strides; a fill reads one element (src strides 0).
+struct StridedLayout {
   int rank = 0;                                  ///< >= 1
-  std::int64_t extent[kMaxLayoutRank] = {};      ///< the output's extents
-  std::int64_t src_stride[kMaxLayoutRank] = {};  ///< x's stride of the axis output axis d reads
+  std::int64_t extent[kMaxLayoutRank] = {};      ///< the extents walked
+  std::int64_t src_stride[kMaxLayoutRank] = {};  ///< elements of src between neighbours
+  std::int64_t dst_stride[kMaxLayoutRank] = {};  ///< elements of dst between neighbours
 };
 
-/// out[e] = x[offset(e)] for the permutation `layout` describes.
+/// dst[dst offset(e)] = src[src offset(e)] for the layout.
 template <class R>
-struct PermuteBody {
+struct StridedCopyBody {
   const R* src;
   R* dst;
-  PermuteLayout layout;
+  StridedLayout layout;
 
   TENAX_HD void operator()(std::int64_t e) const {
     std::int64_t rest = e;
-    std::int64_t offset = 0;
+    std::int64_t from = 0;
+    std::int64_t to = 0;
     for (int d = layout.rank - 1; d >= 0; --d) {
-      offset += (rest % layout.extent[d]) * layout.src_stride[d];
+      const std::int64_t c = rest % layout.extent[d];
       rest /= layout.extent[d];
+      from += c * layout.src_stride[d];
+      to += c * layout.dst_stride[d];
     }
-    dst[e] = src[offset];
+    dst[to] = src[from];
   }
 };
 

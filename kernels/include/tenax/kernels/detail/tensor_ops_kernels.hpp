@@ -44,11 +44,17 @@ struct PadArgs {
   std::int64_t out_extent = 0;       ///< dst's extent along the axis
 };
 
-/// dst = src with its axes permuted as `layout` says; dst has at least one element.
-struct PermuteArgs {
-  Tensor src;            ///< the input
-  Tensor dst;            ///< the output, layout.extent's shape
-  PermuteLayout layout;  ///< the output's extents and the strides of src it steps by
+/// The elements of a strided layout copied (StridedCopyBody): src and dst are the tensors whose
+/// storage is read and written, the offsets where the layout starts in them (in elements from
+/// their first element); layout.extent has at least one element and every position it names is
+/// within the storage (the front end checked). dst's positions are distinct.
+struct StridedCopyArgs {
+  Tensor src;                   ///< the storage read
+  std::int64_t src_offset = 0;  ///< elements from src's first element to the layout's first
+  Tensor dst;                   ///< the storage written
+  std::int64_t dst_offset = 0;  ///< elements from dst's first element to the layout's first
+  StridedLayout layout;         ///< the extents walked and both sides' strides
+  std::int64_t count = 0;       ///< the product of layout.extent (>= 1)
 };
 
 /// dst[o, j, i] = src[o, index[j], i]; dst has at least one element, the index is in range.
@@ -110,7 +116,7 @@ struct ReduceAxisArgs {
 #define TENAX_TENSOR_OPS_KERNELS(X)           \
   X(void, slab_copy, SlabCopyArgs)            \
   X(void, pad, PadArgs)                       \
-  X(void, permute, PermuteArgs)               \
+  X(void, strided_copy, StridedCopyArgs)      \
   X(void, gather, GatherArgs)                 \
   X(void, scatter, ScatterArgs)               \
   X(bool, index_out_of_range, IndexCheckArgs) \

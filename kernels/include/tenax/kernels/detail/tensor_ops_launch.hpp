@@ -93,13 +93,13 @@ void run_pad(const PadArgs& a, L&& launcher) {
 }
 
 template <class L>
-void run_permute(const PermuteArgs& a, L&& launcher) {
+void run_strided_copy(const StridedCopyArgs& a, L&& launcher) {
   dispatch_raw(a.dst.dtype(), [&](auto tag) {
     using R = typename decltype(tag)::type;
-    launcher.each(a.dst.numel(),
-                  PermuteBody<R>{static_cast<const R*>(a.src.data()), static_cast<R*>(a.dst.data()),
-                                 a.layout},
-                  "permute kernel", 1);
+    launcher.each(a.count,
+                  StridedCopyBody<R>{static_cast<const R*>(a.src.data()) + a.src_offset,
+                                     static_cast<R*>(a.dst.data()) + a.dst_offset, a.layout},
+                  "strided copy kernel", 1);
   });
 }
 
