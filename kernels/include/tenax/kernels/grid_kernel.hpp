@@ -84,8 +84,11 @@ struct GridGeometry {
 };
 
 /// The neighbourhood of a point far enough from the edges of axes 1 and 2 that every offset
-/// within the ghost width is inside the array: reads memory directly.
-template <class T>
+/// within the ghost width is inside the array: reads memory directly. `kDims` is the grid's axes
+/// when the sweep knows it at compile time (2: neighbours along axis 1 are adjacent elements, a
+/// constant the compiler sees, so the interior run's loads along a row are plain vector loads and
+/// not gathers), 3 otherwise (`line` says how far apart they are).
+template <class T, int kDims = 3>
 struct InteriorNeighbours {
   const T* center;    ///< the point itself
   std::int64_t row;   ///< elements between rows of axis 0
@@ -94,7 +97,9 @@ struct InteriorNeighbours {
   /// The value at offset d0 along axis 0 (1-D grids).
   [[nodiscard]] TENAX_HD T operator()(int d0) const { return center[d0 * row]; }
   /// The value at offset (d0, d1) (2-D grids).
-  [[nodiscard]] TENAX_HD T operator()(int d0, int d1) const { return center[d0 * row + d1 * line]; }
+  [[nodiscard]] TENAX_HD T operator()(int d0, int d1) const {
+    return center[d0 * row + d1 * (kDims == 2 ? std::int64_t{1} : line)];
+  }
   /// The value at offset (d0, d1, d2) (3-D grids).
   [[nodiscard]] TENAX_HD T operator()(int d0, int d1, int d2) const {
     return center[d0 * row + d1 * line + d2];
@@ -206,18 +211,49 @@ struct GridSweep {
     return GridPoint{{geometry.first_row + y, i1, i2}};
   }
 
-  template <std::size_t... I, std::size_t... J>
+  template <int kDims, std::size_t... I, std::size_t... J>
   TENAX_HD void call_interior(std::index_sequence<I...> in_seq, std::index_sequence<J...> out_seq,
                               std::int64_t at, std::int64_t to, std::int64_t y, std::int64_t i1,
                               std::int64_t i2) const {
     const std::int64_t line = geometry.dims == 3 ? geometry.extent[2] : 1;
-    if constexpr (takes_point<Kernel, InteriorNeighbours<T>, T>(in_seq, out_seq)) {
-      kernel(global_point(y, i1, i2),
-             InteriorNeighbours<T>{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
+    using Near = InteriorNeighbours<T, kDims>;
+    if constexpr (takes_point<Kernel, Near, T>(in_seq, out_seq)) {
+      kernel(global_point(y, i1, i2), Near{in[I] + at, geometry.row_elements(), line}...,
+             out[J][to]...);
     } else {
-      kernel(InteriorNeighbours<T>{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
+      kernel(Near{in[I] + at, geometry.row_elements(), line}..., out[J][to]...);
     }
   }
+
+  /// Points [x_begin, x_end) of the line starting at storage index `at` (inputs) and `to`
+  /// (outputs), every one of them interior: a branch-free loop over local copies of the kernel
+  /// and the pointers (the outputs' stores then cannot alias them, so they stay in registers), the
+  /// neighbours along the line adjacent elements (kDims 2) or `line` apart (kDims 3).
+  template <int kDims, std::size_t... I, std::size_t... J>
+  void interior_run(std::index_sequence<I...> in_seq, std::index_sequence<J...> out_seq,
+                    std::int64_t at, std::int64_t to, std::int64_t y, std::int64_t i1,
+                    std::int64_t x_begin, std::int64_t x_end) const {
+    const Kernel k = kernel;
+    const std::int64_t row = geometry.row_elements();
+    const std::int64_t line = kDims == 3 ? geometry.extent[2] : 1;
+    const T* const src[N] = {in[I]...};
+    T* const dst[M] = {out[J]...};
+    using Near = InteriorNeighbours<T, kDims>;
+    // Outputs never alias inputs (apply_stencil checks it; the in-place sweep writes buffers):
+    // the loop carries no dependence, which lets the compiler vectorise it.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC ivdep
+#endif
+    for (std::int64_t x = x_begin; x < x_end; ++x) {
+      if constexpr (takes_point<Kernel, Near, T>(in_seq, out_seq)) {
+        k(global_point(y, kDims == 3 ? i1 : x, kDims == 3 ? x : 0),
+          Near{src[I] + at + x, row, line}..., dst[J][to + x]...);
+      } else {
+        k(Near{src[I] + at + x, row, line}..., dst[J][to + x]...);
+      }
+    }
+  }
+
   template <std::size_t... I, std::size_t... J>
   TENAX_HD void call_edge(std::index_sequence<I...> in_seq, std::index_sequence<J...> out_seq,
                           std::int64_t y, std::int64_t i1, std::int64_t i2, std::int64_t to) const {
@@ -232,8 +268,13 @@ struct GridSweep {
   /// The point (y, i1, i2), with the neighbourhood its position calls for.
   TENAX_HD void point(std::int64_t y, std::int64_t i1, std::int64_t i2) const {
     if (interior(i1, i2)) {
-      call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{},
-                    input_index(y, i1, i2), output_index(y, i1, i2), y, i1, i2);
+      if (geometry.dims == 2) {
+        call_interior<2>(std::make_index_sequence<N>{}, std::make_index_sequence<M>{},
+                         input_index(y, i1, i2), output_index(y, i1, i2), y, i1, i2);
+      } else {
+        call_interior<3>(std::make_index_sequence<N>{}, std::make_index_sequence<M>{},
+                         input_index(y, i1, i2), output_index(y, i1, i2), y, i1, i2);
+      }
     } else {
       call_edge(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, y, i1, i2,
                 output_index(y, i1, i2));
@@ -266,14 +307,12 @@ struct GridSweep {
       for (std::int64_t x = 0; x < g; ++x) geometry.dims == 3 ? point(y, i1, x) : point(y, x, 0);
       const std::int64_t at = geometry.dims == 3 ? input_index(y, i1, 0) : input_index(y, 0, 0);
       const std::int64_t to = geometry.dims == 3 ? output_index(y, i1, 0) : output_index(y, 0, 0);
-      // Outputs never alias inputs (apply_stencil checks it; the in-place sweep writes buffers):
-      // the loop carries no dependence, which lets the compiler vectorise it.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC ivdep
-#endif
-      for (std::int64_t x = g; x < n - g; ++x) {
-        call_interior(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, at + x, to + x,
-                      y, geometry.dims == 3 ? i1 : x, geometry.dims == 3 ? x : 0);
+      if (geometry.dims == 2) {
+        interior_run<2>(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, at, to, y, i1,
+                        g, n - g);
+      } else {
+        interior_run<3>(std::make_index_sequence<N>{}, std::make_index_sequence<M>{}, at, to, y, i1,
+                        g, n - g);
       }
       for (std::int64_t x = n - g; x < n; ++x) {
         geometry.dims == 3 ? point(y, i1, x) : point(y, x, 0);
