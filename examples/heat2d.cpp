@@ -40,6 +40,7 @@
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/detail/stencil_bodies.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/runtime/diffusion_simulation.hpp"
 #include "tenax/runtime/distributed_laplacian.hpp"
 #include "tenax/runtime/distributed_vector.hpp"
 #include "tenax/runtime/runner.hpp"
@@ -166,148 +167,34 @@ class HeatFtcs final : public tenax::runtime::StencilSimulation<Ftcs, 1> {
   double dt_;
 };
 
-// The implicit and RK4 schemes: the solvers layer's DiffusionIntegrator on this rank's points of
-// the n * n grid (block-aligned ranges; the reductions run across the ranks).
-class Heat2d final : public tenax::runtime::Workload {
- public:
-  Heat2d(const Settings& options, Device device, tenax::runtime::Communicator& comm, double dt)
-      : options_(options),
-        device_(device),
-        comm_(comm),
-        dt_(dt),
-        range_(tenax::kernels::block_aligned_range(options.n() * options.n(), comm.size(),
-                                                   comm.rank())) {
-    const double h = 1.0 / static_cast<double>(options.n() + 1);
-    tenax::solvers::IntegratorOptions integrator;
-    integrator.scheme =
-        tenax::solvers::time_scheme_from_string(options.scheme() == "implicit" ? "implicit_euler"
-                                                : options.scheme() == "cn"     ? "crank_nicolson"
-                                                                               : options.scheme());
-    integrator.solver_options.tolerance = options.solver_tol();
-    tenax::solvers::OperatorPtr laplacian;
-    if (comm.size() > 1) {
-      laplacian = std::make_shared<const tenax::runtime::DistributedLaplacian2dOperator>(
-          comm, range_, options.n(), options.n(), h, h);
-    } else {
-      laplacian = std::make_shared<const tenax::solvers::Laplacian2dOperator>(
-          options.n(), options.n(), h, h, DType::f64, device);
-    }
-    integrator_.emplace(std::move(laplacian), options.alpha(), integrator);
+// The implicit and RK4 schemes: the library's DiffusionSimulation (the solvers layer's
+// DiffusionIntegrator as a Workload) on the 5-point Laplacian of the n * n grid, whose points the
+// ranks divide in block-aligned ranges (the reductions run across the ranks).
+tenax::runtime::DiffusionSimulation make_integrated(const Settings& options,
+                                                    tenax::runtime::Communicator& comm,
+                                                    Device device, double dt) {
+  const std::int64_t n = options.n();
+  const double h = 1.0 / static_cast<double>(n + 1);
+  tenax::solvers::IntegratorOptions integrator;
+  integrator.scheme =
+      tenax::solvers::time_scheme_from_string(options.scheme() == "implicit" ? "implicit_euler"
+                                              : options.scheme() == "cn"     ? "crank_nicolson"
+                                                                             : options.scheme());
+  integrator.solver_options.tolerance = options.solver_tol();
+  tenax::solvers::OperatorPtr laplacian;
+  if (comm.size() > 1) {
+    laplacian = std::make_shared<const tenax::runtime::DistributedLaplacian2dOperator>(
+        comm, tenax::kernels::block_aligned_range(n * n, comm.size(), comm.rank()), n, n, h, h);
+  } else {
+    laplacian =
+        std::make_shared<const tenax::solvers::Laplacian2dOperator>(n, n, h, h, DType::f64, device);
   }
-
-  // The field: this rank's points of the n * n grid, with the reductions over all of them.
-  [[nodiscard]] tenax::runtime::DistributedVector field() const { return {comm_, range_, u_}; }
-  [[nodiscard]] double time() const noexcept { return time_; }
-
-  void init() override {
-    Tensor mine = Tensor::empty({range_.count}, DType::f64);
-    const std::int64_t n = options_.n();
-    for (std::int64_t p = 0; p < range_.count; ++p) {
-      const std::int64_t point = range_.first + p;
-      mine.data_as<double>()[p] = initial_value(options_, point / n, point % n);
-    }
-    u_ = mine.to(device_);
-    time_ = 0.0;
-  }
-
-  // The integrators take the whole grid at once.
-  [[nodiscard]] std::int64_t work_units() const override { return 1; }
-
-  // A step acquires everything that can fail for a retryable reason (memory); its collectives
-  // (the solver's reductions across the ranks) and its arithmetic run in commit_step(), once
-  // every rank agreed. So a rank that runs out of memory never leaves a peer waiting inside a
-  // collective: every rank computes the step again, with the same bits.
-  void step(std::int64_t step, std::int64_t) override {
-    if (!u_next_.defined()) u_next_ = Tensor::empty_like(u_);
-    integrator_->reserve(u_next_, dt_);
-    staged_step_ = step;
-    staged_ = true;
-  }
-
-  [[nodiscard]] const tenax::runtime::StepTimes& step_times() const noexcept { return times_; }
-
-  [[nodiscard]] std::optional<std::string> check() const override { return problem_; }
-
-  // One step of the integrator into u_next_ (reserved by step()), which becomes u. A solve that
-  // did not converge is reported by check(): the Runner rolls back to the last checkpoint.
-  void commit_step() override {
-    TENAX_EXPECTS(staged_, tenax::UsageError, "heat2d: commit with no step staged",
-                  "call step() before commit_step()");
-    times_.start();
-    tenax::ops::copy(u_next_, u_);
-    const tenax::solvers::SolveResult result = integrator_->step(u_next_, dt_);
-    std::swap(u_, u_next_);
-    last_solve_ = result;
-    problem_.reset();
-    if (!result.converged()) {
-      problem_ = "the " + options_.scheme() + " step " + std::to_string(staged_step_ + 1) +
-                 " ended with " + std::string(tenax::solvers::to_string(result.status)) +
-                 " after " + std::to_string(result.iterations) + " iterations (relative residual " +
-                 std::to_string(result.relative_residual) + ")" +
-                 (result.detail.empty() ? "" : ": " + result.detail);
-    }
-    if (device_.is_cuda()) tenax::cuda::context(device_).synchronize();
-    times_.stop();
-    time_ += dt_;
-    staged_ = false;
-  }
-
-  void discard_step() override { staged_ = false; }
-
-  // The simulated time and the linear solve of the step (its iterations and relative residual).
-  [[nodiscard]] std::vector<tenax::runtime::StepMetric> step_metrics() const override {
-    return {{"simulated_time", time_},
-            {"solver_iterations", static_cast<double>(last_solve_.iterations)},
-            {"solver_relative_residual", last_solve_.relative_residual}};
-  }
-
-  [[nodiscard]] StateDict save_state() const override {
-    StateDict state;
-    state.set("u", u_);  // this rank's points (state_layout)
-    state.set("t", time_);
-    integrator_->save_state(state, "integrator");
-    return state;
-  }
-
-  void load_state(const StateDict& state) override {
-    const Tensor& u = state.tensor("u");
-    TENAX_EXPECTS(
-        u.shape() == tenax::Shape{range_.count} && u.dtype() == DType::f64, tenax::UsageError,
-        "the checkpoint holds u as " + u.describe() + " but this rank of a run with --n " +
-            std::to_string(options_.n()) + " and --scheme " + options_.scheme() +
-            " holds it as f64[" + std::to_string(range_.count) + "]",
-        "resume with the same --n and --scheme, or use a new --run-dir");
-    u_ = u.to(device_).clone();
-    time_ = state.real("t");
-    staged_ = false;
-    integrator_->load_state(state, "integrator");
-  }
-
-  [[nodiscard]] Device device() const override { return device_; }
-
-  // u is split across the ranks by points of its n * n flattening.
-  [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
-    const std::int64_t n = options_.n();
-    return {.shards = {{"u", 0, range_.first, range_.first + range_.count, n * n}},
-            .rank_local = {}};
-  }
-
- private:
-  const Settings& options_;
-  Device device_;
-  tenax::runtime::Communicator& comm_;
-  double dt_;
-  tenax::kernels::ShardRange range_;  // this rank's points of the grid's n * n
-  Tensor u_;                          // this rank's points of the field
-  Tensor u_next_;                     // the integrator's working copy
-  double time_ = 0.0;
-  std::optional<tenax::solvers::DiffusionIntegrator> integrator_;
-  std::optional<std::string> problem_;      // why the last step is not acceptable
-  tenax::solvers::SolveResult last_solve_;  // the linear solve of the last step
-  bool staged_ = false;
-  std::int64_t staged_step_ = 0;
-  tenax::runtime::StepTimes times_;  // the solves of this process's last steps
-};
+  tenax::runtime::DiffusionSimulation sim(comm, std::move(laplacian), options.alpha(), dt,
+                                          integrator);
+  sim.set_initial(
+      [&options, n](std::int64_t point) { return initial_value(options, point / n, point % n); });
+  return sim;
+}
 
 // The stability limit of an explicit scheme, set by the largest eigenvalue of -Δh, 8/h^2: FTCS
 // for alpha dt <= h^2/4, classical RK4 for alpha dt <= 2.78 h^2/8; 0 for the implicit ones.
@@ -390,7 +277,7 @@ int run(const Settings& options, tenax::app::Job& job) {
       heat.write(options.output(), attributes(heat.time(), result.step), metadata);
     }
   } else {
-    Heat2d heat(options, device, comm, dt);
+    tenax::runtime::DiffusionSimulation heat = make_integrated(options, comm, device, dt);
     result = job.run(heat);
     if (result.status != tenax::runtime::RunStatus::completed) return result.exit_code;
     const tenax::runtime::DistributedVector u = heat.field();
