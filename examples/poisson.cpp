@@ -45,8 +45,8 @@
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/distributed_csr.hpp"
 #include "tenax/runtime/distributed_vector.hpp"
+#include "tenax/runtime/krylov_solve.hpp"
 #include "tenax/runtime/runner.hpp"
-#include "tenax/runtime/solver_layout.hpp"
 #include "tenax/solvers/solvers.hpp"
 
 namespace {
@@ -491,119 +491,6 @@ double bytes_per_iteration(const Settings& o, const solvers::SolverOptions& opti
   return 0.0;
 }
 
-class PoissonSolve final : public tenax::runtime::Workload {
- public:
-  // `options` without a monitor: the workload sets its own, which records the residual history.
-  PoissonSolve(System& system, const std::string& method, solvers::SolverOptions options,
-               std::int64_t iterations_per_step)
-      : system_(system), iterations_per_step_(iterations_per_step) {
-    options.monitor = history_.monitor();
-    solver_ = solvers::make_solver(method, std::move(options));
-  }
-
-  void init() override {
-    begin();
-    solve_seconds_ = 0.0;
-  }
-
-  [[nodiscard]] std::int64_t work_units() const override { return 1; }
-
-  // The solver's iterations update x and its vectors in place and allocate nothing after
-  // start(), so nothing is staged: step() only checks that a session is open, and the
-  // iterations run in commit_step(), once every rank agreed to take the step.
-  void step(std::int64_t /*step*/, std::int64_t /*micro_batch*/) override {
-    TENAX_EXPECTS(x_.defined(), UsageError, "poisson: a step before the solve was started",
-                  "call init() or load_state() first");
-  }
-
-  void commit_step() override {
-    const auto start = std::chrono::steady_clock::now();
-    solver_->iterate(iterations_per_step_);
-    wait_for(system_.a->device());
-    solve_seconds_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-
-  // The residual after the step's iterations, relative to ||b||, and the iterations so far.
-  [[nodiscard]] std::vector<tenax::runtime::StepMetric> step_metrics() const override {
-    const solvers::SolveResult& r = solver_->result();
-    return {{"relative_residual", r.relative_residual},
-            {"iterations", static_cast<double>(r.iterations)}};
-  }
-
-  [[nodiscard]] StateDict save_state() const override {
-    StateDict state;
-    solver_->save_state(state, "solver");
-    state.set("solve_seconds", solve_seconds_);
-    state.set("residual_history", residual_history());
-    return state;
-  }
-
-  void load_state(const StateDict& state) override {
-    begin();
-    // The session's length is this rank's number of rows: on a resume on another number of ranks
-    // the entry comes from another rank's file (state_layout), and the vectors' shapes, which
-    // load_state checks, say the same.
-    StateDict mine = state;
-    if (mine.contains("solver/length")) mine.set("solver/length", system_.range.count);
-    solver_->load_state(mine, "solver");
-    solve_seconds_ = state.real("solve_seconds");
-    // The history is part of the state (load_state does not call the monitor): a resumed solve
-    // carries the residuals of the iterations before the checkpoint, and the output's history is
-    // that of an uninterrupted solve.
-    const Tensor saved = state.tensor("residual_history").to(Device::cpu());
-    TENAX_EXPECTS(saved.dtype() == DType::f64 && saved.numel() == result().iterations + 1,
-                  UsageError,
-                  "poisson: the checkpoint's residual history is " + saved.describe() +
-                      " for a solve at iteration " + std::to_string(result().iterations),
-                  "the checkpoint is damaged or from another program; start the run afresh");
-    history_.clear();
-    const ResidualMonitor record = history_.monitor();
-    for (std::int64_t k = 0; k < saved.numel(); ++k) {
-      record({k, saved.data_as<const double>()[k], 0.0});
-    }
-  }
-
-  [[nodiscard]] bool finished() const override { return solver_->finished(); }
-
-  // The solver's vectors are split by rows like the system (the solver names them); every
-  // other entry of the solve is the same on every rank, but this rank's length and solve time.
-  [[nodiscard]] tenax::runtime::StateLayout state_layout() const override {
-    tenax::runtime::StateLayout layout =
-        tenax::runtime::solver_state_layout(*solver_, "solver", system_.range);
-    layout.rank_local.push_back("solve_seconds");
-    return layout;
-  }
-  [[nodiscard]] Device device() const override { return system_.a->device(); }
-
-  [[nodiscard]] const Tensor& solution() const noexcept { return x_; }
-  [[nodiscard]] const solvers::SolveResult& result() const { return solver_->result(); }
-  [[nodiscard]] double solve_seconds() const noexcept { return solve_seconds_; }
-  // ||r|| after each iteration (entry 0: the initial residual), f64 on the CPU: the residual the
-  // solver's criteria checked, as SolveResult::residual reports it.
-  [[nodiscard]] Tensor residual_history() const {
-    const std::vector<double> residuals = history_.residuals();
-    return host_vector(residuals, DType::f64, Device::cpu());
-  }
-
- private:
-  using ResidualMonitor = solvers::ResidualMonitor;
-
-  void begin() {
-    history_.clear();
-    x_ = Tensor::empty({system_.a->rows()}, system_.a->dtype(), system_.a->device());
-    tenax::ops::fill(x_, 0.0);
-    solver_->start(system_.a, system_.b, x_);
-  }
-
-  System& system_;
-  solvers::ResidualHistory history_;
-  std::unique_ptr<solvers::KrylovSolver> solver_;
-  std::int64_t iterations_per_step_;
-  Tensor x_;
-  double solve_seconds_ = 0.0;
-};
-
 // The checks between settings (each setting checks its own value).
 void validate(const Settings& o) {
   TENAX_EXPECTS(o.matrix().empty() || o.op() == "csr", UsageError,
@@ -634,24 +521,10 @@ std::pair<double, double> error_against(const System& system, const Tensor& x,
   return {largest, std::sqrt(squares / static_cast<double>(system.rows))};
 }
 
-// The whole solution on rank 0 (each rank sends its rows); on other ranks an undefined tensor.
+// The whole solution on rank 0; on other ranks an undefined tensor.
 Tensor gather_solution(const System& system, const Tensor& x) {
   if (system.comm == nullptr) return x;
-  tenax::runtime::Communicator& comm = *system.comm;
-  constexpr int kSolutionTag = 7201;
-  if (comm.rank() != 0) {
-    if (system.range.count > 0) comm.send(x, 0, kSolutionTag);
-    return {};
-  }
-  Tensor whole = Tensor::empty({system.rows}, x.dtype());
-  tenax::ops::copy(whole.slice(0, system.range.count), x);
-  for (int r = 1; r < comm.size(); ++r) {
-    const tenax::kernels::ShardRange range =
-        tenax::kernels::block_aligned_range(system.rows, comm.size(), r);
-    if (range.count > 0)
-      comm.receive(whole.slice(range.first, range.first + range.count), r, kSolutionTag);
-  }
-  return whole;
+  return tenax::runtime::DistributedVector(*system.comm, system.range, x).gather();
 }
 
 // Convergence is a result: a solve that stopped short still ends the program normally, but a
@@ -765,16 +638,12 @@ int run(const Settings& o, tenax::app::Job& job) {
     result = refined.outer;
     inner_iterations = refined.inner_iterations;
   } else {
-    PoissonSolve workload(system, method, solver_options, o.iterations_per_step());
     // A Runner step is --iterations-per-step iterations: the run ends when the iteration limit
-    // is reached (or the solve converged: PoissonSolve::finished).
+    // is reached (or the solve converged: KrylovSolve::finished).
+    tenax::runtime::KrylovSolve workload(system.a, system.b, method, solver_options,
+                                         o.iterations_per_step());
     tenax::runtime::RunnerOptions runner_options = job.runner_options();
-    // Steps of --iterations-per-step iterations to reach the limit, rounded up without
-    // overflowing (--max-iters 9223372036854775807 made one step of it before).
-    const std::int64_t per_step = o.iterations_per_step();
-    runner_options.total_steps =
-        std::max<std::int64_t>(1, solver_options.max_iterations / per_step +
-                                      (solver_options.max_iterations % per_step != 0 ? 1 : 0));
+    runner_options.total_steps = workload.steps_to_iteration_limit();
     setup_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
     const tenax::runtime::RunResult run = job.run(workload, runner_options);
