@@ -25,6 +25,7 @@
 #include "tenax/runtime/diffusion_simulation.hpp"  // IWYU pragma: export
 #include "tenax/runtime/distributed_vector.hpp"    // IWYU pragma: export
 #include "tenax/runtime/grid.hpp"                  // IWYU pragma: export
+#include "tenax/runtime/krylov_solve.hpp"          // IWYU pragma: export
 #include "tenax/runtime/loss_scaler.hpp"           // IWYU pragma: export
 #include "tenax/runtime/runner.hpp"                // IWYU pragma: export
 #include "tenax/runtime/stencil.hpp"               // IWYU pragma: export
