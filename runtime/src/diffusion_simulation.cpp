@@ -27,6 +27,11 @@ solvers::DiffusionIntegrator checked_integrator(Communicator& comm, solvers::Ope
           std::to_string(comm.size()) + " ranks",
       "pass an operator distributed over the ranks (DistributedLaplacian2dOperator, "
       "DistributedCsrOperator), or run on one rank");
+  const kernels::ShardPartition partition = a->partition();
+  TENAX_EXPECTS(!partition.distributed() || partition.ranks->group() == &comm, UsageError,
+                "DiffusionSimulation: the operator is distributed over another communicator than "
+                "the one given (its reductions and the field's would not be the same ranks')",
+                "pass the communicator the operator was built over (the job's, job.comm())");
   return {std::move(a), alpha, std::move(options)};
 }
 

@@ -181,6 +181,16 @@ TEST(DiffusionSimulation, RefusesBadArguments) {
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find("local operator"), std::string::npos) << e.what();
     }
+    // An operator over these ranks with another communicator.
+    const auto spread = std::make_shared<const DistributedLaplacian2dOperator>(
+        ranks, kernels::block_aligned_range(kN * kN, 2, ranks.rank()), kN, kN, kH, kH);
+    SingleRankCommunicator other;
+    try {
+      DiffusionSimulation sim(other, spread, 1.0, 0.1);
+      ADD_FAILURE() << "an operator over another communicator was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("another communicator"), std::string::npos) << e.what();
+    }
   });
   for (const std::string& error : errors) EXPECT_EQ(error, "");
 }
