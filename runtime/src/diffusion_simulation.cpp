@@ -92,11 +92,17 @@ void DiffusionSimulation::commit_step() {
   last_solve_ = result;
   problem_.reset();
   if (!result.converged()) {
-    problem_ = "the " + std::string(solvers::to_string(integrator_.options().scheme)) + " step " +
+    const solvers::TimeScheme scheme = integrator_.options().scheme;
+    const bool solves = scheme == solvers::TimeScheme::implicit_euler ||
+                        scheme == solvers::TimeScheme::crank_nicolson;
+    // An explicit step's detail says it all; a solve's iterations and residual matter.
+    problem_ = "the " + std::string(solvers::to_string(scheme)) + " step " +
                std::to_string(staged_step_ + 1) + " ended with " +
-               std::string(solvers::to_string(result.status)) + " after " +
-               std::to_string(result.iterations) + " iterations (relative residual " +
-               std::to_string(result.relative_residual) + ")" +
+               std::string(solvers::to_string(result.status)) +
+               (solves ? " after " + std::to_string(result.iterations) +
+                             " iterations (relative residual " +
+                             std::to_string(result.relative_residual) + ")"
+                       : std::string()) +
                (result.detail.empty() ? "" : ": " + result.detail);
   }
   if (device().is_cuda()) cuda::context(device()).synchronize();

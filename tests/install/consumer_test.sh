@@ -6,7 +6,8 @@
 # and the configuration check on resume.
 # The tutorials' programs (docs/tutorial) are built the same way and run briefly: a training job
 # and a solve with the solver's settings by name, from the installed headers alone; and
-# examples/gray_scott.cpp, a kernel of the user's own on a grid.
+# examples/gray_scott.cpp, a kernel of the user's own on a grid; and plate.cpp, a heat job on the
+# library's DiffusionSimulation, killed and resumed to the same line.
 # Usage: consumer_test.sh <build dir> <source dir of the consumer> <scratch dir>
 set -euo pipefail
 build_dir=$1
@@ -71,6 +72,19 @@ expect 0 "completed at step 3" -- "$scratch/build/tutorial_fit" --run-dir "$runs
 expect 0 "completed at step 5" -- "$scratch/build/tutorial_cooling" --run-dir "$runs/cooling" \
   --steps 5 --device cpu >/dev/null
 # A stencil kernel of the user's own on a grid, from the installed headers alone.
+# The plate (DiffusionSimulation): killed and resumed, it ends where a whole run ends.
+plate="$scratch/build/plate"
+plate_whole=$(expect 0 "plate: t = " -- "$plate" --run-dir "$runs/plate" --n 31 --steps 12 \
+                --checkpoint-every 4 --progress quiet | grep "plate: t = ")
+code=0
+"$plate" --run-dir "$runs/plate-killed" --n 31 --steps 12 --checkpoint-every 4 --progress quiet \
+  --inject kill@step=7 >/dev/null 2>&1 || code=$?
+[ "$code" -ne 0 ] || fail "plate --inject kill@step=7 exited 0"
+plate_resumed=$(expect 0 "plate: t = " -- "$plate" --run-dir "$runs/plate-killed" --n 31 \
+                  --steps 12 --checkpoint-every 4 --progress quiet | grep "plate: t = ")
+[ "$plate_whole" = "$plate_resumed" ] ||
+  fail "the resumed plate ended at '$plate_resumed', the whole run at '$plate_whole'"
+expect 1 "--scheme leapfrog" -- "$plate" --run-dir "$runs/plate-bad" --scheme leapfrog
 expect 0 "gray_scott: 20 steps on cpu, grid 32 x 32, periodic" -- "$scratch/build/gray_scott" \
   --run-dir "$runs/gray_scott" --n 32 --steps 20 --device cpu --progress quiet >/dev/null
 echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume; the" \
