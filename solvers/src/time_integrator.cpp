@@ -101,7 +101,10 @@ SolveResult DiffusionIntegrator::step(const Tensor& u, double dt) {
       }
       result.iterations = 1;
       const double norm = ops::nrm2(v);
-      if (std::isfinite(norm) && std::isfinite(before) && norm > before * (1.0 + 1e-10)) {
+      // Slack for rounding: a field near its steady state decays by less per step than f32
+      // rounds, so f32 gets a wider margin (a real instability grows by orders past either).
+      const double slack = a_->dtype() == DType::f64 ? 1e-10 : 1e-4;
+      if (std::isfinite(norm) && std::isfinite(before) && norm > before * (1.0 + slack)) {
         std::ostringstream detail;
         detail.precision(6);
         detail << "||u|| grew from " << before << " to " << norm << " in "

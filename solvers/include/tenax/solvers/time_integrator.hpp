@@ -20,13 +20,12 @@
 /// schemes the result of the step's solve (u holds whatever the solve reached); for the explicit
 /// schemes converged with 1 iteration (the update), non_finite with bad_iteration 1 when u
 /// holds a NaN or Inf after the step, or diverged with bad_iteration 1 when ||u|| grew (by more
-/// than a relative 1e-10): the solution of u_t = -alpha A u only decays, and a stable explicit
-/// step never makes it grow, so growth means dt is past the scheme's stability limit, caught at
-/// its first step rather than when the field overflows (two norm passes per step; the detail says
-/// the norms and the fix). u, time() and steps() advance
-/// whatever the status: a caller that rejects a step restores its copy of u and the saved
-/// integrator state. u may have any shape with as many elements as A has rows (a grid [ny, nx]
-/// is fine), A's dtype and device.
+/// than a relative 1e-10 in f64, 1e-4 in f32): the solution of u_t = -alpha A u only decays, and a
+/// stable explicit step never makes it grow, so growth means dt is past the scheme's stability
+/// limit, caught at its first step rather than when the field overflows (two norm passes per step;
+/// the detail says the norms and the fix). u, time() and steps() advance whatever the status: a
+/// caller that rejects a step restores its copy of u and the saved integrator state. u may have any
+/// shape with as many elements as A has rows (a grid [ny, nx] is fine), A's dtype and device.
 ///
 /// State beyond u (which the caller owns and saves): the time, the number of steps, the scheme.
 /// Work vectors are allocated on the first step and reused. Not thread-safe.
