@@ -450,45 +450,15 @@ System build_system(const Settings& o, DType dtype, Device device,
 
 // Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
 // (CsrMatrix::product_bytes: the compact index where the matrix has one) and vectors read and
-// written once per application (apply), plus the method's passes over
-// vectors of N elements (each a read or a write), as the solvers are written:
-//   cg            1 apply + 8 passes (cg_residual: r q read, r written; cg_advance: x p z read,
-//                 x p written); with jacobi 10 (the residual update also reads the inverse
-//                 diagonal and writes z)
-//   bicgstab      2 applies + 16 passes (ops_krylov.hpp's fused kernels: the direction reads r
-//                 p v and writes p; each product also reads the vector its dots pair with; s
-//                 reads r v, writes r; the closing update reads x p r t r^, writes x r); with
-//                 jacobi 21 (the direction and s also read the inverse diagonal and write p^ and
-//                 s^; the update reads s^)
-//   gmres(m)      1 apply + 3 passes (norm, scaling into the basis) + 5 (j + 1) for the
-//                 modified Gram-Schmidt step j (a dot and an axpby per basis vector), with j
-//                 averaged over a cycle: (m + 1) / 2 when the run fills cycles; with jacobi 3
-//                 more (one scaling). The restart's residual and solution update are not counted.
-//                 orthog=cgs: 2 (scaling) + 2 (j + 1) + 3 (the dots read the basis and w, the
-//                 subtraction the basis and w and writes w, its norm fused); cgs2 twice that
-//                 work: 2 + 4 (j + 1) + 6.
-// ILU(0) and mixed precision are not modelled (0: no bandwidth figure).
-double bytes_per_iteration(const Settings& o, const solvers::SolverOptions& options,
-                           const System& system, DType dtype, std::int64_t iterations) {
-  const double n = static_cast<double>(system.rows);
-  const double value = static_cast<double>(tenax::size_of(dtype));
-  const double apply = static_cast<double>(system.matrix_bytes) + 2 * n * value;
-  const std::string& pc = options.preconditioner;
-  if (pc != "none" && pc != "jacobi") return 0.0;
-  const bool jacobi = pc == "jacobi";
-  const double pass = n * value;
-  if (o.solve.method() == "cg") return apply + (jacobi ? 10 : 8) * pass;
-  if (o.solve.method() == "bicgstab") return 2 * apply + (jacobi ? 21 : 16) * pass;
-  if (o.solve.method() == "gmres") {
-    const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
-        1, std::min(options.restart, std::max<std::int64_t>(iterations, 1))));
-    const double basis_reads = (steps_in_cycle + 1) / 2;  // j + 1 averaged over a cycle
-    const double extra = jacobi ? 3 : 0;
-    if (options.orthogonalization == "cgs") return apply + (extra + 5 + 2 * basis_reads) * pass;
-    if (options.orthogonalization == "cgs2") return apply + (extra + 8 + 4 * basis_reads) * pass;
-    return apply + (extra + 3 + 5 * basis_reads) * pass;
-  }
-  return 0.0;
+// written once per product, plus the method's passes over vectors of N elements, as the solver
+// counts them (KrylovSolver::iteration_traffic; 0: not modelled, no bandwidth figure).
+double bytes_per_iteration(const solvers::KrylovSolver& solver, const System& system, DType dtype,
+                           std::int64_t iterations) {
+  const auto traffic = solver.iteration_traffic(iterations);
+  if (!traffic) return 0.0;
+  const double pass = static_cast<double>(system.rows) * static_cast<double>(tenax::size_of(dtype));
+  return traffic->applies * (static_cast<double>(system.matrix_bytes) + 2 * pass) +
+         traffic->passes * pass;
 }
 
 // The checks between settings (each setting checks its own value).
@@ -619,6 +589,7 @@ int run(const Settings& o, tenax::app::Job& job) {
   std::int64_t inner_iterations = -1;
   Tensor x;
   Tensor residual_history;  // not for --precision mixed (its inner solves have their own)
+  double bytes = 0.0;       // per iteration, at least (not modelled for --precision mixed)
   if (o.precision() == "mixed") {
     solvers::RefinementOptions refinement;
     refinement.outer.tolerance = solver_options.tolerance;
@@ -652,13 +623,11 @@ int run(const Settings& o, tenax::app::Job& job) {
     solve_seconds = workload.solve_seconds();
     x = workload.solution();
     residual_history = workload.residual_history();
+    bytes = bytes_per_iteration(workload.solver(), system, dtype, result.iterations);
   }
 
   const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
   const double ms_per_iteration = 1e3 * solve_seconds / static_cast<double>(iterations);
-  const double bytes = o.precision() == "mixed" ? 0.0
-                                                : bytes_per_iteration(o, solver_options, system,
-                                                                      dtype, result.iterations);
   const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
   double error_max = -1.0;
   double error_rms = -1.0;

@@ -131,6 +131,15 @@ std::vector<KrylovSolver::SplitEntry> BiCgStab::method_split_entries() const {
   return entries;
 }
 
+// 2 products + 16 passes (ops_krylov.hpp's fused kernels): the direction reads r, p and v and
+// writes p; each product also reads the vector its dots pair with; s reads r and v and writes r;
+// the closing update reads x, p, r, t and r^ and writes x and r. With Jacobi 21: the direction
+// and s also read the inverse diagonal and write p^ and s^, and the update reads s^.
+KrylovSolver::IterationTraffic BiCgStab::method_iteration_traffic(
+    bool jacobi, std::int64_t /*iterations*/) const {
+  return {2.0, jacobi ? 21.0 : 16.0};
+}
+
 void BiCgStab::save_method(StateDict& state) const {
   save_tensor(state, "r", r_);
   save_tensor(state, "r_hat", r_hat_);

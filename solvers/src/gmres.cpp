@@ -217,6 +217,24 @@ std::vector<KrylovSolver::SplitEntry> Gmres::method_split_entries() const {
   return entries;
 }
 
+// 1 product + 3 passes (the norm, the scaling into the basis) + 5 (j + 1) for modified
+// Gram-Schmidt's step j (a dot and an axpby per basis vector), j averaged over the part of a cycle
+// the iterations fill, (m + 1) / 2 for full cycles; Jacobi adds 3 (one scaling). Classical
+// Gram-Schmidt: 2 (scaling) + 2 (j + 1) + 3 (the dots read the basis and w, the subtraction the
+// basis and w and writes w, its norm fused); cgs2 twice that work, 2 + 4 (j + 1) + 6. A restart's
+// residual and solution update are not counted.
+KrylovSolver::IterationTraffic Gmres::method_iteration_traffic(bool jacobi,
+                                                               std::int64_t iterations) const {
+  const double steps_in_cycle = static_cast<double>(std::max<std::int64_t>(
+      1, std::min(options().restart, std::max<std::int64_t>(iterations, 1))));
+  const double basis_reads = (steps_in_cycle + 1) / 2;  // j + 1 averaged over a cycle
+  const double extra = jacobi ? 3.0 : 0.0;
+  const std::string& orthogonalization = options().orthogonalization;
+  if (orthogonalization == "cgs") return {1.0, extra + 5 + 2 * basis_reads};
+  if (orthogonalization == "cgs2") return {1.0, extra + 8 + 4 * basis_reads};
+  return {1.0, extra + 3 + 5 * basis_reads};
+}
+
 void Gmres::save_method(StateDict& state) const {
   state.set("restart", restart_);
   state.set("side", options().preconditioner_side);

@@ -170,6 +170,13 @@ std::vector<KrylovSolver::SplitEntry> KrylovSolver::split_entries(std::string_vi
   return entries;
 }
 
+std::optional<KrylovSolver::IterationTraffic> KrylovSolver::iteration_traffic(
+    std::int64_t iterations) const {
+  const std::string& named = options_.preconditioner;
+  if (preconditioner_ != nullptr || (named != "none" && named != "jacobi")) return std::nullopt;
+  return method_iteration_traffic(named == "jacobi", iterations);
+}
+
 std::string KrylovSolver::rank_local_entry(std::string_view prefix) {
   return std::string(prefix) + "/length";
 }

@@ -46,6 +46,8 @@ class BiCgStab final : public KrylovSolver {
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
   [[nodiscard]] std::vector<SplitEntry> method_split_entries() const override;
+  [[nodiscard]] IterationTraffic method_iteration_traffic(bool jacobi,
+                                                          std::int64_t iterations) const override;
 
   Tensor r_;
   Tensor r_hat_;

@@ -50,6 +50,8 @@ class ConjugateGradient final : public KrylovSolver {
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
   [[nodiscard]] std::vector<SplitEntry> method_split_entries() const override;
+  [[nodiscard]] IterationTraffic method_iteration_traffic(bool jacobi,
+                                                          std::int64_t iterations) const override;
 
   /// The preconditioned residual: z_ itself, or r_ when there is no preconditioner.
   [[nodiscard]] const Tensor& z() const noexcept;

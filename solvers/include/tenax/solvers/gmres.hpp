@@ -72,6 +72,8 @@ class Gmres final : public KrylovSolver {
   void save_method(StateDict& state) const override;
   void load_method(const StateDict& state) override;
   [[nodiscard]] std::vector<SplitEntry> method_split_entries() const override;
+  [[nodiscard]] IterationTraffic method_iteration_traffic(bool jacobi,
+                                                          std::int64_t iterations) const override;
 
   [[nodiscard]] Tensor basis_vector(std::int64_t i) const;
   [[nodiscard]] double& h(std::int64_t row, std::int64_t col) {

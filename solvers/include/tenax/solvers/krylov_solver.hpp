@@ -151,6 +151,19 @@ class KrylovSolver {
   /// rank's length, `<prefix>/length`.
   [[nodiscard]] static std::string rank_local_entry(std::string_view prefix);
 
+  /// The memory traffic of one iteration as the method is written, for an achieved-bandwidth
+  /// figure: bytes = applies * (the operator's product bytes + two vectors) + passes * one vector.
+  struct IterationTraffic {
+    double applies = 0.0;  ///< operator products (each reads the operator and x, writes y)
+    double passes = 0.0;   ///< other reads or writes of a whole vector of the system's length
+  };
+  /// The traffic per iteration of a session at `iterations` iterations (GMRES's Gram-Schmidt work
+  /// grows along a cycle: averaged over the part of a cycle that many iterations fill), with the
+  /// preconditioner options() names: none or jacobi. nullopt where it is not modelled: ILU(0), or
+  /// a preconditioner given by set_preconditioner(). The counts follow the methods' fused kernels
+  /// (each method's source says which vectors each kernel reads and writes).
+  [[nodiscard]] std::optional<IterationTraffic> iteration_traffic(std::int64_t iterations) const;
+
  protected:
   /// A method's report of one iteration: the residual norm the criteria are evaluated on, or the
   /// failure (breakdown, non_finite) that stopped it, with x left at the last consistent iterate.
@@ -224,6 +237,9 @@ class KrylovSolver {
   /// The entries save_method() writes that hold vectors of the session's length, relative to
   /// the method's scope, with the axis of that length.
   [[nodiscard]] virtual std::vector<SplitEntry> method_split_entries() const = 0;
+  /// The method's iteration_traffic() with (`jacobi`) or without a Jacobi preconditioner.
+  [[nodiscard]] virtual IterationTraffic method_iteration_traffic(
+      bool jacobi, std::int64_t iterations) const = 0;
 
   void require_started(std::string_view call) const;
   void stop(const StopReason& reason, std::int64_t bad_iteration);
