@@ -158,6 +158,18 @@ TEST(KrylovSolve, StepsToTheIterationLimitRoundUpWithoutOverflow) {
             most / 10 + 1);
 }
 
+TEST(KrylovSolve, ANonFiniteRightHandSideStopsTheSolveAtOnceSayingSo) {
+  const kernels::ShardRange all{0, kN * kN, kN * kN};
+  Tensor b = rhs(all);
+  b.data_as<double>()[123] = std::numeric_limits<double>::quiet_NaN();
+  KrylovSolve solve(std::make_shared<const solvers::Laplacian2dOperator>(kN, kN, kH, kH), b, "cg",
+                    options(), 10);
+  solve.init();
+  EXPECT_TRUE(solve.finished());
+  EXPECT_EQ(solve.result().status, solvers::SolveStatus::non_finite);
+  EXPECT_EQ(solve.result().iterations, 0);
+}
+
 TEST(KrylovSolve, RefusesBadArguments) {
   const kernels::ShardRange all{0, kN * kN, kN * kN};
   const auto a = std::make_shared<const solvers::Laplacian2dOperator>(kN, kN, kH, kH);
