@@ -1,7 +1,7 @@
 // Checked front end of the data-movement ops (ops_shape.hpp): validate, compute the result's
 // shape (its element count checked before anything is allocated), then copy with the kernels of
-// the tensors' device. roll, narrow and concat are slab copies along the axis; pad has a body of
-// its own (tensor_ops_bodies.hpp); permute is the strided copy of a permuted view.
+// the tensors' device. roll and concat are slab copies along the axis; pad has a body of its own
+// (tensor_ops_bodies.hpp); narrow and permute are strided copies of a view.
 #include "tenax/kernels/ops_shape.hpp"
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/tensor_ops_kernels.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_view.hpp"
 
 namespace tenax::ops {
 namespace {
@@ -97,46 +98,6 @@ Shape concat_shape(const std::vector<Tensor>& xs, int axis) {
 void check_concat_inputs(const std::vector<Tensor>& xs) {
   TENAX_EXPECTS(!xs.empty(), UsageError, "concat: xs is empty, so there is nothing to join",
                 "pass at least one tensor");
-}
-
-void check_narrow_bounds(const Tensor& x, int axis, std::int64_t begin, std::int64_t end) {
-  const std::int64_t n = x.shape()[axis];
-  TENAX_EXPECTS(0 <= begin && begin <= end && end <= n, UsageError,
-                "narrow: [" + std::to_string(begin) + ", " + std::to_string(end) +
-                    ") is not within axis " + std::to_string(axis) + " of x, " + x.describe() +
-                    ", whose extent is " + std::to_string(n),
-                "pass 0 <= begin <= end <= " + std::to_string(n) +
-                    " (bounds are not wrapped: a negative bound is refused)");
-}
-
-// The axes of `dims` in [0, rank), each of x's axes once (UsageError otherwise).
-std::vector<int> check_permutation(std::string_view op, const Tensor& x,
-                                   const std::vector<int>& dims) {
-  const int rank = x.shape().rank();
-  std::string listed;
-  for (int d : dims) listed += (listed.empty() ? "" : ", ") + std::to_string(d);
-  TENAX_EXPECTS(static_cast<int>(dims.size()) == rank, UsageError,
-                std::string(op) + ": dims [" + listed + "] has " + std::to_string(dims.size()) +
-                    " entries but x, " + x.describe() + ", has rank " + std::to_string(rank),
-                "list each of x's " + std::to_string(rank) + " axes exactly once");
-  std::vector<int> axes;
-  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
-  for (int d : dims) {
-    const int axis = detail::check_axis(op, "x", x, d);
-    TENAX_EXPECTS(
-        !seen[static_cast<std::size_t>(axis)], UsageError,
-        std::string(op) + ": dims [" + listed + "] names axis " + std::to_string(axis) + " twice",
-        "list each of x's " + std::to_string(rank) + " axes exactly once");
-    seen[static_cast<std::size_t>(axis)] = true;
-    axes.push_back(axis);
-  }
-  return axes;
-}
-
-Shape permuted_shape(const Tensor& x, const std::vector<int>& axes) {
-  std::vector<std::int64_t> extents;
-  for (int a : axes) extents.push_back(x.shape()[a]);
-  return Shape(std::span<const std::int64_t>(extents));
 }
 
 }  // namespace
@@ -236,42 +197,35 @@ void concat_into(const std::vector<Tensor>& xs, int axis, const Tensor& out) {
   }
 }
 
+// narrow and permute are views of x (their bounds, axes and permutation checked there, once)
+// copied out.
 Tensor narrow(const Tensor& x, int axis, std::int64_t begin, std::int64_t end) {
   detail::check_defined("narrow", "x", x);
-  const int a = detail::check_axis("narrow", "x", x, axis);
-  check_narrow_bounds(x, a, begin, end);
-  Tensor out = Tensor::empty(detail::with_extent("narrow", x.shape(), a, end - begin), x.dtype(),
-                             x.device());
-  narrow_into(x, axis, begin, end, out);
-  return out;
+  static_cast<void>(detail::check_axis("narrow", "x", x, axis));
+  return contiguous(StridedView(x).narrow(axis, begin, end));
 }
 
 void narrow_into(const Tensor& x, int axis, std::int64_t begin, std::int64_t end,
                  const Tensor& out) {
   detail::check_defined("narrow", "x", x);
-  const int a = detail::check_axis("narrow", "x", x, axis);
-  check_narrow_bounds(x, a, begin, end);
-  detail::check_out("narrow", out, detail::with_extent("narrow", x.shape(), a, end - begin),
-                    x.dtype(), x);
+  static_cast<void>(detail::check_axis("narrow", "x", x, axis));
+  const StridedView part = StridedView(x).narrow(axis, begin, end);
+  detail::check_out("narrow", out, part.shape(), x.dtype(), x);
   check_no_overlap_with("narrow", out, x);
-  copy_slab(x, out, a, end - begin, begin, 0);
+  if (out.numel() > 0) detail::copy_strided(part, StridedView(out));
 }
 
 Tensor permute(const Tensor& x, const std::vector<int>& dims) {
   detail::check_defined("permute", "x", x);
-  Tensor out = Tensor::empty(permuted_shape(x, check_permutation("permute", x, dims)), x.dtype(),
-                             x.device());
-  permute_into(x, dims, out);
-  return out;
+  return contiguous(StridedView(x).permute(dims));
 }
 
 void permute_into(const Tensor& x, const std::vector<int>& dims, const Tensor& out) {
   detail::check_defined("permute", "x", x);
-  const std::vector<int> axes = check_permutation("permute", x, dims);
-  detail::check_out("permute", out, permuted_shape(x, axes), x.dtype(), x);
+  const StridedView permuted = StridedView(x).permute(dims);
+  detail::check_out("permute", out, permuted.shape(), x.dtype(), x);
   check_no_overlap_with("permute", out, x);
-  if (out.numel() == 0) return;
-  detail::copy_strided(StridedView(x).permute(axes), StridedView(out));
+  if (out.numel() > 0) detail::copy_strided(permuted, StridedView(out));
 }
 
 Tensor transpose(const Tensor& x, int axis0, int axis1) {

@@ -85,7 +85,8 @@ void DiffusionSimulation::commit_step() {
   TENAX_EXPECTS(staged_, UsageError, "DiffusionSimulation: commit with no step staged",
                 "call step() before commit_step()");
   times_.start();
-  // The step runs on a copy: a rejected step leaves u as it was.
+  // The step runs on a copy: a state saved before it (save_state shares u, and an asynchronous
+  // checkpoint may still be writing it) and a rejected step leave u as it was.
   ops::copy(u_next_, u_);
   const solvers::SolveResult result = integrator_.step(u_next_, dt_);
   std::swap(u_, u_next_);
