@@ -40,27 +40,48 @@ std::uint64_t sum_run(const unsigned char* data, std::int64_t count, std::uint64
   return sum;
 }
 
-// The element sum of a contiguous CPU tensor holding the slab [begin, begin + local extent)
-// along `axis` of a global tensor of extent `extent` along it (the whole tensor: begin 0, extent
-// its own).
-std::uint64_t element_sum(const Tensor& tensor, int axis, std::int64_t begin, std::int64_t extent,
+// The element sum of a contiguous CPU tensor holding the part `split` says of a global tensor:
+// along each split axis the range [begin, begin + local extent) of its `extent`, every other axis
+// whole (no split: the whole tensor). Each element contributes by its global row-major index.
+std::uint64_t element_sum(const Tensor& tensor, const std::vector<AxisRange>& split,
                           std::uint64_t seed) {
   const Shape& shape = tensor.shape();
   if (tensor.numel() == 0) return 0;
-  std::int64_t outer = 1;
-  std::int64_t inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= shape[d];
-  for (int d = axis + 1; d < shape.rank(); ++d) inner *= shape[d];
-  const std::int64_t along = shape.rank() == 0 ? 1 : shape[axis];
+  const int rank = shape.rank();
+  // The global extents and this part's offsets in them; the last split axis `last` (-1: none).
+  std::vector<std::uint64_t> offset(static_cast<std::size_t>(rank), 0);
+  std::vector<std::uint64_t> global(static_cast<std::size_t>(rank), 0);
+  for (int d = 0; d < rank; ++d) global[static_cast<std::size_t>(d)] = shape[d];
+  int last = -1;
+  for (const AxisRange& r : split) {
+    offset[static_cast<std::size_t>(r.axis)] = static_cast<std::uint64_t>(r.begin);
+    global[static_cast<std::size_t>(r.axis)] = static_cast<std::uint64_t>(r.extent);
+    last = std::max(last, r.axis);
+  }
+  // Global row-major strides (mod 2^64, as the indices are mixed).
+  std::vector<std::uint64_t> stride(static_cast<std::size_t>(rank), 1);
+  for (int d = rank - 2; d >= 0; --d) {
+    stride[static_cast<std::size_t>(d)] =
+        stride[static_cast<std::size_t>(d) + 1] * global[static_cast<std::size_t>(d) + 1];
+  }
+  // From the last split axis on, the part's elements are contiguous in the global order too: one
+  // run per index of the axes before it.
+  const int first_run_axis = std::max(last, 0);
+  std::int64_t count = 1;
+  for (int d = first_run_axis; d < rank; ++d) count *= shape[d];
+  std::vector<std::int64_t> index(static_cast<std::size_t>(first_run_axis), 0);
   const std::size_t width = size_of(tensor.dtype());
   const auto* bytes = static_cast<const unsigned char*>(tensor.data());
+  const std::int64_t runs = tensor.numel() / count;
   std::uint64_t sum = 0;
-  for (std::int64_t o = 0; o < outer; ++o) {
-    // The slab's rows along the axis are contiguous in the global order too: one run per outer
-    // index.
-    const auto first = static_cast<std::uint64_t>((o * extent + begin) * inner);
-    const unsigned char* run = bytes + static_cast<std::size_t>(o * along * inner) * width;
-    const std::int64_t count = along * inner;
+  for (std::int64_t o = 0; o < runs; ++o) {
+    std::uint64_t first = rank == 0 ? 0
+                                    : offset[static_cast<std::size_t>(first_run_axis)] *
+                                          stride[static_cast<std::size_t>(first_run_axis)];
+    for (std::size_t d = 0; d < index.size(); ++d) {
+      first += (static_cast<std::uint64_t>(index[d]) + offset[d]) * stride[d];
+    }
+    const unsigned char* run = bytes + static_cast<std::size_t>(o * count) * width;
     switch (width) {
       case 1:
         sum += sum_run<std::uint8_t>(run, count, first, seed);
@@ -74,6 +95,11 @@ std::uint64_t element_sum(const Tensor& tensor, int axis, std::int64_t begin, st
       default:
         sum += sum_run<std::uint64_t>(run, count, first, seed);
         break;
+    }
+    // The odometer over the axes before the run, in row-major order.
+    for (std::size_t d = index.size(); d > 0; --d) {
+      if (++index[d - 1] < shape[static_cast<int>(d - 1)]) break;
+      index[d - 1] = 0;
     }
   }
   return sum;
@@ -93,9 +119,16 @@ void put_text(Xxh64& hash, std::string_view text) {
   hash.update(text.data(), text.size());
 }
 
-void put_shape(Xxh64& hash, const Shape& shape, int axis, std::int64_t extent) {
+// The global shape of a part: `shape` with each split axis' extent in place of its own.
+void put_shape(Xxh64& hash, const Shape& shape, const std::vector<AxisRange>& split) {
   put(hash, static_cast<std::int32_t>(shape.rank()));
-  for (int d = 0; d < shape.rank(); ++d) put(hash, d == axis ? extent : shape[d]);
+  for (int d = 0; d < shape.rank(); ++d) {
+    std::int64_t extent = shape[d];
+    for (const AxisRange& r : split) {
+      if (r.axis == d) extent = r.extent;
+    }
+    put(hash, extent);
+  }
 }
 
 // A scalar entry's value as one word (a string's through XXH64).
@@ -142,14 +175,15 @@ DigestParts digest_parts(const StateDict& state, const DigestLayout& layout, int
         TENAX_EXPECTS(shard->holds(tensor->shape()), UsageError,
                       "the shard of '" + name + "' does not fit its tensor of shape " +
                           to_string(tensor->shape()),
-                      "describe the rank's slab of that tensor in Workload::state_layout()");
-        put_shape(described, tensor->shape(), shard->axis, shard->extent);
-        partial += element_sum(host, shard->axis, shard->begin, shard->extent, seed);
+                      "describe the rank's slab or box of that tensor in "
+                      "Workload::state_layout()");
+        const std::vector<AxisRange> split = shard->ranges();
+        put_shape(described, tensor->shape(), split);
+        partial += element_sum(host, split, seed);
         continue;
       }
-      put_shape(described, tensor->shape(), -1, 0);
-      const std::int64_t extent = tensor->shape().rank() == 0 ? 1 : tensor->shape()[0];
-      const std::uint64_t sum = element_sum(host, 0, 0, extent, seed);
+      put_shape(described, tensor->shape(), {});
+      const std::uint64_t sum = element_sum(host, {}, seed);
       if (own) {
         partial += fmix64(own_about.digest() ^ sum);
       } else {

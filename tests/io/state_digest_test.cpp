@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tenax/core/error.hpp"
@@ -196,6 +197,137 @@ TEST(StateDigest, ACheckpointsFilesAreCheckedAgainstTheDigestTheRanksRecorded) {
   // A damaged record is an IoError naming where.
   files[0].set(runner_entry::state_digest, std::string("not hex"));
   EXPECT_THROW((void)checkpoint_digest(files, "test"), IoError);
+}
+
+// The part `shard` describes of `whole` (a slab or a box), copied.
+Tensor part(const Tensor& whole, const TensorShard& shard) {
+  Tensor out = Tensor::empty(shard.part_shape(whole.shape()), whole.dtype());
+  copy_shard_overlap(shard.whole(), whole, shard, out);
+  return out;
+}
+
+// The digest of `whole` split into `shards` (slabs or boxes), each a rank's, with a replicated
+// scalar beside it.
+std::uint64_t shard_digest(const Tensor& whole, const std::vector<TensorShard>& shards) {
+  std::uint64_t common = 0;
+  std::uint64_t partial = 0;
+  for (std::size_t r = 0; r < shards.size(); ++r) {
+    StateDict state;
+    state.set("t", 0.25);
+    state.set("x", part(whole, shards[r]));
+    const DigestLayout layout{{shards[r]}, {}, false};
+    const DigestParts parts = digest_parts(state, layout, static_cast<int>(r));
+    if (r == 0) common = parts.common;
+    EXPECT_EQ(parts.common, common) << "rank " << r << ": the common part differs";
+    partial += parts.partial;
+  }
+  return combine_digest(common, partial);
+}
+
+// 2 x 2 boxes of axes `a` and `b` of `whole`, cut at `cut_a` and `cut_b`.
+std::vector<TensorShard> boxes(const Tensor& whole, int a, std::int64_t cut_a, int b,
+                               std::int64_t cut_b) {
+  const std::int64_t na = whole.shape()[a];
+  const std::int64_t nb = whole.shape()[b];
+  std::vector<TensorShard> shards;
+  for (const auto& [a0, a1] : {std::pair{std::int64_t{0}, cut_a}, std::pair{cut_a, na}}) {
+    for (const auto& [b0, b1] : {std::pair{std::int64_t{0}, cut_b}, std::pair{cut_b, nb}}) {
+      shards.push_back({"x", a, a0, a1, na, {{b, b0, b1, nb}}});
+    }
+  }
+  return shards;
+}
+
+TEST(StateDigest, TheSameForBoxesAsForSlabsAndTheWholeTensor) {
+  for (const DType dtype : {DType::f64, DType::f32, DType::u8}) {
+    SCOPED_TRACE(to_string(dtype));
+    const Tensor x = counting({5, 7, 3}, dtype);
+    const std::uint64_t whole = split_digest(x, 0, {0, 5});
+    EXPECT_EQ(split_digest(x, 0, {0, 2, 5}), whole);
+    EXPECT_EQ(split_digest(x, 1, {0, 3, 7}), whole);
+    EXPECT_EQ(shard_digest(x, boxes(x, 0, 2, 1, 4)), whole) << "2 x 2 boxes of axes 0 and 1";
+    EXPECT_EQ(shard_digest(x, boxes(x, 0, 3, 1, 1)), whole);
+    EXPECT_EQ(shard_digest(x, boxes(x, 0, 0, 1, 7)), whole) << "empty boxes contribute nothing";
+    EXPECT_EQ(shard_digest(x, boxes(x, 1, 5, 2, 2)), whole) << "boxes of axes 1 and 2";
+    EXPECT_EQ(shard_digest(x, boxes(x, 0, 4, 2, 1)), whole) << "boxes of axes 0 and 2";
+    std::vector<TensorShard> cube;
+    for (int r = 0; r < 8; ++r) {
+      const std::int64_t i = r / 4 == 0 ? 0 : 2;
+      const std::int64_t j = (r / 2) % 2 == 0 ? 0 : 5;
+      const std::int64_t k = r % 2 == 0 ? 0 : 1;
+      cube.push_back(
+          {"x", 0, i, i == 0 ? 2 : 5, 5, {{1, j, j == 0 ? 5 : 7, 7}, {2, k, k == 0 ? 1 : 3, 3}}});
+    }
+    EXPECT_EQ(shard_digest(x, cube), whole) << "2 x 2 x 2 boxes";
+    EXPECT_EQ(shard_digest(x, {{"x", 0, 0, 5, 5, {{1, 0, 7, 7}}}}), whole) << "one box";
+  }
+  // A box holds its own elements: a flip in one changes the digest, and so does a box whose
+  // elements are the right ones at the wrong place.
+  Tensor x = counting({5, 7, 3});
+  const std::uint64_t clean = shard_digest(x, boxes(x, 0, 2, 1, 4));
+  Tensor flipped = x.clone();
+  static_cast<unsigned char*>(flipped.data())[((3 * 7 + 5) * 3 + 1) * 8] ^= 1;
+  EXPECT_NE(shard_digest(flipped, boxes(flipped, 0, 2, 1, 4)), clean);
+  EXPECT_NE(shard_digest(x.reshape({7, 5, 3}), boxes(x.reshape({7, 5, 3}), 0, 2, 1, 4)), clean);
+}
+
+// Slab digests are the values they were before boxes existed (computed then).
+TEST(StateDigest, SlabDigestsAreTheValuesBeforeBoxes) {
+  const auto parts_of = [](const Tensor& whole, int axis, std::int64_t begin, std::int64_t end,
+                           int rank) {
+    StateDict state;
+    state.set("t", 0.25);
+    state.set("x", slab(whole, axis, begin, end));
+    return digest_parts(state, {{{"x", axis, begin, end, whole.shape()[axis]}}, {}, false}, rank);
+  };
+  const Tensor a = counting({5, 7, 3});
+  EXPECT_EQ(parts_of(a, 0, 2, 5, 1).common, 0x015ad0b199ddf3aaULL);
+  EXPECT_EQ(parts_of(a, 0, 2, 5, 1).partial, 0x26d1f1361c5d4b5bULL);
+  EXPECT_EQ(parts_of(a, 1, 3, 7, 0).partial, 0x6cee43958c192a01ULL);
+  EXPECT_EQ(parts_of(a, 2, 1, 3, 0).partial, 0x1e2c66e913536eb5ULL);
+  const Tensor b = counting({3, 10}, DType::f32);
+  EXPECT_EQ(parts_of(b, 1, 4, 10, 1).common, 0x94d95f447410a8ecULL);
+  EXPECT_EQ(parts_of(b, 1, 4, 10, 1).partial, 0xa389ca60abf857c6ULL);
+  StateDict state;
+  state.set("x", a);
+  state.set("n", std::int64_t{3});
+  EXPECT_EQ(digest_parts(state, {}, 0).common, 0x88a8098b45a1dc13ULL);
+}
+
+TEST(StateDigest, ACheckpointOfBoxesIsCheckedAgainstItsRecordedDigest) {
+  const Tensor whole = counting({4, 6});
+  const std::vector<TensorShard> shards = boxes(whole, 0, 1, 1, 4);
+  ShardTable table;
+  for (TensorShard s : shards) {
+    s.name = "workload/u";
+    table.ranks.push_back({s});
+  }
+  std::vector<StateDict> files(shards.size());
+  std::vector<DigestParts> parts;
+  for (std::size_t r = 0; r < shards.size(); ++r) {
+    StateDict workload;
+    workload.set("u", part(whole, shards[r]));
+    workload.set("t", 0.5);
+    TensorShard mine = shards[r];
+    mine.name = "u";
+    parts.push_back(digest_parts(workload, {{mine}, {}, false}, static_cast<int>(r)));
+    files[r].merge("workload", workload);
+    files[r].set(runner_entry::shards, format_shard_table(table));
+  }
+  StateDict one;
+  one.set("u", whole);
+  one.set("t", 0.5);
+  const DigestParts single = digest_parts(one, {{{"u", 0, 0, 4, 4}}, {}, false}, 0);
+  EXPECT_EQ(vote(parts).digest, combine_digest(single.common, single.partial))
+      << "four boxes, one slab: one state";
+  for (StateDict& f : files) f.set(runner_entry::state_digest, to_hex64(vote(parts).digest));
+  const std::optional<CheckpointDigest> clean = checkpoint_digest(files, "test");
+  ASSERT_TRUE(clean.has_value());
+  EXPECT_TRUE(clean->matches());
+  Tensor changed = files[3].tensor("workload/u").clone();
+  static_cast<unsigned char*>(changed.data())[0] ^= 1;
+  files[3].set("workload/u", changed);
+  EXPECT_FALSE(checkpoint_digest(files, "test")->matches());
 }
 
 }  // namespace

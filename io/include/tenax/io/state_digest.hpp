@@ -6,9 +6,10 @@
 /// The rule, written once here:
 ///  - every element of a tensor contributes mix(seed of its entry, its global row-major index,
 ///    its bits), and an entry's value is the sum (mod 2^64) of its elements' contributions. A sum
-///    does not depend on the order of its terms, so a tensor split into slabs over any number of
-///    ranks (io::TensorShard) gives the same value as the whole tensor on one: each rank sums its
-///    own elements over their global indices and the ranks' partial sums add up;
+///    does not depend on the order of its terms, so a tensor split into slabs or boxes over any
+///    number of ranks (io::TensorShard) gives the same value as the whole tensor on one: each rank
+///    sums its own elements over their global indices (for a box, the index from every split
+///    axis' begin and extent) and the ranks' partial sums add up;
 ///  - the entries that are the same on every rank (all of a replicated state; the entries of a
 ///    sharded state that are not sharded) form the *common* part: XXH64 over, in order, each
 ///    entry's name, kind, dtype, (global) shape and value. Ranks compare it: a rank whose common
@@ -37,7 +38,7 @@ namespace tenax::io {
 
 /// How a state is split across the ranks, as the digest needs it.
 struct DigestLayout {
-  /// This rank's slabs of the sharded tensors (names as in the state digested).
+  /// This rank's slabs or boxes of the sharded tensors (names as in the state digested).
   std::vector<TensorShard> shards;
   /// Entries left out of the digest (names as in the state digested).
   std::vector<std::string> rank_local;
@@ -54,8 +55,8 @@ struct DigestParts {
 };
 
 /// This rank's parts of the digest of `state` (see the file). Tensors on a device are copied to
-/// the host first. Throws UsageError when a shard names a tensor of another extent than the
-/// shard's, or an entry that is not a tensor.
+/// the host first. Throws UsageError when a shard names a tensor that it does not hold() (another
+/// extent along a split axis), or an entry that is not a tensor.
 [[nodiscard]] DigestParts digest_parts(const StateDict& state, const DigestLayout& layout,
                                        int rank);
 
