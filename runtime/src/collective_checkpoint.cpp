@@ -97,15 +97,30 @@ std::optional<std::string> reshard(const io::CheckpointStore& store, const Resum
   }
   const std::vector<io::TensorShard>& theirs = table.ranks.front();
   const auto describe = [](const io::TensorShard& s) {
-    return "'" + s.name + "' split along axis " + std::to_string(s.axis) + " of extent " +
-           std::to_string(s.extent);
+    std::string text = "'" + s.name + "' split along axis " + std::to_string(s.axis) +
+                       " of extent " + std::to_string(s.extent);
+    for (const io::AxisRange& r : s.more) {
+      text += " and axis " + std::to_string(r.axis) + " of extent " + std::to_string(r.extent);
+    }
+    return text;
+  };
+  // An axis split by both must have one extent; an axis split by one only is whole in the other
+  // run's parts (copy_shard_overlap checks it against the tensors).
+  const auto compatible = [](const io::TensorShard& a, const io::TensorShard& b) {
+    const std::vector<io::AxisRange> theirs = b.ranges();
+    for (const io::AxisRange& r : a.ranges()) {
+      for (const io::AxisRange& t : theirs) {
+        if (t.axis == r.axis && t.extent != r.extent) return false;
+      }
+    }
+    return true;
   };
   std::vector<std::size_t> column(layout.shards.size());
   for (std::size_t k = 0; k < layout.shards.size(); ++k) {
     const io::TensorShard& mine = layout.shards[k];
     const auto it = std::find_if(theirs.begin(), theirs.end(),
                                  [&](const io::TensorShard& t) { return t.name == mine.name; });
-    if (it == theirs.end() || it->extent != mine.extent || it->axis != mine.axis) {
+    if (it == theirs.end() || !compatible(mine, *it)) {
       return "this run holds " + describe(mine) + ", the checkpoint " +
              (it == theirs.end() ? std::string("does not split it") : describe(*it));
     }
@@ -125,19 +140,25 @@ std::optional<std::string> reshard(const io::CheckpointStore& store, const Resum
   };
 
   // This rank's tensors (those the checkpoint holds: a method saves some vectors only in some
-  // configurations), filled from every old rank whose slabs overlap them.
+  // configurations), filled from every old rank whose slabs or boxes overlap them.
   std::vector<Tensor> assembled(layout.shards.size());
   for (std::size_t k = 0; k < layout.shards.size(); ++k) {
     if (!loaded.state.contains(layout.shards[k].name)) continue;
     const Tensor& like = loaded.state.tensor(layout.shards[k].name);
     const io::TensorShard& held = table.ranks[static_cast<std::size_t>(source)][column[k]];
     if (!held.holds(like.shape())) {
+      std::string part;
+      for (const io::AxisRange& r : held.ranges()) {
+        part += (part.empty() ? "[" : " x [") + std::to_string(r.begin) + ", " +
+                std::to_string(r.end) + ")";
+      }
       return io::rank_file_name(source) + " of step " + std::to_string(loaded.step) + " holds '" +
-             held.name + "' as " + like.describe() + ", not the slab [" +
-             std::to_string(held.begin) + ", " + std::to_string(held.end) +
-             ") its shard table lists";
+             held.name + "' as " + like.describe() + ", not the " +
+             (held.more.empty() ? "slab " : "box ") + part + " its shard table lists";
     }
-    assembled[k] = Tensor::empty(layout.shards[k].part_shape(like.shape()), like.dtype());
+    // The global shape (every axis the checkpoint splits whole), then this rank's part of it.
+    const Shape global = held.whole().part_shape(like.shape());
+    assembled[k] = Tensor::empty(layout.shards[k].part_shape(global), like.dtype());
   }
   for (int old = 0; old < loaded.world_size; ++old) {
     const std::vector<io::TensorShard>& held = table.ranks[static_cast<std::size_t>(old)];
@@ -175,7 +196,7 @@ std::optional<std::string> reshard(const io::CheckpointStore& store, const Resum
                                assembled[k]);
       } catch (const UsageError& e) {
         return io::rank_file_name(old) + " of step " + std::to_string(loaded.step) +
-               " does not hold its slab of '" + from.name + "' as its shard table says (" +
+               " does not hold its part of '" + from.name + "' as its shard table says (" +
                e.cause() + ")";
       }
     }
@@ -184,6 +205,25 @@ std::optional<std::string> reshard(const io::CheckpointStore& store, const Resum
     if (assembled[k].defined()) loaded.state.set(layout.shards[k].name, assembled[k]);
   }
   return std::nullopt;
+}
+
+// Whether the checkpoint, written by as many ranks as this run has, splits this rank's tensors
+// otherwise than this run does (slabs written, boxes resumed, or the reverse): its table parses
+// and lists for rank `source` a part of a tensor unlike this run's. A table that does not parse
+// is left to the load, as before tables could differ.
+bool split_otherwise(const io::LoadedCheckpoint& loaded, const ResumeLayout& layout, int source) {
+  if (!loaded.state.contains(kShardTableEntry)) return false;
+  io::ShardTable table;
+  try {
+    table = io::parse_shard_table(loaded.state.text(kShardTableEntry), "");
+  } catch (const Error&) {
+    return false;
+  }
+  if (source < 0 || static_cast<std::size_t>(source) >= table.ranks.size()) return false;
+  const std::vector<io::TensorShard>& theirs = table.ranks[static_cast<std::size_t>(source)];
+  return std::any_of(layout.shards.begin(), layout.shards.end(), [&](const io::TensorShard& s) {
+    return std::find(theirs.begin(), theirs.end(), s) == theirs.end();
+  });
 }
 
 // reshard(), with any error it meets on this rank turned into its refusal, so that the ranks
@@ -259,30 +299,55 @@ io::ShardTable gather_shard_table(Communicator& communicator,
                   "every rank's Workload::state_layout must list the same tensors");
   }
   if (mine.empty()) return {};
-  std::vector<std::int64_t> slabs;
+  // Every split axis of every shard: its axis, begin, end and extent, so that ranks that split
+  // another axis or extent are told too.
+  std::vector<std::int64_t> ranges;
   for (const io::TensorShard& s : mine) {
-    slabs.push_back(s.begin);
-    slabs.push_back(s.end);
+    for (const io::AxisRange& r : s.ranges()) {
+      ranges.insert(ranges.end(), {r.axis, r.begin, r.end, r.extent});
+    }
   }
-  std::vector<std::int64_t> all(slabs.size() * counts.size());
-  communicator.all_gather_bytes(std::as_bytes(std::span(slabs)),
+  const auto width = static_cast<std::int64_t>(ranges.size());
+  const std::vector<std::int64_t> widths = gather_steps(communicator, width);
+  for (std::size_t r = 0; r < widths.size(); ++r) {
+    TENAX_EXPECTS(widths[r] == width, UsageError,
+                  "state layout: rank " + std::to_string(r) + " splits its tensors along " +
+                      std::to_string(widths[r] / 4) + " axes in all, rank " +
+                      std::to_string(communicator.rank()) + " along " + std::to_string(width / 4),
+                  "every rank's Workload::state_layout must split each tensor along the same "
+                  "axes");
+  }
+  std::vector<std::int64_t> all(ranges.size() * counts.size());
+  communicator.all_gather_bytes(std::as_bytes(std::span(ranges)),
                                 std::as_writable_bytes(std::span(all)));
   io::ShardTable table;
   for (std::size_t r = 0; r < counts.size(); ++r) {
     std::vector<io::TensorShard> theirs = mine;
-    for (std::size_t k = 0; k < theirs.size(); ++k) {
-      theirs[k].begin = all[r * slabs.size() + 2 * k];
-      theirs[k].end = all[r * slabs.size() + 2 * k + 1];
+    const std::int64_t* at = all.data() + r * ranges.size();
+    const auto next = [&] { return *at++; };
+    for (io::TensorShard& s : theirs) {
+      s.axis = static_cast<int>(next());
+      s.begin = next();
+      s.end = next();
+      s.extent = next();
+      for (io::AxisRange& m : s.more) {
+        m.axis = static_cast<int>(next());
+        m.begin = next();
+        m.end = next();
+        m.extent = next();
+      }
     }
     table.ranks.push_back(std::move(theirs));
   }
   try {
-    // The parser's checks: the slabs of every tensor tile its axis in rank order.
+    // The parser's checks: the ranks split every tensor alike, its slabs tile its axis in rank
+    // order, its boxes tile the box of its split axes.
     (void)io::parse_shard_table(io::format_shard_table(table), "this run's state layout");
   } catch (const IoError& e) {
     throw UsageError(e.cause(),
-                     "give each rank a slab of every split tensor, in rank order, "
-                     "covering the axis (Workload::state_layout)");
+                     "give each rank a slab of every split tensor, in rank order, covering the "
+                     "axis, or a box, the ranks' boxes covering the split axes without "
+                     "overlapping (Workload::state_layout)");
   }
   return table;
 }
@@ -348,7 +413,8 @@ AgreedCheckpoint load_agreed_checkpoint(const io::CheckpointStore& store,
     if (!layout.shards.empty()) {
       // Resharding is decided on every rank, so a refusal on one is a refusal on all.
       std::optional<std::string> refusal;
-      if (loaded.found && loaded.world_size != communicator.size()) {
+      if (loaded.found &&
+          (loaded.world_size != communicator.size() || split_otherwise(loaded, layout, source))) {
         refusal = reshard_or_refuse(store, layout, source, loaded);
       }
       const std::vector<RankPart> answers =

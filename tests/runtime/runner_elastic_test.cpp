@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tenax/core/error.hpp"
+#include "tenax/io/shard_layout.hpp"
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/runner.hpp"
@@ -205,6 +207,155 @@ TEST_F(RunnerElastic, ACheckpointWithoutAShardTableIsRefusedOnAnotherNumberOfRan
   // Without a layout a sharded state keeps refusing another world size, as before.
   for (const std::string& e : run(3, 8, dir_, false, false).errors) {
     EXPECT_NE(e.find("written by 2 rank(s)"), std::string::npos) << e;
+  }
+}
+
+// A [kRows, kColumns] field split over the ranks as 2 x 2 boxes (4 ranks), as slabs of rows, or
+// as one box on 1 rank; f <- 0.5 f + 0.01 (global index) + 0.001 step on each rank's part.
+constexpr std::int64_t kRows = 7;
+constexpr std::int64_t kColumns = 9;
+
+enum class Split { boxes, slabs };
+
+io::TensorShard field_shard(Split split, int rank, int ranks) {
+  if (split == Split::slabs) {
+    return {"f", 0, kRows * rank / ranks, kRows * (rank + 1) / ranks, kRows};
+  }
+  // 2 x 2 boxes on 4 ranks (rows 0..3 | 3..7, columns 0..5 | 5..9); one box on 1 rank.
+  const int rows = ranks == 4 ? 2 : 1;
+  const int columns = ranks / rows;
+  const int i = rank / columns;
+  const int j = rank % columns;
+  const std::int64_t r0 = i == 0 ? 0 : 3;
+  const std::int64_t r1 = rows == 1 || i == 1 ? kRows : 3;
+  const std::int64_t c0 = j == 0 ? 0 : 5;
+  const std::int64_t c1 = columns == 1 || j == 1 ? kColumns : 5;
+  return {"f", 0, r0, r1, kRows, {{1, c0, c1, kColumns}}};
+}
+
+class BoxToy final : public Workload {
+ public:
+  BoxToy(Communicator& comm, Split split)
+      : shard_(field_shard(split, comm.rank(), comm.size())),
+        c0_(shard_.more.empty() ? 0 : shard_.more[0].begin),
+        c1_(shard_.more.empty() ? kColumns : shard_.more[0].end) {}
+
+  void init() override {
+    f_ = Tensor::empty({shard_.end - shard_.begin, c1_ - c0_}, DType::f64);
+    each([&](std::int64_t i, std::int64_t j, double& v) { v = 1.0 + 0.3 * i - 0.2 * j; });
+  }
+  [[nodiscard]] std::int64_t work_units() const override { return 1; }
+  void step(std::int64_t step, std::int64_t) override {
+    next_ = f_.clone();
+    const double* in = f_.data_as<double>();
+    double* out = next_.data_as<double>();
+    for (std::int64_t k = 0; k < f_.numel(); ++k) {
+      const std::int64_t i = shard_.begin + k / (c1_ - c0_);
+      const std::int64_t j = c0_ + k % (c1_ - c0_);
+      out[k] = 0.5 * in[k] + 0.01 * static_cast<double>(i * kColumns + j) +
+               0.001 * static_cast<double>(step + 1);
+    }
+  }
+  void commit_step() override { f_ = next_; }
+  [[nodiscard]] StateDict save_state() const override {
+    StateDict s;
+    s.set("f", f_);
+    return s;
+  }
+  void load_state(const StateDict& s) override {
+    ASSERT_EQ(s.tensor("f").shape(), (Shape{shard_.end - shard_.begin, c1_ - c0_}));
+    f_ = s.tensor("f").clone();
+  }
+  [[nodiscard]] StateLayout state_layout() const override { return {.shards = {shard_}}; }
+
+  // Calls visit(global row, global column, value) for every element this rank holds.
+  template <class Visit>
+  void each(Visit&& visit) {
+    double* v = f_.data_as<double>();
+    for (std::int64_t i = shard_.begin; i < shard_.end; ++i) {
+      for (std::int64_t j = c0_; j < c1_; ++j) visit(i, j, *v++);
+    }
+  }
+
+ private:
+  io::TensorShard shard_;
+  std::int64_t c0_, c1_;
+  Tensor f_, next_;
+};
+
+struct FieldResult {
+  std::vector<double> f = std::vector<double>(kRows * kColumns, 0.0);  // the whole field
+  std::vector<std::string> errors;
+};
+
+class RunnerElasticBoxes : public RunnerElastic {
+ protected:
+  FieldResult run_field(int ranks, Split split, std::int64_t steps, const fs::path& dir) {
+    CommOptions options;
+    options.timeout_seconds = 20;
+    auto comms = make_thread_communicators(ranks, options);
+    FieldResult result;
+    result.errors.assign(static_cast<std::size_t>(ranks), "");
+    std::vector<std::thread> threads;
+    std::mutex mutex;
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&, r] {
+        BoxToy toy(*comms[static_cast<std::size_t>(r)], split);
+        RunnerOptions o;
+        o.run_dir = dir;
+        o.total_steps = steps;
+        o.checkpoint_every = 3;
+        o.progress = ProgressMode::quiet;
+        try {
+          Runner runner(toy, o, comms[static_cast<std::size_t>(r)]);
+          const RunResult done = runner.run();
+          if (done.status != RunStatus::completed) throw std::runtime_error(done.message);
+        } catch (const std::exception& e) {
+          result.errors[static_cast<std::size_t>(r)] = e.what();
+          return;
+        }
+        const std::lock_guard lock(mutex);
+        toy.each([&](std::int64_t i, std::int64_t j, double& v) {
+          result.f[static_cast<std::size_t>(i * kColumns + j)] = v;
+        });
+      });
+    }
+    for (auto& t : threads) t.join();
+    return result;
+  }
+};
+
+TEST_F(RunnerElasticBoxes, BoxesResumeAsSlabsAndSlabsAsBoxesWithTheSingleProcessBits) {
+  const FieldResult single = run_field(1, Split::slabs, 12, dir_ / "single");
+  for (const std::string& e : single.errors) ASSERT_EQ(e, "");
+  struct Case {
+    int first;
+    Split first_split;
+    int second;
+    Split second_split;
+  };
+  for (const Case c :
+       {Case{4, Split::boxes, 2, Split::slabs}, Case{4, Split::boxes, 1, Split::slabs},
+        Case{4, Split::boxes, 3, Split::slabs}, Case{2, Split::slabs, 4, Split::boxes},
+        Case{1, Split::slabs, 4, Split::boxes}, Case{4, Split::slabs, 4, Split::boxes},
+        Case{4, Split::boxes, 4, Split::slabs}, Case{4, Split::boxes, 1, Split::boxes},
+        Case{1, Split::boxes, 4, Split::boxes}}) {
+    const auto name = [](int ranks, Split split) {
+      return std::to_string(ranks) + (split == Split::boxes ? "-boxes" : "-slabs");
+    };
+    SCOPED_TRACE(name(c.first, c.first_split) + " -> " + name(c.second, c.second_split));
+    const fs::path dir =
+        dir_ / (name(c.first, c.first_split) + "-" + name(c.second, c.second_split));
+    for (const std::string& e : run_field(c.first, c.first_split, 7, dir).errors) {
+      ASSERT_EQ(e, "");
+    }
+    const FieldResult resumed = run_field(c.second, c.second_split, 12, dir);
+    for (const std::string& e : resumed.errors) ASSERT_EQ(e, "");
+    EXPECT_EQ(resumed.f, single.f);
+    std::ifstream events(dir / "events.jsonl");
+    const std::string log{std::istreambuf_iterator<char>(events), {}};
+    EXPECT_NE(log.find("\"resumed\""), std::string::npos) << log;
+    if (c.first != c.second) EXPECT_NE(log.find("\"resharded\""), std::string::npos) << log;
   }
 }
 
