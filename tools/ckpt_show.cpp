@@ -348,9 +348,10 @@ int show_entry(const Shown& shown, const CkptShowOptions& options, std::ostream&
 // io/shard_layout.hpp, every rank's slabs).
 constexpr std::string_view kShardTableEntry = io::runner_entry::shards;
 
-// The sharding of the shown checkpoint: per split tensor, its axis, extent and every rank's slab;
-// null when the state holds no table (a state that is not split, or replicated); a string saying
-// why when the table cannot be read.
+// The sharding of the shown checkpoint: per split tensor, its axis, extent and every rank's slab
+// and, for a tensor split into boxes, its further axes and extents and every rank's box (a list
+// of [begin, end] per split axis); null when the state holds no table (a state that is not split,
+// or replicated); a string saying why when the table cannot be read.
 nlohmann::json sharding_json(const Shown& shown) {
   if (!shown.state.contains(kShardTableEntry)) return nullptr;
   io::ShardTable table;
@@ -364,10 +365,28 @@ nlohmann::json sharding_json(const Shown& shown) {
     const io::TensorShard& first = table.ranks.front()[k];
     nlohmann::json slabs = nlohmann::json::array();
     for (const auto& rank : table.ranks) slabs.push_back({rank[k].begin, rank[k].end});
-    tensors.push_back({{"name", first.name},
-                       {"axis", first.axis},
-                       {"extent", first.extent},
-                       {"slabs", std::move(slabs)}});
+    nlohmann::json tensor = {{"name", first.name},
+                             {"axis", first.axis},
+                             {"extent", first.extent},
+                             {"slabs", std::move(slabs)}};
+    if (!first.more.empty()) {
+      nlohmann::json axes = nlohmann::json::array();
+      nlohmann::json extents = nlohmann::json::array();
+      for (const io::AxisRange& r : first.ranges()) {
+        axes.push_back(r.axis);
+        extents.push_back(r.extent);
+      }
+      nlohmann::json boxes = nlohmann::json::array();
+      for (const auto& rank : table.ranks) {
+        nlohmann::json box = nlohmann::json::array();
+        for (const io::AxisRange& r : rank[k].ranges()) box.push_back({r.begin, r.end});
+        boxes.push_back(std::move(box));
+      }
+      tensor["axes"] = std::move(axes);
+      tensor["extents"] = std::move(extents);
+      tensor["boxes"] = std::move(boxes);
+    }
+    tensors.push_back(std::move(tensor));
   }
   return {{"world_size", table.ranks.size()}, {"tensors", std::move(tensors)}};
 }
@@ -383,6 +402,30 @@ void print_sharding(const nlohmann::json& sharding, int rank, std::ostream& out)
       "{}'s slabs (*); a resume on another number of ranks divides them anew\n",
       sharding["tensors"].size(), sharding["world_size"].get<std::size_t>(), rank);
   for (const nlohmann::json& t : sharding["tensors"]) {
+    if (t.contains("boxes")) {
+      // "workload/u in boxes along axes 0 x 1 of 37 x 40:  0:[0, 18) x [0, 20)* ..."
+      const auto joined = [](const nlohmann::json& values) {
+        std::string text;
+        for (const nlohmann::json& v : values) {
+          text += (text.empty() ? "" : " x ") + std::to_string(v.get<std::int64_t>());
+        }
+        return text;
+      };
+      std::string boxes;
+      int r = 0;
+      for (const nlohmann::json& box : t["boxes"]) {
+        std::string ranges;
+        for (const nlohmann::json& range : box) {
+          ranges += fmt::format("{}[{}, {})", ranges.empty() ? "" : " x ",
+                                range[0].get<std::int64_t>(), range[1].get<std::int64_t>());
+        }
+        boxes += fmt::format("  {}:{}{}", r, ranges, r == rank ? "*" : "");
+        ++r;
+      }
+      out << fmt::format("  {} in boxes along axes {} of {}:{}\n", t["name"].get<std::string>(),
+                         joined(t["axes"]), joined(t["extents"]), boxes);
+      continue;
+    }
     std::string slabs;
     int r = 0;
     for (const nlohmann::json& slab : t["slabs"]) {

@@ -161,8 +161,8 @@ std::string settings_file(const json& config, const ProgramSettings& program) {
 // ---- the states compared ----
 
 // The state of a checkpoint as one process would hold it: every sharded tensor assembled from
-// the ranks' slabs (the shard table), every other entry from rank 0, the entries the digest
-// leaves out dropped; names as in the workload's state.
+// the ranks' slabs or boxes (the shard table), every other entry from rank 0, the entries the
+// digest leaves out dropped; names as in the workload's state.
 StateDict whole_state(const fs::path& step_dir, int world) {
   std::vector<StateDict> ranks;
   for (int r = 0; r < world; ++r) {
@@ -192,7 +192,8 @@ StateDict whole_state(const fs::path& step_dir, int world) {
       continue;
     }
     const Tensor& part = ranks[0].tensor(name);
-    const io::TensorShard all{shard->name, shard->axis, 0, shard->extent, shard->extent};
+    // The whole tensor: every split axis at its global extent.
+    const io::TensorShard all = shard->whole();
     Tensor out = Tensor::empty(all.part_shape(part.shape()), part.dtype());
     for (int r = 0; r < world; ++r) {
       for (const io::TensorShard& s : table->ranks[static_cast<std::size_t>(r)]) {

@@ -312,6 +312,35 @@ TEST_F(CkptTest, ShowSaysHowTheStateIsSplitAcrossRanks) {
   const CliRun bad = tenax_cli("ckpt show " + quote(forged));
   EXPECT_NE(bad.output.find("sharding:        unreadable"), std::string::npos) << bad.output;
   EXPECT_NE(bad.output.find("up to 9 of 16"), std::string::npos) << bad.output;
+
+  // A table of boxes (a 2 x 2 block decomposition on 4 ranks) shows each rank's box.
+  std::string boxes = R"({"world_size":4,"ranks":[)";
+  for (int r = 0; r < 4; ++r) {
+    const int row = r / 2 * 9;
+    const int column = r % 2 * 10;
+    boxes += (r == 0 ? "" : ",") + std::string(R"([{"name":"workload/u","axis":0,"begin":)") +
+             std::to_string(row) + R"(,"end":)" + std::to_string(row == 0 ? 9 : 16) +
+             R"(,"extent":16,"more":[{"axis":1,"begin":)" + std::to_string(column) + R"(,"end":)" +
+             std::to_string(column + 10) + R"(,"extent":20}]}])";
+  }
+  state.set("runner/shards", boxes + "]}");
+  const fs::path blocks = run_dir_ / "blocks.h5";
+  io::write_state_file(blocks, state, io::FileMetadata{});
+  const CliRun shown_boxes = tenax_cli("ckpt show " + quote(blocks));
+  EXPECT_NE(shown_boxes.output.find("sharding:        1 tensor(s) split across 4 rank(s)"),
+            std::string::npos)
+      << shown_boxes.output;
+  EXPECT_NE(shown_boxes.output.find("workload/u in boxes along axes 0 x 1 of 16 x 20:  "
+                                    "0:[0, 9) x [0, 10)*  1:[0, 9) x [10, 20)  "
+                                    "2:[9, 16) x [0, 10)  3:[9, 16) x [10, 20)"),
+            std::string::npos)
+      << shown_boxes.output;
+  const nlohmann::json boxes_json = tenax_json("ckpt show --json " + quote(blocks));
+  const nlohmann::json& tensor = boxes_json.at("sharding").at("tensors").at(0);
+  EXPECT_EQ(tensor.at("axes"), nlohmann::json::parse("[0, 1]"));
+  EXPECT_EQ(tensor.at("extents"), nlohmann::json::parse("[16, 20]"));
+  EXPECT_EQ(tensor.at("boxes").at(3), nlohmann::json::parse("[[9, 16], [10, 20]]"));
+  EXPECT_EQ(tensor.at("slabs").at(3), nlohmann::json::parse("[9, 16]"));
 }
 
 TEST_F(CkptTest, ShowPrintsTheValuesOfSmallEntries) {
