@@ -48,9 +48,10 @@ struct ResumeLayout {
   // r % (the writing world's size).
   bool replicated = false;
   // This rank's shards in this world (Workload::state_layout): when the checkpoint was written by
-  // another number of ranks, rank r loads the file of rank r % (that size), rebuilds each shard
-  // from the files of the ranks that held it (the table stored under kShardTableEntry) and checks
-  // every other entry except `rank_local` equal in every file it read.
+  // another number of ranks, or by as many ranks splitting the tensors otherwise (slabs and
+  // boxes), rank r loads the file of rank r % (that size), rebuilds each shard from the files of
+  // the ranks that held it (the table stored under kShardTableEntry) and checks every other entry
+  // except `rank_local` equal in every file it read.
   std::vector<io::TensorShard> shards;
   std::vector<std::string> rank_local;
 
@@ -60,8 +61,8 @@ struct ResumeLayout {
 // The state entry holding the checkpoint's io::ShardTable (JSON text).
 inline constexpr std::string_view kShardTableEntry = io::runner_entry::shards;
 
-// Collective: every rank's shards gathered into one table (all ranks list the same tensors; each
-// gives its slabs). Empty when the layout has no shards.
+// Collective: every rank's shards gathered into one table (all ranks list the same tensors,
+// split along the same axes; each gives its slabs or boxes). Empty when the layout has no shards.
 [[nodiscard]] io::ShardTable gather_shard_table(Communicator& communicator,
                                                 const std::vector<io::TensorShard>& mine);
 

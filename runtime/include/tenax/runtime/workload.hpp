@@ -16,8 +16,8 @@ namespace tenax::runtime {
 
 /// How a workload's state is split across the ranks (Workload::state_layout).
 struct StateLayout {
-  /// The tensors of save_state() split across the ranks, each with this rank's slab in the current
-  /// world (names as in save_state()).
+  /// The tensors of save_state() split across the ranks, each with this rank's slab or box in the
+  /// current world (names as in save_state()).
   std::vector<io::TensorShard> shards;
   /// Entries of save_state() that may differ between ranks without changing any result (a rank's
   /// own timings). On an elastic resume rank r takes them from the file of old rank r % (old
