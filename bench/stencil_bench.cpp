@@ -5,10 +5,16 @@
 // the new one once: 16 bytes per point; the counters report GB/s at that count. Target: the user
 // kernel at >= 0.95x the hand-written sweep. Also the Gray-Scott step of examples/gray_scott.cpp
 // (32 bytes per point) as a user kernel, and the halo exchange alone on one rank (periodic:
-// local copies) for its share of a step.
+// local copies) for its share of a step. On two thread ranks, the Gray-Scott step and its
+// exchange with the grid split into slabs of rows (argument 0) or into column blocks (1: the
+// ghost columns packed through strided views, exchanged after the rows), for the price of a
+// block split's exchange.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "tenax/kernels/detail/stencil_bodies.hpp"
 #include "tenax/kernels/ops.hpp"
@@ -135,11 +141,68 @@ void BM_GrayScottHaloOnly(benchmark::State& state) {
   }
 }
 
+// Two thread ranks' communicators, made once and shared by the benchmark threads (the exchange's
+// messages pair up within each iteration, so runs may reuse them).
+std::shared_ptr<rt::Communicator> thread_rank(int rank) {
+  static std::once_flag once;
+  static std::vector<std::shared_ptr<rt::Communicator>> comms;
+  std::call_once(once, [] { comms = rt::make_thread_communicators(2); });
+  return comms[static_cast<std::size_t>(rank)];
+}
+
+// Grid of benchmark thread `state.thread_index()` of 2: rows split (range(1) 0) or columns (1).
+rt::GridOptions split_options(const benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  return {.extents = {n, n},
+          .ranks = state.range(1) == 0 ? std::vector<int>{2, 1} : std::vector<int>{1, 2}};
+}
+
+void BM_GrayScottStepTwoRanks(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const rt::Grid grid(*thread_rank(state.thread_index()), split_options(state));
+  rt::StencilSimulation<GrayScott, 2> sim(grid, tenax::Device::cpu(), {"u", "v"},
+                                          GrayScott{0.037, 0.06, 0.16, 0.08, 1.0});
+  sim.set_initial([](const std::int64_t*, double* uv) {
+    uv[0] = 1.0;
+    uv[1] = 0.25;
+  });
+  sim.init();
+  std::int64_t step = 0;
+  for (auto _ : state) {
+    sim.step(step++, n);
+    sim.commit_step();
+  }
+  // Counters add up over the threads: the whole grid's bytes counted once, by thread 0.
+  set_bytes(state, state.thread_index() == 0 ? 32.0 : 0.0, n);
+}
+
+void BM_GrayScottHaloTwoRanks(benchmark::State& state) {
+  const rt::Grid grid(*thread_rank(state.thread_index()), split_options(state));
+  const Tensor u = grid.make_field(DType::f64);
+  const Tensor v = grid.make_field(DType::f64);
+  for (auto _ : state) {
+    grid.exchange({u, v});
+    benchmark::ClobberMemory();
+  }
+}
+
 BENCHMARK(BM_HeatHandWritten)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_HeatUserKernel)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_GrayScottUserKernel)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_GrayScottSimulationStep)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_GrayScottHaloOnly)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_GrayScottStepTwoRanks)
+    ->Args({1024, 0})
+    ->Args({1024, 1})
+    ->Threads(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_GrayScottHaloTwoRanks)
+    ->Args({1024, 0})
+    ->Args({1024, 1})
+    ->Threads(2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 

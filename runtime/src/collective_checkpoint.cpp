@@ -71,6 +71,19 @@ bool same_value(const StateDict::Value& a, const StateDict::Value& b) {
   return std::get<std::string>(a) == std::get<std::string>(b);
 }
 
+// Whether two shards can be parts of one tensor: an axis split by both has one extent in both (an
+// axis split by one only is whole in the other's parts; copy_shard_overlap checks it against the
+// tensors).
+bool same_extents(const io::TensorShard& a, const io::TensorShard& b) {
+  const std::vector<io::AxisRange> theirs = b.ranges();
+  for (const io::AxisRange& r : a.ranges()) {
+    for (const io::AxisRange& t : theirs) {
+      if (t.axis == r.axis && t.extent != r.extent) return false;
+    }
+  }
+  return true;
+}
+
 // Rebuilds `loaded` (the file of old rank `source`, written by a world of another size) for this
 // rank's shards: each shard from the files of the old ranks that held part of it, every other
 // workload entry checked equal in each file read. Returns why the checkpoint cannot be resharded
@@ -104,23 +117,12 @@ std::optional<std::string> reshard(const io::CheckpointStore& store, const Resum
     }
     return text;
   };
-  // An axis split by both must have one extent; an axis split by one only is whole in the other
-  // run's parts (copy_shard_overlap checks it against the tensors).
-  const auto compatible = [](const io::TensorShard& a, const io::TensorShard& b) {
-    const std::vector<io::AxisRange> theirs = b.ranges();
-    for (const io::AxisRange& r : a.ranges()) {
-      for (const io::AxisRange& t : theirs) {
-        if (t.axis == r.axis && t.extent != r.extent) return false;
-      }
-    }
-    return true;
-  };
   std::vector<std::size_t> column(layout.shards.size());
   for (std::size_t k = 0; k < layout.shards.size(); ++k) {
     const io::TensorShard& mine = layout.shards[k];
     const auto it = std::find_if(theirs.begin(), theirs.end(),
                                  [&](const io::TensorShard& t) { return t.name == mine.name; });
-    if (it == theirs.end() || !compatible(mine, *it)) {
+    if (it == theirs.end() || !same_extents(mine, *it)) {
       return "this run holds " + describe(mine) + ", the checkpoint " +
              (it == theirs.end() ? std::string("does not split it") : describe(*it));
     }
@@ -209,8 +211,9 @@ std::optional<std::string> reshard(const io::CheckpointStore& store, const Resum
 
 // Whether the checkpoint, written by as many ranks as this run has, splits this rank's tensors
 // otherwise than this run does (slabs written, boxes resumed, or the reverse): its table parses
-// and lists for rank `source` a part of a tensor unlike this run's. A table that does not parse
-// is left to the load, as before tables could differ.
+// and lists for rank `source` another part of a tensor of the same global extents. A table that
+// does not parse, or tensors of other extents or names (another problem: the configuration check
+// names what changed), are left to the load, as before.
 bool split_otherwise(const io::LoadedCheckpoint& loaded, const ResumeLayout& layout, int source) {
   if (!loaded.state.contains(kShardTableEntry)) return false;
   io::ShardTable table;
@@ -222,7 +225,10 @@ bool split_otherwise(const io::LoadedCheckpoint& loaded, const ResumeLayout& lay
   if (source < 0 || static_cast<std::size_t>(source) >= table.ranks.size()) return false;
   const std::vector<io::TensorShard>& theirs = table.ranks[static_cast<std::size_t>(source)];
   return std::any_of(layout.shards.begin(), layout.shards.end(), [&](const io::TensorShard& s) {
-    return std::find(theirs.begin(), theirs.end(), s) == theirs.end();
+    const auto it = std::find_if(theirs.begin(), theirs.end(), [&](const io::TensorShard& t) {
+      return t.name == s.name && same_extents(s, t);
+    });
+    return it != theirs.end() && !(*it == s);
   });
 }
 

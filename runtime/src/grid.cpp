@@ -1,7 +1,9 @@
-// Grid: the partition of axis 0, the ghost rows' sources (the halo plan, computed once from the
-// partition alone, so no rank asks another what it needs), gather/scatter and field files.
+// Grid: the process grid and the partition of the axes, the ghosts' sources (the halo plan,
+// computed once from the partition alone, so no rank asks another what it needs), gather/scatter
+// and field files.
 #include "tenax/runtime/grid.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -9,13 +11,16 @@
 
 #include "tenax/core/error.hpp"
 #include "tenax/core/profiler.hpp"
+#include "tenax/core/strided_view.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/kernels/ops_view.hpp"
 
 namespace tenax::runtime {
 namespace {
 
 constexpr int kMaxGhostWidth = 8;
-// Tags of the halo messages: kHaloTag + field * (2 ghost) + ghost slot; of gathers and scatters.
+// Tags of the halo messages: kHaloTag + (field * 3 + axis) * (2 ghost) + ghost slot; of gathers
+// and scatters.
 constexpr int kHaloTag = 1 << 24;
 constexpr int kGatherTag = (1 << 24) - 2;
 constexpr int kScatterTag = (1 << 24) - 1;
@@ -29,7 +34,26 @@ struct GridRecord {
   std::int64_t ghost = 0;
   std::int64_t kinds[kernels::kMaxGridDims] = {};
   double values[kernels::kMaxGridDims] = {};
+  std::int64_t ranks[kernels::kMaxGridDims] = {};
 };
+
+// Ghost points a rank of a split exchanges per field (about: with the blocks' largest extents;
+// a split axis' ghost layers cover the lower axes' ghosts too), the measure by which the grid
+// chooses its split.
+std::int64_t ghost_points(const std::vector<std::int64_t>& n, int g, const int (&p)[3]) {
+  std::int64_t block[3] = {1, 1, 1};
+  for (std::size_t a = 0; a < n.size(); ++a) block[a] = (n[a] + p[a] - 1) / p[a];
+  std::int64_t total = 0;
+  for (int a = 0; a < 3; ++a) {
+    if (p[a] == 1) continue;
+    std::int64_t layer = 2 * std::int64_t{g};
+    for (int b = 0; b < 3; ++b) {
+      if (b != a) layer *= block[b] + (b < a && p[b] > 1 ? 2 * g : 0);
+    }
+    total += layer;
+  }
+  return total;
+}
 
 }  // namespace
 
@@ -89,10 +113,58 @@ Grid::Grid(Communicator& comm, GridOptions options)
                       std::to_string(extents_[static_cast<std::size_t>(axis)]) + " points",
                   "use a ghost width no larger than every axis");
   }
-  TENAX_EXPECTS(extents_[0] >= comm.size(), UsageError,
-                "a grid of " + std::to_string(extents_[0]) + " rows along axis 0 on " +
-                    std::to_string(comm.size()) + " ranks",
-                "give every rank at least one row: at least as many points along axis 0 as ranks");
+  // The process grid: given, or the split exchanging the fewest ghost points (slabs on a tie).
+  const int world = comm.size();
+  if (options.ranks.empty()) {
+    std::int64_t best = -1;
+    // Splits in the order slabs first, then more ranks on the lower axes: the first of the
+    // cheapest wins a tie.
+    for (int p0 = world; p0 >= 1; --p0) {
+      for (int p1 = world / p0; p1 >= 1; --p1) {
+        if (world % p0 != 0 || (world / p0) % p1 != 0) continue;
+        const int split[3] = {p0, p1, world / p0 / p1};
+        bool fits = true;
+        for (int a = 0; a < 3; ++a) {
+          const std::int64_t points = a < d ? extents_[static_cast<std::size_t>(a)] : 1;
+          fits = fits && points >= split[a];
+        }
+        if (!fits) continue;
+        const std::int64_t cost = ghost_points(extents_, ghost_, split);
+        if (best < 0 || cost < best) {
+          best = cost;
+          for (int a = 0; a < 3; ++a) ranks_[a] = split[a];
+        }
+      }
+    }
+    std::string points = std::to_string(extents_[0]);
+    for (int a = 1; a < d; ++a)
+      points += " x " + std::to_string(extents_[static_cast<std::size_t>(a)]);
+    TENAX_EXPECTS(best >= 0, UsageError,
+                  "a grid of " + points + " points on " + std::to_string(world) +
+                      " ranks: no split gives every rank a point",
+                  "use fewer ranks, or a grid with at least as many points as ranks");
+  } else {
+    TENAX_EXPECTS(options.ranks.size() == extents_.size(), UsageError,
+                  std::to_string(options.ranks.size()) + " rank counts for a grid of " +
+                      std::to_string(d) + " axes",
+                  "give GridOptions::ranks one count per axis (their product the number of "
+                  "ranks), or leave it empty to let the grid choose");
+    std::int64_t product = 1;
+    for (int axis = 0; axis < d; ++axis) {
+      const int p = options.ranks[static_cast<std::size_t>(axis)];
+      TENAX_EXPECTS(p >= 1 && p <= extents_[static_cast<std::size_t>(axis)], UsageError,
+                    std::to_string(p) + " ranks along " + axis_name(axis) + " of " +
+                        std::to_string(extents_[static_cast<std::size_t>(axis)]) + " points",
+                    "give every axis between 1 rank and as many ranks as it has points");
+      product *= p;
+    }
+    TENAX_EXPECTS(product == world, UsageError,
+                  "GridOptions::ranks splits the grid over " + std::to_string(product) +
+                      " ranks, the communicator has " + std::to_string(world),
+                  "give rank counts whose product is the number of ranks, or leave ranks empty");
+    for (int axis = 0; axis < d; ++axis)
+      ranks_[axis] = options.ranks[static_cast<std::size_t>(axis)];
+  }
 
   // Every rank must describe the same grid, or the halo plan of one is not the plan of another.
   GridRecord mine;
@@ -103,6 +175,7 @@ Grid::Grid(Communicator& comm, GridOptions options)
     mine.values[axis] = boundaries_[static_cast<std::size_t>(axis)].value;
   }
   mine.ghost = ghost_;
+  for (int axis = 0; axis < kernels::kMaxGridDims; ++axis) mine.ranks[axis] = ranks_[axis];
   if (comm.size() > 1) {
     std::vector<GridRecord> all(static_cast<std::size_t>(comm.size()));
     comm.all_gather_bytes(std::as_bytes(std::span(&mine, 1)),
@@ -112,21 +185,26 @@ Grid::Grid(Communicator& comm, GridOptions options)
                     UsageError,
                     "rank " + std::to_string(r) +
                         " was given another grid than rank 0 (extents, "
-                        "boundaries or ghost width)",
+                        "boundaries, ghost width or ranks per axis)",
                     "build the Grid from the same settings on every rank");
     }
   }
 
-  // The halo plan: what this rank receives and copies, and what it sends to each other rank.
-  for (const Transfer& run : ghost_runs(comm.rank())) {
-    (run.peer == comm.rank() || run.peer < 0 ? locals_ : receives_).push_back(run);
-  }
-  for (int r = 0; r < comm.size(); ++r) {
-    if (r == comm.rank()) continue;
-    for (Transfer run : ghost_runs(r)) {
-      if (run.peer != comm.rank()) continue;
-      run.peer = r;  // the receiver, for a send
-      sends_.push_back(run);
+  // The halo plan of each split axis: what this rank receives and copies, and what it sends to
+  // each other rank.
+  for (int axis = 0; axis < d; ++axis) {
+    if (axis > 0 && ranks_[axis] == 1) continue;
+    AxisPlan& plan = plans_[axis];
+    for (const Transfer& run : ghost_runs(comm.rank(), axis)) {
+      (run.peer == comm.rank() || run.peer < 0 ? plan.locals : plan.receives).push_back(run);
+    }
+    for (int r = 0; r < comm.size(); ++r) {
+      if (r == comm.rank()) continue;
+      for (Transfer run : ghost_runs(r, axis)) {
+        if (run.peer != comm.rank()) continue;
+        run.peer = r;  // the receiver, for a send
+        plan.sends.push_back(run);
+      }
     }
   }
 }
@@ -138,30 +216,74 @@ const Boundary& Grid::boundary(int axis) const {
   return boundaries_[static_cast<std::size_t>(axis)];
 }
 
+int Grid::ranks_along(int axis) const {
+  (void)boundary(axis);  // checks the axis
+  return ranks_[axis];
+}
+
+int Grid::coordinate(int rank, int axis) const noexcept {
+  // Row-major over the process grid: rank = (c0 P1 + c1) P2 + c2.
+  if (axis == 2) return rank % ranks_[2];
+  if (axis == 1) return rank / ranks_[2] % ranks_[1];
+  return rank / (ranks_[1] * ranks_[2]);
+}
+
+int Grid::rank_at(int rank, int axis, int coordinate_along) const noexcept {
+  int c[3] = {coordinate(rank, 0), coordinate(rank, 1), coordinate(rank, 2)};
+  c[axis] = coordinate_along;
+  return (c[0] * ranks_[1] + c[1]) * ranks_[2] + c[2];
+}
+
+std::int64_t Grid::first_of(int axis, int coordinate) const noexcept {
+  const std::int64_t n = extents_[static_cast<std::size_t>(axis)];
+  const std::int64_t size = ranks_[axis];
+  // n * coordinate / size without overflowing 64 bits.
+  return (n / size) * coordinate + (n % size) * coordinate / size;
+}
+
+std::int64_t Grid::first_index(int axis) const {
+  (void)boundary(axis);
+  return first_of(axis, coordinate(comm_->rank(), axis));
+}
+
 std::int64_t Grid::first_row_of(int rank) const noexcept {
-  const std::int64_t n = extents_[0];
-  const std::int64_t size = comm_->size();
-  // n * rank / size without overflowing 64 bits.
-  return (n / size) * rank + (n % size) * rank / size;
+  return first_of(0, coordinate(rank, 0));
+}
+
+std::int64_t Grid::rows_of(int rank) const noexcept {
+  const int c = coordinate(rank, 0);
+  return first_of(0, c + 1) - first_of(0, c);
 }
 
 Shape Grid::global_shape() const { return Shape(std::span<const std::int64_t>(extents_)); }
 
-Shape Grid::owned_shape() const { return global_shape().with_leading(rows()); }
+Shape Grid::owned_shape() const {
+  std::vector<std::int64_t> shape = extents_;
+  for (int axis = 0; axis < dims(); ++axis) {
+    const int c = coordinate(comm_->rank(), axis);
+    shape[static_cast<std::size_t>(axis)] = first_of(axis, c + 1) - first_of(axis, c);
+  }
+  return Shape(std::span<const std::int64_t>(shape));
+}
 
 Shape Grid::field_shape() const {
-  return global_shape().with_leading(rows() + 2 * std::int64_t{ghost_});
+  const kernels::GridGeometry g = geometry();
+  const std::int64_t per_row = g.row_elements();
+  // The ghost layers of split axes 1 and 2 take whole rows after the block's (the last partly).
+  const std::int64_t side_rows = (g.storage() - g.row_storage() + per_row - 1) / per_row;
+  return owned_shape().with_leading(g.stored(0) + side_rows);
 }
 
 kernels::GridGeometry Grid::geometry() const {
   kernels::GridGeometry g;
   g.dims = dims();
-  g.extent[0] = rows();
-  for (int axis = 1; axis < dims(); ++axis)
-    g.extent[axis] = extents_[static_cast<std::size_t>(axis)];
+  const Shape owned = owned_shape();
   g.ghost = ghost_;
-  g.first_row = first_row();
   for (int axis = 0; axis < dims(); ++axis) {
+    g.extent[axis] = owned[axis];
+    g.whole[axis] = extents_[static_cast<std::size_t>(axis)];
+    g.first[axis] = first_of(axis, coordinate(comm_->rank(), axis));
+    g.split[axis] = axis == 0 || ranks_[axis] > 1;
     g.kind[axis] = boundaries_[static_cast<std::size_t>(axis)].kind;
     g.value[axis] = boundaries_[static_cast<std::size_t>(axis)].value;
   }
@@ -170,9 +292,15 @@ kernels::GridGeometry Grid::geometry() const {
 
 Tensor Grid::make_field(DType dtype, Device device) const {
   Tensor field = Tensor::empty(field_shape(), dtype, device);
+  // The scratch the exchange packs ghost layers in, once per dtype and device.
+  const std::int64_t pack = pack_elements();
+  const bool have = std::any_of(scratch_.begin(), scratch_.end(), [&](const Tensor& t) {
+    return t.dtype() == dtype && t.device() == device;
+  });
+  if (pack > 0 && !have) scratch_.push_back(Tensor::empty({pack}, dtype, device));
   if (ghost_ > 0) {
     ops::fill(field.slice(0, ghost_), 0.0);
-    ops::fill(field.slice(ghost_ + rows(), 2 * ghost_ + rows()), 0.0);
+    ops::fill(field.slice(ghost_ + rows(), field.shape()[0]), 0.0);
   }
   return field;
 }
@@ -181,8 +309,7 @@ void Grid::check_field(const Tensor& field, const std::string& what) const {
   TENAX_EXPECTS(field.defined() && field.shape() == field_shape(), UsageError,
                 what + " is " + field.describe() + ", not a field of this rank of the grid " +
                     describe() + " (shape " + to_string(field_shape()) + ")",
-                "make fields with Grid::make_field (a rank's rows with ghost width rows on each "
-                "side)");
+                "make fields with Grid::make_field (a rank's block with its ghosts)");
 }
 
 Tensor Grid::owned(const Tensor& field) const {
@@ -191,21 +318,44 @@ Tensor Grid::owned(const Tensor& field) const {
 }
 
 io::TensorShard Grid::shard(std::string name) const {
-  return {std::move(name), 0, first_row(), first_row() + rows(), extents_[0]};
+  io::TensorShard shard{std::move(name), 0, first_row(), first_row() + rows(), extents_[0]};
+  for (int axis = 1; axis < dims(); ++axis) {
+    if (ranks_[axis] == 1) continue;
+    const std::int64_t first = first_index(axis);
+    shard.more.push_back(
+        {axis, first, first + owned_shape()[axis], extents_[static_cast<std::size_t>(axis)]});
+  }
+  return shard;
 }
 
-std::vector<Grid::Transfer> Grid::ghost_runs(int rank) const {
-  const std::int64_t n = extents_[0];
-  const std::int64_t first = first_row_of(rank);
-  const std::int64_t rows = rows_of(rank);
-  const Boundary& rule = boundaries_[0];
-  // The owner of global row j.
+Tensor Grid::stored_rows(const Tensor& field) const {
+  const kernels::GridGeometry g = geometry();
+  return field.reshape({field.numel()})
+      .slice(0, g.row_storage())
+      .reshape({g.stored(0), g.extent[1], g.extent[2]});
+}
+
+Tensor Grid::ghost_layers(const Tensor& field, int axis) const {
+  const kernels::GridGeometry g = geometry();
+  const std::int64_t begin = g.side_offset(axis);
+  return field.reshape({field.numel()})
+      .slice(begin, begin + g.side_storage(axis))
+      .reshape({2 * std::int64_t{ghost_}, g.stored(0), axis == 1 ? g.extent[2] : g.stored(1)});
+}
+
+std::vector<Grid::Transfer> Grid::ghost_runs(int rank, int axis) const {
+  const std::int64_t n = extents_[static_cast<std::size_t>(axis)];
+  const int mine = coordinate(rank, axis);
+  const std::int64_t first = first_of(axis, mine);
+  const std::int64_t count = first_of(axis, mine + 1) - first;
+  const Boundary& rule = boundaries_[static_cast<std::size_t>(axis)];
+  // The coordinate along the axis of the owner of global index j.
   const auto owner = [&](std::int64_t j) {
     int lo = 0;
-    int hi = comm_->size() - 1;
+    int hi = ranks_[axis] - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) / 2;
-      if (first_row_of(mid) <= j) {
+      if (first_of(axis, mid) <= j) {
         lo = mid;
       } else {
         hi = mid - 1;
@@ -213,24 +363,27 @@ std::vector<Grid::Transfer> Grid::ghost_runs(int rank) const {
     }
     return lo;
   };
+  // Storage rows of axis 0 count the ghost rows; along axes 1 and 2 the block's own points.
+  const std::int64_t shift = axis == 0 ? ghost_ : 0;
   std::vector<Transfer> runs;
   for (std::int64_t slot = 0; slot < 2 * std::int64_t{ghost_}; ++slot) {
-    std::int64_t j = slot < ghost_ ? first - ghost_ + slot : first + rows + (slot - ghost_);
+    std::int64_t j = slot < ghost_ ? first - ghost_ + slot : first + count + (slot - ghost_);
     Transfer one;
     one.index = slot;
-    one.slot = slot + (slot < ghost_ ? 0 : rows);  // storage row of the ghost
+    one.slot = axis == 0 ? slot + (slot < ghost_ ? 0 : count) : slot;
     one.count = 1;
     if (!kernels::resolve_boundary(j, n, rule.kind)) {
       one.peer = -1;
     } else {
-      one.peer = owner(j);
-      one.row = j - first_row_of(one.peer) + ghost_;  // storage row in the owner's field
+      const int c = owner(j);
+      one.peer = rank_at(rank, axis, c);
+      one.from = j - first_of(axis, c) + shift;
     }
-    // Joins the previous run when it continues it (same source, the next row).
+    // Joins the previous run when it continues it (same source, the next point).
     if (!runs.empty()) {
       Transfer& last = runs.back();
       if (last.peer == one.peer && last.slot + last.count == one.slot &&
-          (one.peer < 0 || last.row + last.count == one.row)) {
+          (one.peer < 0 || last.from + last.count == one.from)) {
         ++last.count;
         continue;
       }
@@ -240,8 +393,9 @@ std::vector<Grid::Transfer> Grid::ghost_runs(int rank) const {
   return runs;
 }
 
-int Grid::tag(std::size_t field, std::int64_t ghost_index) const {
-  return kHaloTag + static_cast<int>(field) * 2 * ghost_ + static_cast<int>(ghost_index);
+int Grid::tag(std::size_t field, int axis, std::int64_t ghost_index) const {
+  return kHaloTag + (static_cast<int>(field) * kernels::kMaxGridDims + axis) * 2 * ghost_ +
+         static_cast<int>(ghost_index);
 }
 
 void Grid::check_fields(const std::vector<Tensor>& fields) const {
@@ -250,33 +404,116 @@ void Grid::check_fields(const std::vector<Tensor>& fields) const {
   }
 }
 
-void Grid::start_exchange(const std::vector<Tensor>& fields) const {
-  const profiling::Span span("halo.send", comm_->step());
-  check_fields(fields);
+// Writes points [from, from + count) of this rank's block along `axis` (1 or 2) into `dst` as the
+// ghost layers of another block hold them: along axis 1 over every stored row (the ghost rows
+// too: the corners), [count, stored rows, n2]; along axis 2 over every stored row and stored
+// point of axis 1 (the ghost layers of a split axis 1 too), [count, stored rows, stored points
+// of axis 1].
+void Grid::write_layers(const Tensor& field, int axis, std::int64_t from, std::int64_t count,
+                        const StridedView& dst) const {
+  const StridedView rows = StridedView(stored_rows(field)).narrow(axis, from, from + count);
+  if (axis == 1) {
+    ops::assign(dst, rows.permute({1, 0, 2}));
+    return;
+  }
+  const kernels::GridGeometry g = geometry();
+  if (!g.split[1]) {
+    ops::assign(dst, rows.permute({2, 0, 1}));
+    return;
+  }
+  const std::int64_t e1 = g.extent[1];
+  ops::assign(dst.narrow(2, ghost_, ghost_ + e1), rows.permute({2, 0, 1}));
+  // The ghost layers of axis 1, [2 g, stored rows, n2] -> [count, stored rows, 2 g].
+  const StridedView columns =
+      StridedView(ghost_layers(field, 1)).narrow(2, from, from + count).permute({2, 1, 0});
+  ops::assign(dst.narrow(2, 0, ghost_), columns.narrow(2, 0, ghost_));
+  ops::assign(dst.narrow(2, ghost_ + e1, g.stored(1)), columns.narrow(2, ghost_, 2 * ghost_));
+}
+
+// The ghost layers [slot, slot + count) of `axis` of a field: storage rows of axis 0, layers of
+// the ghost storage of axes 1 and 2.
+Tensor Grid::ghosts_of(const Tensor& field, int axis, std::int64_t slot, std::int64_t count) const {
+  return axis == 0 ? field.slice(slot, slot + count)
+                   : ghost_layers(field, axis).slice(slot, slot + count);
+}
+
+std::int64_t Grid::pack_elements() const {
+  const kernels::GridGeometry g = geometry();
+  std::int64_t largest = 0;
+  for (int axis = 1; axis < dims(); ++axis) {
+    for (const Transfer& send : plans_[axis].sends) {
+      largest = std::max(largest, send.count * g.layer_elements(axis));
+    }
+  }
+  return largest;
+}
+
+Tensor Grid::pack_buffer(const Tensor& field, int axis, std::int64_t count) const {
+  const kernels::GridGeometry g = geometry();
+  const Shape shape{count, g.stored(0), axis == 1 ? g.extent[2] : g.stored(1)};
+  for (const Tensor& scratch : scratch_) {
+    if (scratch.dtype() == field.dtype() && scratch.device() == field.device() &&
+        scratch.numel() >= shape.numel()) {
+      return scratch.slice(0, shape.numel()).reshape(shape);
+    }
+  }
+  return Tensor::empty(shape, field.dtype(), field.device());
+}
+
+// Sends this rank's points of `axis` that others need and fills the ghosts it can alone. Rows of
+// axis 0 are contiguous; the layers of axes 1 and 2 are packed into the grid's scratch (made with
+// the fields, so an exchange in a step's commit takes no memory; a send copies its bytes).
+void Grid::start_axis(int axis, const std::vector<Tensor>& fields) const {
+  const AxisPlan& plan = plans_[axis];
   for (std::size_t k = 0; k < fields.size(); ++k) {
     const Tensor& field = fields[k];
-    for (const Transfer& send : sends_) {
-      // The receiver's ghost index (0 .. 2 ghost - 1) tells the messages of a pair apart.
-      comm_->send(field.slice(send.row, send.row + send.count), send.peer, tag(k, send.index));
-    }
-    for (const Transfer& local : locals_) {
-      const Tensor ghosts = field.slice(local.slot, local.slot + local.count);
-      if (local.peer < 0) {
-        ops::fill(ghosts, boundaries_[0].value);
+    for (const Transfer& send : plan.sends) {
+      Tensor message;
+      if (axis == 0) {
+        message = field.slice(send.from, send.from + send.count);
       } else {
-        ops::copy(ghosts, field.slice(local.row, local.row + local.count));
+        message = pack_buffer(field, axis, send.count);
+        write_layers(field, axis, send.from, send.count, StridedView(message));
+      }
+      // The receiver's ghost index (0 .. 2 ghost - 1) tells the messages of a pair apart.
+      comm_->send(message, send.peer, tag(k, axis, send.index));
+    }
+    for (const Transfer& local : plan.locals) {
+      const Tensor ghosts = ghosts_of(field, axis, local.slot, local.count);
+      if (local.peer < 0) {
+        ops::fill(ghosts, boundaries_[static_cast<std::size_t>(axis)].value);
+      } else if (axis == 0) {
+        ops::copy(ghosts, field.slice(local.from, local.from + local.count));
+      } else {
+        write_layers(field, axis, local.from, local.count, StridedView(ghosts));
       }
     }
   }
 }
 
+void Grid::finish_axis(int axis, const std::vector<Tensor>& fields) const {
+  for (std::size_t k = 0; k < fields.size(); ++k) {
+    for (const Transfer& receive : plans_[axis].receives) {
+      comm_->receive(ghosts_of(fields[k], axis, receive.slot, receive.count), receive.peer,
+                     tag(k, axis, receive.index));
+    }
+  }
+}
+
+void Grid::start_exchange(const std::vector<Tensor>& fields) const {
+  const profiling::Span span("halo.send", comm_->step());
+  check_fields(fields);
+  start_axis(0, fields);
+}
+
 void Grid::finish_exchange(const std::vector<Tensor>& fields) const {
   const profiling::Span span("halo.receive", comm_->step());
-  for (std::size_t k = 0; k < fields.size(); ++k) {
-    for (const Transfer& receive : receives_) {
-      comm_->receive(fields[k].slice(receive.slot, receive.slot + receive.count), receive.peer,
-                     tag(k, receive.index));
-    }
+  finish_axis(0, fields);
+  // Each split axis after the lower ones: its layers carry their ghosts (the corners).
+  for (int axis = 1; axis < dims(); ++axis) {
+    if (ranks_[axis] == 1) continue;
+    start_axis(axis, fields);
+    finish_axis(axis, fields);
   }
 }
 
@@ -302,14 +539,28 @@ Tensor Grid::gather(const Tensor& field, int root) const {
   }
   Tensor whole = Tensor::empty(global_shape(), field.dtype());
   for (int r = 0; r < comm_->size(); ++r) {
-    const Tensor rows = whole.slice(first_row_of(r), first_row_of(r) + rows_of(r));
-    if (r == root) {
-      ops::copy(rows, mine.to(Device::cpu()));
-    } else {
-      comm_->receive(rows, r, kGatherTag);
+    const StridedView block = block_of(whole, r);
+    if (r != root && block.is_contiguous()) {  // rows of whole rows: straight into place
+      comm_->receive(block.as_tensor(), r, kGatherTag);
+      continue;
     }
+    const Tensor part =
+        r == root ? mine.to(Device::cpu()) : Tensor::empty(block.shape(), field.dtype());
+    if (r != root) comm_->receive(part, r, kGatherTag);
+    ops::assign(block, part);
   }
   return whole;
+}
+
+StridedView Grid::block_of(const Tensor& whole, int rank) const {
+  StridedView block =
+      StridedView(whole).narrow(0, first_row_of(rank), first_row_of(rank) + rows_of(rank));
+  for (int axis = 1; axis < dims(); ++axis) {
+    if (ranks_[axis] == 1) continue;
+    const int c = coordinate(rank, axis);
+    block = block.narrow(axis, first_of(axis, c), first_of(axis, c + 1));
+  }
+  return block;
 }
 
 void Grid::scatter(const Tensor& whole, const Tensor& field, int root) const {
@@ -332,11 +583,12 @@ void Grid::scatter(const Tensor& whole, const Tensor& field, int root) const {
       "give the whole field at the grid's global shape and the fields' dtype");
   const Tensor host = whole.to(Device::cpu());
   for (int r = 0; r < comm_->size(); ++r) {
-    const Tensor rows = host.slice(first_row_of(r), first_row_of(r) + rows_of(r));
+    const StridedView block = block_of(host, r);
+    const Tensor part = block.is_contiguous() ? block.as_tensor() : ops::contiguous(block);
     if (r == root) {
-      ops::copy(mine, rows.to(field.device()));
+      ops::copy(mine, part.to(field.device()));
     } else {
-      comm_->send(rows, r, kScatterTag);
+      comm_->send(part, r, kScatterTag);
     }
   }
 }
@@ -368,7 +620,13 @@ std::string Grid::describe() const {
     }
   }
   text += ", ghost width " + std::to_string(ghost_);
-  if (comm_->size() > 1) text += ", rows split over " + std::to_string(comm_->size()) + " ranks";
+  if (ranks_[1] > 1 || ranks_[2] > 1) {
+    text += ", split " + std::to_string(ranks_[0]);
+    for (int axis = 1; axis < dims(); ++axis) text += " x " + std::to_string(ranks_[axis]);
+    text += " over " + std::to_string(comm_->size()) + " ranks";
+  } else if (comm_->size() > 1) {
+    text += ", rows split over " + std::to_string(comm_->size()) + " ranks";
+  }
   return text;
 }
 

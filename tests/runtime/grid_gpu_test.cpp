@@ -1,7 +1,8 @@
 // Kernels of your own on CUDA: the same kernel source run over a grid's fields on the GPU and on
 // the CPU (the reference) gives the same bits, on every boundary kind, for a one-step kernel and
 // for StencilSimulation's steps (new fields, and the in-place blocked sweep of a small
-// micro-batch). Where the CUDA backend is built, CMake compiles this file with nvcc (the kernel's
+// micro-batch), on one rank and on thread ranks that split the grid into blocks. Where the CUDA
+// backend is built, CMake compiles this file with nvcc (the kernel's
 // device code is instantiated here); without a usable GPU every test skips with the reason.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/grid.hpp"
 #include "tenax/runtime/stencil.hpp"
+#include "thread_ranks.hpp"
 
 namespace tenax::runtime {
 namespace {
@@ -31,11 +33,12 @@ struct NinePoint {
   }
 };
 
-// u and v after `steps` steps on `device` (micro-batch rows per step), gathered to the host.
-std::vector<double> simulate(Device device, const Boundary& b, std::int64_t micro_batch,
-                             int steps) {
-  SingleRankCommunicator comm;
-  const Grid grid(comm, {.extents = {67, 131}, .boundaries = {b}});
+// u and v after `steps` steps on `device` (micro-batch rows per step), gathered to the host of
+// rank 0 (split: the grid's ranks per axis over `comm`; empty: the grid's choice).
+std::vector<double> simulate_on(Communicator& comm, Device device, const Boundary& b,
+                                std::int64_t micro_batch, int steps,
+                                const std::vector<int>& split = {}) {
+  const Grid grid(comm, {.extents = {67, 131}, .boundaries = {b}, .ranks = split});
   StencilSimulation<NinePoint, 2> sim(grid, device, {"u", "v"}, NinePoint{});
   sim.set_initial([](const std::int64_t* p, double* values) {
     values[0] = 1.0 + 0.25 * std::sin(0.1 * static_cast<double>(p[0] * 131 + p[1]));
@@ -49,9 +52,17 @@ std::vector<double> simulate(Device device, const Boundary& b, std::int64_t micr
   std::vector<double> out;
   for (const char* name : {"u", "v"}) {
     const Tensor whole = grid.gather(sim.field(name));
-    out.insert(out.end(), whole.data_as<double>(), whole.data_as<double>() + whole.numel());
+    if (comm.rank() == 0) {
+      out.insert(out.end(), whole.data_as<double>(), whole.data_as<double>() + whole.numel());
+    }
   }
   return out;
+}
+
+std::vector<double> simulate(Device device, const Boundary& b, std::int64_t micro_batch,
+                             int steps) {
+  SingleRankCommunicator comm;
+  return simulate_on(comm, device, b, micro_batch, steps);
 }
 
 TEST_F(GridGpu, AUserKernelGivesTheCpuBitsOnEveryBoundary) {
@@ -61,6 +72,25 @@ TEST_F(GridGpu, AUserKernelGivesTheCpuBitsOnEveryBoundary) {
     EXPECT_EQ(simulate(gpu(), b, 1000, 20), cpu);
     // The in-place blocked sweep (the out-of-memory backoff) on the device.
     EXPECT_EQ(simulate(gpu(), b, 5, 20), cpu);
+  }
+}
+
+TEST_F(GridGpu, BlocksOfThreadRanksOnTheDeviceGiveTheSingleRankCpuBits) {
+  // Ranks sharing the device, the grid split into blocks: the ghost layers packed through views
+  // on the device, exchanged axis after axis.
+  const Boundary b = Boundary::dirichlet(0.5);
+  const std::vector<double> cpu = simulate(Device::cpu(), b, 1000, 12);
+  for (const std::vector<int>& split : {std::vector<int>{2, 2}, {1, 3}}) {
+    for (const std::int64_t micro_batch : {1000, 5}) {
+      std::vector<double> got;
+      const auto errors = tenax::testing::on_thread_ranks(
+          split[0] * split[1], 60, [&](int rank, Communicator& comm) {
+            std::vector<double> mine = simulate_on(comm, gpu(), b, micro_batch, 12, split);
+            if (rank == 0) got = std::move(mine);
+          });
+      for (const std::string& error : errors) EXPECT_EQ(error, "");
+      EXPECT_EQ(got, cpu) << split[0] << " x " << split[1] << ", micro-batch " << micro_batch;
+    }
   }
 }
 

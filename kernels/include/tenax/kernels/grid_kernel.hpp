@@ -15,15 +15,15 @@
 /// ```
 /// `u(d0, d1)` is the value of the input at the point offset by (d0, d1) from the one being
 /// computed (axis 0 first; one offset per axis of the grid, each within the ghost width). The
-/// offset's boundary rule is applied by the neighbourhood, never by the kernel: along axis 0 the
-/// ghost rows hold it (the grid's halo exchange fills them), along the other axes the
-/// neighbourhood resolves it (periodic: wraps around; Neumann: mirrors about the boundary face,
-/// so the point -1 reads 0 and n reads n - 1; Dirichlet: reads the boundary's value). Points far
-/// from an edge get a neighbourhood of another type that reads memory directly, so the bulk of
-/// the grid runs without boundary tests; that is why the call operator is a template. Both types
-/// call the same operator, so every point's arithmetic is the kernel's own expression, and the
-/// CPU result is the oracle for the GPU's (the CUDA code is compiled with --fmad=false, so the
-/// same IEEE operations are rounded the same way).
+/// offset's boundary rule is applied by the neighbourhood, never by the kernel: along the axes
+/// split over the ranks (axis 0 always; axes 1 and 2 when split) the ghosts hold it (the grid's
+/// halo exchange fills them), along the axes held whole the neighbourhood resolves it (periodic:
+/// wraps around; Neumann: mirrors about the boundary face, so the point -1 reads 0 and n reads n -
+/// 1; Dirichlet: reads the boundary's value). Points far from an edge get a neighbourhood of
+/// another type that reads memory directly, so the bulk of the grid runs without boundary tests;
+/// that is why the call operator is a template. Both types call the same operator, so every point's
+/// arithmetic is the kernel's own expression, and the CPU result is the oracle for the GPU's (the
+/// CUDA code is compiled with --fmad=false, so the same IEEE operations are rounded the same way).
 ///
 /// A kernel that needs its point's coordinates (a coefficient that varies in space) takes a
 /// GridPoint first: `operator()(const GridPoint& p, const Field& u, double& out)`, p[0] the row.
@@ -65,22 +65,53 @@ enum class BoundaryKind : std::uint8_t {
 /// The most axes a grid has.
 inline constexpr int kMaxGridDims = 3;
 
-/// How one rank stores each field of a structured grid, as the kernels see it: the rank holds
-/// `extent[0]` consecutive rows of axis 0 and every point of the other axes; a field is a
-/// contiguous row-major array of [ghost + extent[0] + ghost, extent[1], extent[2]] elements (the
-/// absent axes of a 1-D or 2-D grid have extent 1), its first and last `ghost` rows holding the
-/// neighbours' rows (or the boundary's). `kind`/`value` give the rule of axes 1 and 2 (axis 0's
-/// is in the ghost rows). A plain value type, copied into the device code.
+/// How one rank stores each field of a structured grid, as the kernels see it. The rank holds a
+/// block of the grid: `extent[a]` consecutive points of axis a from global index `first[a]` (of
+/// `whole[a]`). A field is a contiguous row-major array whose first
+/// (ghost + extent[0] + ghost) * extent[1] * extent[2] elements are the block's rows with `ghost`
+/// rows of axis 0 on each side (the absent axes of a 1-D or 2-D grid have extent 1): the
+/// neighbours' rows or the boundary's. Each other axis a that is split over the ranks
+/// (`split[a]`) has its ghost layers after that, from element side_offset(a): 2 ghost layers
+/// (layer l < ghost holds index l - ghost along the axis, layer l >= ghost index
+/// extent[a] + l - ghost), each over the stored range of the lower axes (their ghosts included,
+/// so that corners are there: stored(b) points of axis b < a) and the block's points of the
+/// higher axes. `kind`/`value` give the rule of every axis (the neighbourhood applies it along
+/// the axes held whole; the ghosts hold it along the split ones). A plain value type, copied
+/// into the device code.
 struct GridGeometry {
-  int dims = 1;                                   ///< axes of the grid, 1..3
-  std::int64_t extent[kMaxGridDims] = {0, 1, 1};  ///< this rank's rows, then the whole axes
-  int ghost = 1;                                  ///< ghost rows on each side of axis 0
-  std::int64_t first_row = 0;                     ///< this rank's first row of the whole axis 0
-  BoundaryKind kind[kMaxGridDims] = {};           ///< per axis; [0] is not read here
-  double value[kMaxGridDims] = {};                ///< Dirichlet values per axis
+  int dims = 1;                                     ///< axes of the grid, 1..3
+  std::int64_t extent[kMaxGridDims] = {0, 1, 1};    ///< this rank's points along each axis
+  int ghost = 1;                                    ///< ghost layers on each side of a split axis
+  std::int64_t first[kMaxGridDims] = {};            ///< global index of the block's first point
+  std::int64_t whole[kMaxGridDims] = {0, 1, 1};     ///< the grid's points along each axis
+  bool split[kMaxGridDims] = {true, false, false};  ///< whether the axis has ghost layers
+  BoundaryKind kind[kMaxGridDims] = {};             ///< the rule of each axis
+  double value[kMaxGridDims] = {};                  ///< Dirichlet values per axis
 
   /// Elements of one row of axis 0 (extent[1] * extent[2]).
   [[nodiscard]] TENAX_HD std::int64_t row_elements() const { return extent[1] * extent[2]; }
+  /// Points of `axis` in storage: the block's, and its ghosts when the axis is split.
+  [[nodiscard]] TENAX_HD std::int64_t stored(int axis) const {
+    return extent[axis] + (split[axis] ? 2 * ghost : 0);
+  }
+  /// Elements of the rows in storage (the block's and the ghost rows).
+  [[nodiscard]] TENAX_HD std::int64_t row_storage() const { return stored(0) * row_elements(); }
+  /// Elements of one ghost layer of axis 1 or 2 (see the struct).
+  [[nodiscard]] TENAX_HD std::int64_t layer_elements(int axis) const {
+    return axis == 1 ? stored(0) * extent[2] : stored(0) * stored(1);
+  }
+  /// Elements of the ghost layers of axis 1 or 2 (0 unless split).
+  [[nodiscard]] TENAX_HD std::int64_t side_storage(int axis) const {
+    return split[axis] ? 2 * std::int64_t{ghost} * layer_elements(axis) : 0;
+  }
+  /// Where the ghost layers of axis 1 or 2 start in a field's storage.
+  [[nodiscard]] TENAX_HD std::int64_t side_offset(int axis) const {
+    return row_storage() + (axis == 2 ? side_storage(1) : 0);
+  }
+  /// Elements of a field's storage.
+  [[nodiscard]] TENAX_HD std::int64_t storage() const {
+    return row_storage() + side_storage(1) + side_storage(2);
+  }
 };
 
 /// The neighbourhood of a point far enough from the edges of axes 1 and 2 that every offset
@@ -124,13 +155,17 @@ struct InteriorNeighbours {
   }
 }
 
-/// The neighbourhood of a point near an edge of axis 1 or 2: applies their boundary rules (axis 1
-/// first) before reading.
+/// The neighbourhood of a point near an edge of axis 1 or 2 (of the grid, or of this rank's block
+/// along a split axis). A neighbour outside the grid along several axes follows the rule of the
+/// highest of them first (so a corner between two Dirichlet boundaries reads the value of the
+/// higher axis); the halo exchange fills the ghosts in the same order, which is why the result
+/// does not depend on how the grid is split.
 template <class T>
 struct EdgeNeighbours {
-  const T* line0;                ///< element (this row, 0, 0) of the point's row of axis 0
-  const GridGeometry* geometry;  ///< the block's geometry (boundary rules of axes 1 and 2)
-  std::int64_t i1;               ///< the point's index along axis 1
+  const T* field;                ///< the field's storage (element 0: ghost row 0)
+  const GridGeometry* geometry;  ///< the block's geometry
+  std::int64_t i0;               ///< the point's index along axis 0 (in this rank's block)
+  std::int64_t i1;               ///< along axis 1
   std::int64_t i2;               ///< along axis 2
 
   /// The value at offset d0 along axis 0 (1-D grids).
@@ -143,11 +178,46 @@ struct EdgeNeighbours {
   }
 
  private:
+  // Along split axis `a`, whether index j (this block's) is beyond the block, and so read from the
+  // ghost layers; false with `dirichlet` set when it lies outside a Dirichlet boundary.
+  [[nodiscard]] TENAX_HD bool beyond(int a, std::int64_t j, bool& dirichlet) const {
+    const GridGeometry& g = *geometry;
+    if (j >= 0 && j < g.extent[a]) return false;
+    const std::int64_t global = g.first[a] + j;
+    dirichlet = g.kind[a] == BoundaryKind::dirichlet && (global < 0 || global >= g.whole[a]);
+    return !dirichlet;
+  }
+
   [[nodiscard]] TENAX_HD T at(int d0, std::int64_t j1, std::int64_t j2) const {
     const GridGeometry& g = *geometry;
-    if (!resolve_boundary(j1, g.extent[1], g.kind[1])) return static_cast<T>(g.value[1]);
-    if (!resolve_boundary(j2, g.extent[2], g.kind[2])) return static_cast<T>(g.value[2]);
-    return line0[d0 * g.row_elements() + j1 * g.extent[2] + j2];
+    // Axes from the highest down: an axis held whole applies its rule here; a split axis reads a
+    // neighbour beyond the block from its ghost layers (which hold the lower axes' ghosts too).
+    bool dirichlet = false;
+    bool side2 = false;
+    if (g.split[2]) {
+      side2 = beyond(2, j2, dirichlet);
+      if (dirichlet) return static_cast<T>(g.value[2]);
+    } else if (!resolve_boundary(j2, g.extent[2], g.kind[2])) {
+      return static_cast<T>(g.value[2]);
+    }
+    bool side1 = false;
+    if (g.split[1]) {
+      side1 = beyond(1, j1, dirichlet);
+      if (dirichlet) return static_cast<T>(g.value[1]);
+    } else if (!resolve_boundary(j1, g.extent[1], g.kind[1])) {
+      return static_cast<T>(g.value[1]);
+    }
+    const std::int64_t j0 = i0 + d0 + g.ghost;  // storage row
+    const std::int64_t s1 = j1 + (g.split[1] ? g.ghost : 0);
+    if (side2) {
+      const std::int64_t layer = j2 < 0 ? j2 + g.ghost : j2 - g.extent[2] + g.ghost;
+      return field[g.side_offset(2) + layer * g.layer_elements(2) + j0 * g.stored(1) + s1];
+    }
+    if (side1) {
+      const std::int64_t layer = j1 < 0 ? j1 + g.ghost : j1 - g.extent[1] + g.ghost;
+      return field[g.side_offset(1) + layer * g.layer_elements(1) + j0 * g.extent[2] + j2];
+    }
+    return field[j0 * g.row_elements() + j1 * g.extent[2] + j2];
   }
 };
 
@@ -208,7 +278,7 @@ struct GridSweep {
   /// The GridPoint of local point (y, i1, i2).
   [[nodiscard]] TENAX_HD GridPoint global_point(std::int64_t y, std::int64_t i1,
                                                 std::int64_t i2) const {
-    return GridPoint{{geometry.first_row + y, i1, i2}};
+    return GridPoint{{geometry.first[0] + y, geometry.first[1] + i1, geometry.first[2] + i2}};
   }
 
   template <int kDims, std::size_t... I, std::size_t... J>
@@ -258,10 +328,10 @@ struct GridSweep {
   TENAX_HD void call_edge(std::index_sequence<I...> in_seq, std::index_sequence<J...> out_seq,
                           std::int64_t y, std::int64_t i1, std::int64_t i2, std::int64_t to) const {
     if constexpr (takes_point<Kernel, EdgeNeighbours<T>, T>(in_seq, out_seq)) {
-      kernel(global_point(y, i1, i2),
-             EdgeNeighbours<T>{in[I] + input_index(y, 0, 0), &geometry, i1, i2}..., out[J][to]...);
+      kernel(global_point(y, i1, i2), EdgeNeighbours<T>{in[I], &geometry, y, i1, i2}...,
+             out[J][to]...);
     } else {
-      kernel(EdgeNeighbours<T>{in[I] + input_index(y, 0, 0), &geometry, i1, i2}..., out[J][to]...);
+      kernel(EdgeNeighbours<T>{in[I], &geometry, y, i1, i2}..., out[J][to]...);
     }
   }
 

@@ -3,19 +3,26 @@
 /// data: a kernel run over a grid's fields (stencil.hpp) sees every neighbour within the ghost
 /// width, whatever the number of ranks, so its result is the same bits on 1 rank or on 8.
 /// @file
-/// Layout. Axis 0 is split over the ranks in consecutive rows, as evenly as they go (rank r holds
-/// rows [n0 r / R, n0 (r + 1) / R)); every rank holds all points of the other axes. A *field* is
-/// one rank's part of a function on the grid, stored with its ghost rows: a contiguous row-major
-/// tensor of shape [g + rows + g, n1, n2] (dimensions as the grid has; g the ghost width), whose
-/// owned rows [g, g + rows) are a contiguous view (owned()), so the checkpoint stores exactly the
-/// owned rows (shard()) and a run resumes on another number of ranks. Points are indexed axis 0
-/// first: a 2-D grid's field is [y][x].
+/// Layout. The ranks form a process grid over the axes (GridOptions::ranks, or chosen by the grid:
+/// the split that exchanges the fewest ghost points, slabs of rows on a tie). Along each axis the
+/// points go to the ranks in consecutive blocks, as evenly as they go (rank coordinate c of P
+/// holds [n c / P, n (c + 1) / P)); rank r sits at coordinates ((r / P2) / P1, (r / P2) % P1,
+/// r % P2). A *field* is one rank's part of a function on the grid, stored with its ghosts: a
+/// contiguous row-major tensor whose first g + rows + g rows of axis 0 hold the block's rows and g
+/// ghost rows on each side, followed by the ghost layers of the other split axes
+/// (field_shape(); g the ghost width; kernels::GridGeometry gives the layout). Its owned rows
+/// [g, g + rows) are a contiguous view (owned()), so the checkpoint stores exactly the owned
+/// block (shard()) and a run resumes on another number of ranks or another split. Points are
+/// indexed axis 0 first: a 2-D grid's field is [y][x].
 ///
 /// Boundaries, per axis: periodic (wraps around), Dirichlet (a fixed value outside) or Neumann
-/// (the mirror image about the boundary face: zero normal derivative). Along axis 0 the ghost
-/// rows hold the rule's values (exchange() fills them from the ranks that own the rows, or from
-/// this rank, or with the Dirichlet value); along the other axes the kernel's neighbourhood
-/// applies it (kernels/grid_kernel.hpp).
+/// (the mirror image about the boundary face: zero normal derivative). Along a split axis the
+/// ghosts hold the rule's values (exchange() fills them from the ranks that own the points, or
+/// from this rank, or with the Dirichlet value); along an axis held whole the kernel's
+/// neighbourhood applies it (kernels/grid_kernel.hpp). A neighbour outside the grid along several
+/// axes follows the rule of the highest axis first: the corner between two Dirichlet boundaries
+/// reads the higher axis' value. The result of a kernel is the same bits on any number of ranks
+/// and any split.
 ///
 /// Contract: the constructor and every exchange, gather, scatter and field I/O call are
 /// collective (every rank, the same order). Fields may live on any device the communicator
@@ -32,6 +39,7 @@
 #include "tenax/core/device.hpp"
 #include "tenax/core/dtype.hpp"
 #include "tenax/core/shape.hpp"
+#include "tenax/core/strided_view.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/io/shard_layout.hpp"
 #include "tenax/io/state_file.hpp"
@@ -75,6 +83,9 @@ struct GridOptions {
   /// Neighbours a kernel may read on each side along each axis, in [0, 8] and at most every
   /// extent (0: point kernels only).
   int ghost_width = 1;
+  /// Ranks along each axis (the process grid: their product is the communicator's size, each at
+  /// most the axis' points), or empty: chosen by the grid (see the file).
+  std::vector<int> ranks;
 };
 
 /// The grid of one job over the ranks of a communicator (see the file). Keeps a reference to the
@@ -96,48 +107,56 @@ class Grid {
   /// Ghost rows on each side of this rank's rows.
   [[nodiscard]] int ghost_width() const noexcept { return ghost_; }
 
+  /// The ranks along `axis` (1 for an axis held whole; UsageError for an axis the grid lacks).
+  [[nodiscard]] int ranks_along(int axis) const;
+  /// This rank's first point along `axis` (global index; 0 for an axis held whole).
+  [[nodiscard]] std::int64_t first_index(int axis) const;
   /// This rank's first row of axis 0.
   [[nodiscard]] std::int64_t first_row() const noexcept { return first_row_of(comm_->rank()); }
   /// The rows this rank holds.
   [[nodiscard]] std::int64_t rows() const noexcept { return rows_of(comm_->rank()); }
-  /// The first row of any rank.
+  /// The first row of axis 0 of any rank's block.
   [[nodiscard]] std::int64_t first_row_of(int rank) const noexcept;
-  /// The rows of any rank.
-  [[nodiscard]] std::int64_t rows_of(int rank) const noexcept {
-    return first_row_of(rank + 1) - first_row_of(rank);
-  }
+  /// The rows of any rank's block.
+  [[nodiscard]] std::int64_t rows_of(int rank) const noexcept;
 
   /// The whole grid's shape.
   [[nodiscard]] Shape global_shape() const;
-  /// This rank's points: [rows(), n1, n2].
+  /// This rank's points: its block's extents, [rows(), ...].
   [[nodiscard]] Shape owned_shape() const;
-  /// A field's shape: [ghost + rows() + ghost, n1, n2].
+  /// A field's shape: [ghost + rows() + ghost (+ the rows that hold the ghost layers of the other
+  /// split axes), the block's other extents].
   [[nodiscard]] Shape field_shape() const;
   /// What the kernels need to know of this rank's fields.
   [[nodiscard]] kernels::GridGeometry geometry() const;
 
   /// A new field of `dtype` on `device` (from its current memory resource), its owned points
-  /// uninitialised and its ghost rows zero. Throws what allocation throws (OutOfMemoryError).
+  /// uninitialised and its ghosts zero. The first field of a dtype and device also makes the
+  /// small buffer that exchange() packs a block's ghost layers in, so that an exchange takes no
+  /// memory (it may run in a step's commit). Throws what allocation throws (OutOfMemoryError).
   [[nodiscard]] Tensor make_field(DType dtype, Device device = Device::cpu()) const;
   /// The owned rows of `field`: a contiguous view, what a checkpoint stores.
   [[nodiscard]] Tensor owned(const Tensor& field) const;
   /// UsageError unless `field` is a field of this grid (shape field_shape()), naming `what`.
   void check_field(const Tensor& field, const std::string& what) const;
-  /// This rank's slab of a field named `name` in a checkpoint's state (Workload::state_layout).
+  /// This rank's block of a field named `name` in a checkpoint's state (Workload::state_layout):
+  /// rows of axis 0, and the block's range of every other split axis.
   [[nodiscard]] io::TensorShard shard(std::string name) const;
 
-  /// Collective: fills the ghost rows of `fields` (axis 0's boundary rule; rows owned by other
-  /// ranks are sent and received, this rank's copied, Dirichlet rows filled). Every field is a
-  /// field of this grid (check_field).
+  /// Collective: fills the ghosts of `fields` along the split axes, axis 0 first (the boundary
+  /// rules; points owned by other ranks are sent and received, this rank's copied, Dirichlet
+  /// ghosts filled). Every field is a field of this grid (check_field).
   void exchange(std::initializer_list<Tensor> fields) const;
   /// The same for a vector of fields.
   void exchange(const std::vector<Tensor>& fields) const;
-  /// exchange() in two halves, so that work not reading ghost rows (the rows at least the ghost
-  /// width from this rank's ends) runs between them: start_exchange() sends this rank's rows to
-  /// the ranks that need them (buffered: it does not wait for them) and fills the ghosts it can
-  /// alone; finish_exchange() receives the rest. Both with the same fields.
+  /// exchange() in two halves, so that work not reading ghosts (the rows at least the ghost width
+  /// from this rank's ends, when only axis 0 is split) runs between them: start_exchange() sends
+  /// this rank's rows to the ranks that need them (buffered: it does not wait for them) and fills
+  /// the ghost rows it can alone; finish_exchange() receives the rest, then exchanges the ghost
+  /// layers of the other split axes in turn (each carries the lower axes' ghosts: the corners).
+  /// Both with the same fields.
   void start_exchange(const std::vector<Tensor>& fields) const;
-  /// The second half of exchange(): receives the ghost rows other ranks sent.
+  /// The second half of exchange(): receives the ghost rows other ranks sent, then the other axes.
   void finish_exchange(const std::vector<Tensor>& fields) const;
 
   /// Collective: the whole of `field` (its owned points from every rank) as a CPU tensor of
@@ -152,32 +171,61 @@ class Grid {
   /// on every rank. A floating field of this grid (UsageError otherwise).
   [[nodiscard]] double max(const Tensor& field) const;
 
-  /// "256 x 256, periodic, ghost width 1, rows split over 2 ranks".
+  /// "256 x 256, periodic, ghost width 1, rows split over 2 ranks" (or "..., split 2 x 2 over 4
+  /// ranks" for blocks).
   [[nodiscard]] std::string describe() const;
 
  private:
-  // Ghost rows [slot, slot + count) of a field's storage from rows [row, row + count) of
-  // `peer`'s storage (a message, or a copy when the peer is this rank), or the Dirichlet value
-  // (peer -1).
+  // Ghost layers [slot, slot + count) of a split axis (storage rows of axis 0; layers of the ghost
+  // columns of axis 1) from points [from, from + count) of `peer`'s block along that axis (storage
+  // rows for axis 0, owned columns for axis 1): a message, or a copy when the peer is this rank,
+  // or the Dirichlet value (peer -1).
   struct Transfer {
     int peer = -1;
     std::int64_t index = 0;  // the first ghost's index among the rank's 2 ghost ghosts
     std::int64_t slot = 0;
-    std::int64_t row = 0;
+    std::int64_t from = 0;
     std::int64_t count = 0;
   };
-  // The ghost rows of `rank`, in runs that one message or copy can move.
-  [[nodiscard]] std::vector<Transfer> ghost_runs(int rank) const;
+  // The halo plan of one split axis.
+  struct AxisPlan {
+    std::vector<Transfer> sends;     // this rank's points other ranks need (slot: theirs)
+    std::vector<Transfer> receives;  // this rank's ghosts from other ranks
+    std::vector<Transfer> locals;    // this rank's ghosts from itself, or Dirichlet (peer -1)
+  };
+  // The ghosts of `rank` along `axis`, in runs that one message or copy can move.
+  [[nodiscard]] std::vector<Transfer> ghost_runs(int rank, int axis) const;
+  [[nodiscard]] std::int64_t first_of(int axis, int coordinate) const noexcept;
+  [[nodiscard]] int coordinate(int rank, int axis) const noexcept;
+  // The rank at `rank`'s coordinates but `coordinate_along` on `axis`.
+  [[nodiscard]] int rank_at(int rank, int axis, int coordinate_along) const noexcept;
   void check_fields(const std::vector<Tensor>& fields) const;
-  [[nodiscard]] int tag(std::size_t field, std::int64_t ghost_index) const;
+  [[nodiscard]] int tag(std::size_t field, int axis, std::int64_t ghost_index) const;
+  void start_axis(int axis, const std::vector<Tensor>& fields) const;
+  void finish_axis(int axis, const std::vector<Tensor>& fields) const;
+  // A field's block rows with their ghost rows, as [g + rows + g, block's n1, n2].
+  [[nodiscard]] Tensor stored_rows(const Tensor& field) const;
+  // A field's ghost layers of split axis 1 or 2 (GridGeometry says their layout).
+  [[nodiscard]] Tensor ghost_layers(const Tensor& field, int axis) const;
+  void write_layers(const Tensor& field, int axis, std::int64_t from, std::int64_t count,
+                    const StridedView& dst) const;
+  // Elements of the largest message of ghost layers of axes 1 and 2 (0 when only axis 0 is split).
+  [[nodiscard]] std::int64_t pack_elements() const;
+  // A buffer for a message of `count` layers of `axis`: the scratch of the field's dtype and
+  // device, or a new tensor for a field that make_field did not make.
+  [[nodiscard]] Tensor pack_buffer(const Tensor& field, int axis, std::int64_t count) const;
+  [[nodiscard]] Tensor ghosts_of(const Tensor& field, int axis, std::int64_t slot,
+                                 std::int64_t count) const;
+  // The block of `rank` in a whole field (global_shape()).
+  [[nodiscard]] StridedView block_of(const Tensor& whole, int rank) const;
 
   Communicator* comm_;
   std::vector<std::int64_t> extents_;
   std::vector<Boundary> boundaries_;
   int ghost_ = 1;
-  std::vector<Transfer> sends_;     // this rank's rows other ranks need (slot: theirs)
-  std::vector<Transfer> receives_;  // this rank's ghosts from other ranks
-  std::vector<Transfer> locals_;    // this rank's ghosts from itself, or Dirichlet (peer -1)
+  int ranks_[kernels::kMaxGridDims] = {1, 1, 1};  // the process grid
+  AxisPlan plans_[kernels::kMaxGridDims];
+  mutable std::vector<Tensor> scratch_;  // pack buffers, one per dtype and device of the fields
 };
 
 /// Collective: writes the named fields whole (each one dataset at the grid's global shape, e.g.

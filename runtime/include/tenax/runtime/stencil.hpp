@@ -91,8 +91,8 @@ void apply_stencil(const Grid& grid, const Kernel& kernel, const Tensor (&inputs
 /// through two small buffers per field: the same bits, at most the fields and the buffers in
 /// memory. The result does not depend on the micro-batch nor on the number of ranks.
 ///
-/// State: each field under its name (this rank's rows, split along axis 0: a run resumes on
-/// another number of ranks) and the steps taken ("steps"). Not thread-safe; the grid, which must
+/// State: each field under its name (this rank's block; a run resumes on another number of ranks
+/// or another split) and the steps taken ("steps"). Not thread-safe; the grid, which must
 /// outlive it, belongs to the job's communicator.
 template <class Kernel, int N, class T = double>
 class StencilSimulation : public Workload {
@@ -173,11 +173,11 @@ class StencilSimulation : public Workload {
       }
       for (std::int64_t y = r0; y < r1; ++y) {
         for (std::int64_t i = 0; i < per_row; ++i) {
-          point[0] = grid_.first_row() + y;
-          if (g.dims == 2) point[1] = i;
+          point[0] = g.first[0] + y;
+          if (g.dims == 2) point[1] = g.first[1] + i;
           if (g.dims == 3) {
-            point[1] = i / g.extent[2];
-            point[2] = i % g.extent[2];
+            point[1] = g.first[1] + i / g.extent[2];
+            point[2] = g.first[2] + i % g.extent[2];
           }
           for (int k = 0; k < N; ++k) values[k] = T(0);
           if (initial_) initial_(point, values);
@@ -302,12 +302,21 @@ class StencilSimulation : public Workload {
     apply_stencil<T>(grid_, kernel_, inputs, outputs, begin, end);
   }
 
-  // The fast path: rows that read no ghost row run while the halo messages travel.
+  // The fast path: rows that read no ghost row run while the halo messages travel (unless another
+  // axis is split: every row then reads ghost layers, which come last).
   void sweep_into_new_fields() {
     const std::vector<Tensor>& next = staged_->next;
     const std::int64_t rows = grid_.rows();
     const std::int64_t g = grid_.ghost_width();
     const auto all = std::make_index_sequence<N>{};
+    bool blocks = false;
+    for (int axis = 1; axis < grid_.dims(); ++axis) blocks = blocks || grid_.ranks_along(axis) > 1;
+    if (blocks) {
+      grid_.exchange(fields_);
+      run(all, next, 0, rows);
+      fields_ = next;
+      return;
+    }
     grid_.start_exchange(fields_);
     if (rows > 2 * g) run(all, next, g, rows - g);
     grid_.finish_exchange(fields_);
