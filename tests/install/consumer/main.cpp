@@ -1,10 +1,57 @@
 // Uses the installed headers and libraries: allocates tensors, runs a checked op, checks the
-// usage error of a mismatched call, and writes and reads a field through strided views. Exits 0
-// only when all of it behaves.
+// usage error of a mismatched call, writes and reads a field through strided views, and runs a
+// kernel of its own on a grid split into 2 x 2 blocks over four thread ranks. Exits 0 only when
+// all of it behaves.
 #include <tenax/core/tensor.hpp>
 #include <tenax/kernels/ops.hpp>
+#include <tenax/runtime/communicator.hpp>
+#include <tenax/runtime/grid.hpp>
+#include <tenax/runtime/stencil.hpp>
 
+#include <atomic>
 #include <cstdio>
+#include <thread>
+#include <vector>
+
+// Reads the neighbour up and to the left: a corner, which a block gets from a diagonal rank.
+struct UpLeft {
+  template <class Field>
+  TENAX_HD void operator()(const Field& u, double& out) const {
+    out = u(-1, -1);
+  }
+};
+
+// A periodic 6 x 8 grid split 2 x 2: every point's up-left neighbour, wrapped, reaches it.
+bool corners_on_blocks() {
+  auto comms = tenax::runtime::make_thread_communicators(4);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 4; ++r) {
+    ranks.emplace_back([&, r] {
+      const tenax::runtime::Grid grid(*comms[static_cast<std::size_t>(r)],
+                                      {.extents = {6, 8}, .ranks = {2, 2}});
+      const tenax::Tensor u = grid.make_field(tenax::DType::f64);
+      const tenax::Tensor out = grid.make_field(tenax::DType::f64);
+      const tenax::Tensor mine = grid.owned(u);
+      const std::int64_t columns = mine.shape()[1];
+      for (std::int64_t i = 0; i < mine.numel(); ++i) {
+        mine.data_as<double>()[i] = static_cast<double>((grid.first_row() + i / columns) * 8 +
+                                                        grid.first_index(1) + i % columns);
+      }
+      grid.exchange({u});
+      tenax::runtime::apply_stencil<double>(grid, UpLeft{}, {u}, {out});
+      const tenax::Tensor whole = grid.gather(out);
+      for (std::int64_t y = 0; r == 0 && y < 6; ++y) {
+        for (std::int64_t x = 0; x < 8; ++x) {
+          const double expected = static_cast<double>((y + 5) % 6 * 8 + (x + 7) % 8);
+          if (whole.data_as<double>()[y * 8 + x] != expected) ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+  return wrong == 0;
+}
 
 int main() {
   tenax::Tensor x = tenax::Tensor::empty({1000}, tenax::DType::f32);
@@ -32,6 +79,10 @@ int main() {
   const tenax::Tensor columns = tenax::ops::contiguous(tenax::StridedView(field).transpose(0, 1));
   if (tenax::ops::sum(columns.slice(0, 1)) != 3.0 || tenax::ops::sum(field) != 3.0) {
     std::fprintf(stderr, "consumer: the first column through a view is not 1, 1, 1\n");
+    return 1;
+  }
+  if (!corners_on_blocks()) {
+    std::fprintf(stderr, "consumer: a 2 x 2 block split read a wrong corner\n");
     return 1;
   }
   std::printf("consumer: ok\n");

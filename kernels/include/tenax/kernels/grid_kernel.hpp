@@ -241,7 +241,7 @@ using Repeat = X;
 
 /// Whether `Kernel` takes the GridPoint before its N neighbourhoods (of type A) and M outputs.
 template <class Kernel, class A, class T, std::size_t... I, std::size_t... J>
-constexpr bool takes_point(std::index_sequence<I...>, std::index_sequence<J...>) {
+TENAX_HD constexpr bool takes_point(std::index_sequence<I...>, std::index_sequence<J...>) {
   return std::is_invocable_v<const Kernel&, const GridPoint&, Repeat<I, const A&>...,
                              Repeat<J, T&>...>;
 }
