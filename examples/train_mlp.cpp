@@ -5,9 +5,10 @@
 // Data: a deterministic synthetic set drawn from the Philox generator (--task regression: a
 // smooth function of two inputs, d_out 1; --task spirals: two interleaved spirals, 2 classes),
 // or the user's own (--data FILE.h5 with /x [N, d_in] float32 and /y: [N, d_out] float32 for
-// regression, [N] int64 labels for classification). Optimizer step k uses the global batch
-// positions k*B .. k*B+B-1 (mod N) of the data, in the order of a Philox permutation drawn per
-// epoch (--shuffle, the default) or in file order (--no-shuffle).
+// regression, [N] int64 labels for classification; runtime::read_array_data reads and checks it).
+// Optimizer step k uses the global batch positions k*B .. k*B+B-1 of runtime::SampleOrder: the
+// data in a Philox permutation drawn per epoch (--shuffle, the default) or in file order
+// (--no-shuffle).
 //
 // Losses are PyTorch's defaults: MSE (mean over the batch and the outputs) and cross-entropy
 // (mean over the batch), both computed in f32. --output writes the final parameters as
@@ -32,14 +33,15 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
-#include "tenax/core/philox.hpp"
 #include "tenax/io/checksum.hpp"
 #include "tenax/io/dataset_file.hpp"
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/array_data.hpp"
 #include "tenax/runtime/precision.hpp"
 #include "tenax/runtime/runner.hpp"
+#include "tenax/runtime/sample_order.hpp"
 #include "tenax/runtime/training.hpp"
 #include "tenax/solvers/autodiff/ops.hpp"
 #include "tenax/solvers/nn/linear.hpp"
@@ -172,19 +174,11 @@ struct Settings {
 
 // ---- data ----
 
-struct DataSet {
-  Tensor x;  // [N, d_in] f32, host
-  Tensor y;  // [N, d_out] f32 (regression) or [N] i64 (classification), host
-  bool classification = false;
-  std::int64_t classes = 0;  // classification only
-  std::int64_t d_in() const { return x.shape()[1]; }
-  std::int64_t d_out() const { return classification ? classes : y.shape()[1]; }
-  std::int64_t size() const { return x.shape()[0]; }
-};
+using tenax::runtime::ArrayData;
 
 // y = sin(pi x0) cos(pi x1) + x0 x1 / 2 on [-1, 1]^2, plus Gaussian noise.
-DataSet regression_set(std::int64_t n, double noise, std::uint64_t seed) {
-  DataSet d;
+ArrayData regression_set(std::int64_t n, double noise, std::uint64_t seed) {
+  ArrayData d;
   d.x = Tensor::empty(Shape{n, 2}, DType::f32);
   ops::random_uniform(d.x, seed, 0, -1.0, 1.0);
   Tensor eps = Tensor::empty(Shape{n}, DType::f32);
@@ -204,9 +198,8 @@ DataSet regression_set(std::int64_t n, double noise, std::uint64_t seed) {
 
 // Two interleaved spirals, class c = i % 2: radius t, angle 3 pi t + c pi, t uniform in
 // [0.05, 1), plus Gaussian noise on both coordinates.
-DataSet spirals_set(std::int64_t n, double noise, std::uint64_t seed) {
-  DataSet d;
-  d.classification = true;
+ArrayData spirals_set(std::int64_t n, double noise, std::uint64_t seed) {
+  ArrayData d;
   d.classes = 2;
   Tensor t = Tensor::empty(Shape{n}, DType::f32);
   ops::random_uniform(t, seed, 0, 0.05, 1.0);
@@ -228,126 +221,6 @@ DataSet spirals_set(std::int64_t n, double noise, std::uint64_t seed) {
   }
   return d;
 }
-
-// The first non-finite value of a [N, d] float32 tensor, named by sample and column: a NaN in the
-// data would otherwise surface as a non-finite loss after three rollbacks, naming no sample.
-void expect_finite(const std::string& path, const char* dataset, const Tensor& values) {
-  const float* data = values.data_as<float>();
-  const std::int64_t columns = values.shape()[1];
-  for (std::int64_t k = 0; k < values.numel(); ++k) {
-    if (std::isfinite(data[k])) continue;
-    throw UsageError("--data " + path + ": /" + dataset + "[" + std::to_string(k / columns) + ", " +
-                         std::to_string(k % columns) + "] (sample " + std::to_string(k / columns) +
-                         ") is " + std::to_string(data[k]),
-                     "replace or drop that sample: training needs finite inputs and targets");
-  }
-}
-
-// `classes`: --classes, or 0 to infer the count from the largest label.
-DataSet load_data(const std::string& path, std::int64_t classes) {
-  DataSet d;
-  Tensor x = tenax::io::read_dataset(path, "x");
-  Tensor y = tenax::io::read_dataset(path, "y");
-  TENAX_EXPECTS(x.shape().rank() == 2 && x.shape()[0] >= 1 && x.shape()[1] >= 1, UsageError,
-                "--data " + path + ": /x has shape " + to_string(x.shape()),
-                "store the inputs as /x of shape [N, d_in] (float32)");
-  d.x = x.dtype() == DType::f32 ? x : ops::cast(x, DType::f32);
-  expect_finite(path, "x", d.x);
-  const std::int64_t n = x.shape()[0];
-  if (y.dtype() == DType::i64 || y.dtype() == DType::i32) {
-    TENAX_EXPECTS(
-        y.shape() == Shape{n}, UsageError,
-        "--data " + path + ": /y holds integer labels of shape " + to_string(y.shape()) +
-            " for /x of shape " + to_string(x.shape()),
-        "store one int64 class label per sample: /y of shape [" + std::to_string(n) + "]");
-    d.classification = true;
-    d.y = Tensor::empty(Shape{n}, DType::i64);
-    std::int64_t* labels = d.y.data_as<std::int64_t>();
-    std::int64_t largest = 0;  // the sample with the largest label
-    for (std::int64_t i = 0; i < n; ++i) {
-      labels[i] = y.dtype() == DType::i64 ? y.data_as<std::int64_t>()[i]
-                                          : std::int64_t{y.data_as<std::int32_t>()[i]};
-      TENAX_EXPECTS(labels[i] >= 0, UsageError,
-                    "--data " + path + ": label " + std::to_string(labels[i]) + " of sample " +
-                        std::to_string(i) + " is negative",
-                    "number the classes 0, 1, ..., C-1");
-      TENAX_EXPECTS(
-          classes == 0 || labels[i] < classes, UsageError,
-          "--data " + path + ": label " + std::to_string(labels[i]) + " of sample " +
-              std::to_string(i) + " is outside the " + std::to_string(classes) +
-              " classes of --classes",
-          "number the classes 0, 1, ..., " + std::to_string(classes - 1) + ", or raise --classes");
-      if (labels[i] > labels[largest]) largest = i;
-    }
-    d.classes = classes > 0 ? classes : labels[largest] + 1;
-    // A stray label (say 1000000 among 0 and 1) would build a million-class model, and end in an
-    // out-of-memory report that never mentions labels: more classes than samples is refused
-    // unless --classes says so.
-    TENAX_EXPECTS(classes > 0 || d.classes <= n, UsageError,
-                  "--data " + path + ": label " + std::to_string(labels[largest]) + " of sample " +
-                      std::to_string(largest) + " implies " + std::to_string(d.classes) +
-                      " classes for " + std::to_string(n) + " samples",
-                  "correct that label, or pass --classes " + std::to_string(d.classes) +
-                      " if the data really has that many classes");
-    TENAX_EXPECTS(
-        d.classes >= 2, UsageError,
-        "--data " + path + ": the labels name only " + std::to_string(d.classes) + " class",
-        "classification needs at least two classes");
-  } else {
-    TENAX_EXPECTS(y.shape().rank() == 2 && y.shape()[0] == n, UsageError,
-                  "--data " + path + ": /y has shape " + to_string(y.shape()) +
-                      " for /x of shape " + to_string(x.shape()),
-                  "store regression targets as /y of shape [" + std::to_string(n) +
-                      ", d_out] (float32), or class labels as int64 [" + std::to_string(n) + "]");
-    TENAX_EXPECTS(classes == 0, UsageError,
-                  "--classes " + std::to_string(classes) + " with regression targets in " + path,
-                  "drop --classes, or store class labels as int64 /y of shape [N]");
-    d.y = y.dtype() == DType::f32 ? y : ops::cast(y, DType::f32);
-    expect_finite(path, "y", d.y);
-  }
-  return d;
-}
-
-// Data positions of optimizer step k: global batch positions p = k*B + r map to epoch p / N and
-// index p % N of that epoch's order: a Philox permutation (Fisher-Yates with the epoch as the
-// Philox counter's high word) or the identity.
-class BatchOrder {
- public:
-  BatchOrder(std::int64_t n, std::uint64_t seed, bool shuffle)
-      : n_(n), seed_(seed), shuffle_(shuffle) {}
-
-  std::int64_t sample(std::int64_t position) {
-    const std::int64_t epoch = position / n_;
-    const std::int64_t index = position % n_;
-    if (!shuffle_) return index;
-    if (epoch != epoch_) permute(epoch);
-    return order_[static_cast<std::size_t>(index)];
-  }
-
- private:
-  void permute(std::int64_t epoch) {
-    order_.resize(static_cast<std::size_t>(n_));
-    for (std::int64_t i = 0; i < n_; ++i) order_[static_cast<std::size_t>(i)] = i;
-    const tenax::Uint32x2 key{static_cast<std::uint32_t>(seed_ ^ 0x5eed5eedu),
-                              static_cast<std::uint32_t>(seed_ >> 32)};
-    for (std::int64_t i = n_ - 1; i > 0; --i) {
-      const tenax::Uint32x4 counter{static_cast<std::uint32_t>(i),
-                                    static_cast<std::uint32_t>(i >> 32),
-                                    static_cast<std::uint32_t>(epoch), 0x7a1e7a1eu};
-      const tenax::Uint32x4 r = tenax::philox4x32_10(counter, key);
-      const std::uint64_t bits = (std::uint64_t{r.v[0]} << 32) | r.v[1];
-      const auto j = static_cast<std::int64_t>(bits % static_cast<std::uint64_t>(i + 1));
-      std::swap(order_[static_cast<std::size_t>(i)], order_[static_cast<std::size_t>(j)]);
-    }
-    epoch_ = epoch;
-  }
-
-  std::int64_t n_;
-  std::uint64_t seed_;
-  bool shuffle_;
-  std::int64_t epoch_ = -1;
-  std::vector<std::int64_t> order_;
-};
 
 std::vector<std::int64_t> parse_layers(const std::string& text) {
   std::vector<std::int64_t> widths;
@@ -375,14 +248,14 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
 
 class TrainMlp : public runtime::Workload {
  public:
-  TrainMlp(const Settings& o, DataSet data, Device device, runtime::Communicator& comm)
+  TrainMlp(const Settings& o, ArrayData data, Device device, runtime::Communicator& comm)
       : o_(o),
         data_(std::move(data)),
         device_(device),
         policy_(o.training.precision()),
         order_(data_.size(), o.seed(), o.shuffle()),
         loss_divisor_(static_cast<double>(o.batch()) *
-                      (data_.classification ? 1.0 : static_cast<double>(data_.d_out()))) {
+                      (data_.classification() ? 1.0 : static_cast<double>(data_.d_out()))) {
     std::vector<std::int64_t> widths{data_.d_in()};
     for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
     widths.push_back(data_.d_out());
@@ -443,7 +316,7 @@ class TrainMlp : public runtime::Workload {
           const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
           const autodiff::Variable out = mlp_->forward(x);
           const autodiff::LossOptions loss{.divisor = loss_divisor_};
-          if (data_.classification) {
+          if (data_.classification()) {
             return autodiff::cross_entropy(out, batch.labels.slice(begin, end), loss);
           }
           return autodiff::mse_loss(out, autodiff::Variable::constant(batch.y.slice(begin, end)),
@@ -570,7 +443,7 @@ class TrainMlp : public runtime::Workload {
     Batch batch;
     const DType compute = policy_.compute_dtype();
     batch.x = (compute == DType::f32 ? x : ops::cast(x, compute)).to(device_);
-    if (data_.classification) {
+    if (data_.classification()) {
       Tensor labels = Tensor::empty(Shape{b}, DType::i64);
       const std::int64_t* ys = data_.y.data_as<std::int64_t>();
       for (std::int64_t r = 0; r < b; ++r)
@@ -590,10 +463,10 @@ class TrainMlp : public runtime::Workload {
   }
 
   const Settings& o_;
-  DataSet data_;
+  ArrayData data_;
   Device device_;
   runtime::PrecisionPolicy policy_;
-  BatchOrder order_;
+  runtime::SampleOrder order_;
   // What the losses divide by: the samples of the global batch (times the outputs for MSE, whose
   // mean is over both), so each micro-batch's loss is its share of the batch mean.
   double loss_divisor_;
@@ -628,7 +501,7 @@ void validate(const Settings& o) {
 // global batch, gathered whole (inputs and targets, 4 bytes each). --layers 50000,50000 or
 // --batch 100000000000 is refused here, naming the settings, instead of after gigabytes or
 // after a futile micro-batch backoff (the batch is gathered whole at any micro-batch).
-void expect_model_fits(const Settings& o, const DataSet& data, Device device) {
+void expect_model_fits(const Settings& o, const ArrayData& data, Device device) {
   std::vector<std::int64_t> widths{data.d_in()};
   for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
   widths.push_back(data.d_out());
@@ -640,7 +513,7 @@ void expect_model_fits(const Settings& o, const DataSet& data, Device device) {
   const long double bytes =
       8.0L * parameters +
       4.0L * static_cast<long double>(o.batch()) *
-          static_cast<long double>(data.d_in() + (data.classification ? 2 : data.d_out()));
+          static_cast<long double>(data.d_in() + (data.classification() ? 2 : data.d_out()));
   const std::string what = "--layers " + (o.layers().empty() ? std::string("\"\"") : o.layers()) +
                            " (" + tenax::format_bytes(static_cast<double>(8.0L * parameters)) +
                            " of parameters and gradients) with --batch " +
@@ -654,16 +527,16 @@ void expect_model_fits(const Settings& o, const DataSet& data, Device device) {
 int run(const Settings& o, tenax::app::Job& job) {
   validate(o);
   const Device device = job.device();
-  DataSet data = o.data().empty()
-                     ? (o.task() == "regression" ? regression_set(o.samples(), o.noise(), o.seed())
-                                                 : spirals_set(o.samples(), o.noise(), o.seed()))
-                     : load_data(o.data(), o.classes());
+  ArrayData data = o.data().empty() ? (o.task() == "regression"
+                                           ? regression_set(o.samples(), o.noise(), o.seed())
+                                           : spirals_set(o.samples(), o.noise(), o.seed()))
+                                    : runtime::read_array_data(o.data(), o.classes(), "--classes");
   tenax::runtime::Communicator* comm = &job.comm();
   expect_model_fits(o, data, device);
   // Data with NaN or Inf makes every step's loss non-finite: rollbacks could only repeat it.
   {
     const std::int64_t bad =
-        ops::count_nonfinite(data.x) + (data.classification ? 0 : ops::count_nonfinite(data.y));
+        ops::count_nonfinite(data.x) + (data.classification() ? 0 : ops::count_nonfinite(data.y));
     TENAX_EXPECTS(
         bad == 0, UsageError,
         std::to_string(bad) + " non-finite value(s) in the " +

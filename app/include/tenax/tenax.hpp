@@ -21,6 +21,7 @@
 #include "tenax/core/tensor.hpp"                   // IWYU pragma: export
 #include "tenax/io/state_file.hpp"                 // IWYU pragma: export
 #include "tenax/kernels/ops.hpp"                   // IWYU pragma: export
+#include "tenax/runtime/array_data.hpp"            // IWYU pragma: export
 #include "tenax/runtime/communicator.hpp"          // IWYU pragma: export
 #include "tenax/runtime/diffusion_simulation.hpp"  // IWYU pragma: export
 #include "tenax/runtime/distributed_vector.hpp"    // IWYU pragma: export
@@ -28,6 +29,7 @@
 #include "tenax/runtime/krylov_solve.hpp"          // IWYU pragma: export
 #include "tenax/runtime/loss_scaler.hpp"           // IWYU pragma: export
 #include "tenax/runtime/runner.hpp"                // IWYU pragma: export
+#include "tenax/runtime/sample_order.hpp"          // IWYU pragma: export
 #include "tenax/runtime/stencil.hpp"               // IWYU pragma: export
 #include "tenax/runtime/trainer.hpp"               // IWYU pragma: export
 #include "tenax/runtime/training.hpp"              // IWYU pragma: export

@@ -3,10 +3,16 @@
 // kernel of its own on a grid split into 2 x 2 blocks over four thread ranks. Exits 0 only when
 // all of it behaves.
 #include <tenax/core/tensor.hpp>
+#include <tenax/io/dataset_file.hpp>
 #include <tenax/kernels/ops.hpp>
+#include <tenax/runtime/array_data.hpp>
 #include <tenax/runtime/communicator.hpp>
 #include <tenax/runtime/grid.hpp>
+#include <tenax/runtime/sample_order.hpp>
 #include <tenax/runtime/stencil.hpp>
+
+#include <algorithm>
+#include <filesystem>
 
 #include <atomic>
 #include <cstdio>
@@ -79,6 +85,22 @@ int main() {
   const tenax::Tensor columns = tenax::ops::contiguous(tenax::StridedView(field).transpose(0, 1));
   if (tenax::ops::sum(columns.slice(0, 1)) != 3.0 || tenax::ops::sum(field) != 3.0) {
     std::fprintf(stderr, "consumer: the first column through a view is not 1, 1, 1\n");
+    return 1;
+  }
+  // A data set of one's own, read and checked, and the samples of a step's batch.
+  const std::filesystem::path data = std::filesystem::temp_directory_path() / "consumer-data.h5";
+  tenax::Tensor inputs = tenax::Tensor::empty({8, 2}, tenax::DType::f32);
+  tenax::Tensor labels = tenax::Tensor::empty({8}, tenax::DType::i64);
+  tenax::ops::fill(inputs, 0.5);
+  for (std::int64_t i = 0; i < 8; ++i) labels.data_as<std::int64_t>()[i] = i % 2;
+  tenax::io::write_datasets(data, {{"x", inputs}, {"y", labels}});
+  const tenax::runtime::ArrayData set = tenax::runtime::read_array_data(data);
+  std::filesystem::remove(data);
+  tenax::runtime::SampleOrder order(set.size(), 3, true);
+  std::vector<std::int64_t> epoch = order.samples(8, 8);  // epoch 1
+  std::sort(epoch.begin(), epoch.end());
+  if (set.classes != 2 || epoch != std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}) {
+    std::fprintf(stderr, "consumer: the data set or its sample order is wrong\n");
     return 1;
   }
   if (!corners_on_blocks()) {
