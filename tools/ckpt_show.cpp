@@ -399,7 +399,8 @@ void print_sharding(const nlohmann::json& sharding, int rank, std::ostream& out)
   }
   out << fmt::format(
       "sharding:        {} tensor(s) split across {} rank(s); this file holds rank "
-      "{}'s slabs (*); a resume on another number of ranks divides them anew\n",
+      "{}'s parts (*); a resume on another number of ranks, or split otherwise, divides them "
+      "anew\n",
       sharding["tensors"].size(), sharding["world_size"].get<std::size_t>(), rank);
   for (const nlohmann::json& t : sharding["tensors"]) {
     if (t.contains("boxes")) {

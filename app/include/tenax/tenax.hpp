@@ -22,6 +22,7 @@
 #include "tenax/io/state_file.hpp"                 // IWYU pragma: export
 #include "tenax/kernels/ops.hpp"                   // IWYU pragma: export
 #include "tenax/runtime/array_data.hpp"            // IWYU pragma: export
+#include "tenax/runtime/byte_text.hpp"             // IWYU pragma: export
 #include "tenax/runtime/communicator.hpp"          // IWYU pragma: export
 #include "tenax/runtime/diffusion_simulation.hpp"  // IWYU pragma: export
 #include "tenax/runtime/distributed_vector.hpp"    // IWYU pragma: export

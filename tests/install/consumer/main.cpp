@@ -6,6 +6,7 @@
 #include <tenax/io/dataset_file.hpp>
 #include <tenax/kernels/ops.hpp>
 #include <tenax/runtime/array_data.hpp>
+#include <tenax/runtime/byte_text.hpp>
 #include <tenax/runtime/communicator.hpp>
 #include <tenax/runtime/grid.hpp>
 #include <tenax/runtime/sample_order.hpp>
@@ -101,6 +102,20 @@ int main() {
   std::sort(epoch.begin(), epoch.end());
   if (set.classes != 2 || epoch != std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}) {
     std::fprintf(stderr, "consumer: the data set or its sample order is wrong\n");
+    return 1;
+  }
+  // Text as windows of bytes: "abcdefghij", context 3, nothing held out; sequential position 2
+  // is offset (2 * 3) mod (10 - 3 - 1) = 0.
+  const std::filesystem::path text = std::filesystem::temp_directory_path() / "consumer-text";
+  std::FILE* file = std::fopen(text.c_str(), "wb");
+  std::fputs("abcdefghij", file);
+  std::fclose(file);
+  const tenax::runtime::ByteText bytes(text, 3, 0.0);
+  std::filesystem::remove(text);
+  const tenax::Tensor window =
+      bytes.batch(tenax::runtime::TextPart::training, {bytes.sequential_offset(2), 6});
+  if (window.data_as<std::int64_t>()[0] != 'a' || window.data_as<std::int64_t>()[7] != 'j') {
+    std::fprintf(stderr, "consumer: the text windows are wrong\n");
     return 1;
   }
   if (!corners_on_blocks()) {
