@@ -40,15 +40,16 @@ struct GridRecord {
 // Ghost points a rank of a split exchanges per field (about: with the blocks' largest extents;
 // a split axis' ghost layers cover the lower axes' ghosts too), the measure by which the grid
 // chooses its split.
-std::int64_t ghost_points(const std::vector<std::int64_t>& n, int g, const int (&p)[3]) {
+// (In 128 bits: a grid of 2^59 points has layers of up to 2^63 ghosts.)
+unsigned __int128 ghost_points(const std::vector<std::int64_t>& n, int g, const int (&p)[3]) {
   std::int64_t block[3] = {1, 1, 1};
   for (std::size_t a = 0; a < n.size(); ++a) block[a] = (n[a] + p[a] - 1) / p[a];
-  std::int64_t total = 0;
+  unsigned __int128 total = 0;
   for (int a = 0; a < 3; ++a) {
     if (p[a] == 1) continue;
-    std::int64_t layer = 2 * std::int64_t{g};
+    auto layer = static_cast<unsigned __int128>(2 * g);
     for (int b = 0; b < 3; ++b) {
-      if (b != a) layer *= block[b] + (b < a && p[b] > 1 ? 2 * g : 0);
+      if (b != a) layer *= static_cast<std::uint64_t>(block[b] + (b < a && p[b] > 1 ? 2 * g : 0));
     }
     total += layer;
   }
@@ -116,12 +117,14 @@ Grid::Grid(Communicator& comm, GridOptions options)
   // The process grid: given, or the split exchanging the fewest ghost points (slabs on a tie).
   const int world = comm.size();
   if (options.ranks.empty()) {
-    std::int64_t best = -1;
+    bool found = false;
+    unsigned __int128 best = 0;
     // Splits in the order slabs first, then more ranks on the lower axes: the first of the
-    // cheapest wins a tie.
+    // cheapest wins a tie. Only divisors are tried (a few hundred splits for any world).
     for (int p0 = world; p0 >= 1; --p0) {
+      if (world % p0 != 0) continue;
       for (int p1 = world / p0; p1 >= 1; --p1) {
-        if (world % p0 != 0 || (world / p0) % p1 != 0) continue;
+        if ((world / p0) % p1 != 0) continue;
         const int split[3] = {p0, p1, world / p0 / p1};
         bool fits = true;
         for (int a = 0; a < 3; ++a) {
@@ -129,8 +132,9 @@ Grid::Grid(Communicator& comm, GridOptions options)
           fits = fits && points >= split[a];
         }
         if (!fits) continue;
-        const std::int64_t cost = ghost_points(extents_, ghost_, split);
-        if (best < 0 || cost < best) {
+        const unsigned __int128 cost = ghost_points(extents_, ghost_, split);
+        if (!found || cost < best) {
+          found = true;
           best = cost;
           for (int a = 0; a < 3; ++a) ranks_[a] = split[a];
         }
@@ -139,7 +143,7 @@ Grid::Grid(Communicator& comm, GridOptions options)
     std::string points = std::to_string(extents_[0]);
     for (int a = 1; a < d; ++a)
       points += " x " + std::to_string(extents_[static_cast<std::size_t>(a)]);
-    TENAX_EXPECTS(best >= 0, UsageError,
+    TENAX_EXPECTS(found, UsageError,
                   "a grid of " + points + " points on " + std::to_string(world) +
                       " ranks: no split gives every rank a point",
                   "use fewer ranks, or a grid with at least as many points as ranks");
@@ -156,7 +160,9 @@ Grid::Grid(Communicator& comm, GridOptions options)
                     std::to_string(p) + " ranks along " + axis_name(axis) + " of " +
                         std::to_string(extents_[static_cast<std::size_t>(axis)]) + " points",
                     "give every axis between 1 rank and as many ranks as it has points");
-      product *= p;
+      // Saturated at 2^40 (no communicator has that many ranks), so that it cannot overflow.
+      constexpr std::int64_t kCap = std::int64_t{1} << 40;
+      product = product > kCap / p ? kCap : product * p;
     }
     TENAX_EXPECTS(product == world, UsageError,
                   "GridOptions::ranks splits the grid over " + std::to_string(product) +

@@ -493,6 +493,11 @@ TEST(Grid, BadOptionsAreRefusedNamingTheValueAndTheFix) {
   refused({.extents = {4, 4}, .ranks = {2, 1}},
           "splits the grid over 2 ranks, the communicator has 1");
   refused({.extents = {4, 4}, .ranks = {0, 1}}, "0 ranks along axis 0 of 4 points");
+  refused({.extents = {4, 4}, .ranks = {-3, 1}}, "-3 ranks along axis 0 of 4 points");
+  // Counts whose product overflows 64 bits are refused, not wrapped around to the world size.
+  const std::int64_t big = std::int64_t{1} << 29;
+  refused({.extents = {big, big, 1}, .ranks = {1 << 29, 1 << 29, 1}},
+          "splits the grid over 1099511627776 ranks, the communicator has 1");
   // More ranks than points (along axis 0, or along axes 0 and 1 for any split); a split given
   // that gives a rank nothing, or splits axis 2.
   const auto expect_everywhere = [](int ranks, const GridOptions& options,
