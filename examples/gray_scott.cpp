@@ -8,6 +8,7 @@
 #include <tenax/tenax.hpp>
 
 #include <cstdio>
+#include <vector>
 
 // One explicit Euler step of both fields at one point.
 struct GrayScott {
@@ -39,13 +40,20 @@ int main(int argc, char** argv) {
   auto& output = app.setting("output", "", "write u and v to this HDF5 file (datasets /u, /v)")
                      .empty_means("no output file")
                      .not_recorded();
+  auto& columns = app.setting("columns", std::int64_t{0}, "ranks across x (0: the grid chooses)")
+                      .at_least(0)
+                      .not_recorded();  // any split gives the same bits
   auto& json = app.setting("json", false, "print a JSON summary as the last line").not_recorded();
   app.output_file(output);
   return app.main(argc, argv, [&](tenax::app::Job& job) {
     // u and v at the least, with their ghost rows and the backoff's smallest blocks: 8 rows.
     (void)tenax::app::expect_grid_fits(job.device(), n.given(), n(), 2, 2 * sizeof(double),
                                        8 * n() * sizeof(double));
-    const tenax::runtime::Grid grid(job.comm(), {.extents = {n(), n()}});
+    const int ranks = job.comm().size(), across = static_cast<int>(columns());
+    const tenax::runtime::Grid grid(
+        job.comm(),
+        {.extents = {n(), n()},
+         .ranks = across > 0 ? std::vector<int>{ranks / across, across} : std::vector<int>{}});
     tenax::runtime::StencilSimulation<GrayScott, 2> sim(grid, job.device(), {"u", "v"},
                                                         GrayScott{F(), k(), Du(), Dv(), dt()});
     const std::int64_t side = n(), low = side / 2 - side / 10, high = side / 2 + side / 10;

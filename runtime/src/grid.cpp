@@ -164,9 +164,12 @@ Grid::Grid(Communicator& comm, GridOptions options)
       constexpr std::int64_t kCap = std::int64_t{1} << 40;
       product = product > kCap / p ? kCap : product * p;
     }
+    std::string given;
+    for (const int p : options.ranks) given += (given.empty() ? "" : " x ") + std::to_string(p);
     TENAX_EXPECTS(product == world, UsageError,
-                  "GridOptions::ranks splits the grid over " + std::to_string(product) +
-                      " ranks, the communicator has " + std::to_string(world),
+                  "GridOptions::ranks " + given + " splits the grid over " +
+                      std::to_string(product) + " ranks, the communicator has " +
+                      std::to_string(world),
                   "give rank counts whose product is the number of ranks, or leave ranks empty");
     for (int axis = 0; axis < d; ++axis)
       ranks_[axis] = options.ranks[static_cast<std::size_t>(axis)];

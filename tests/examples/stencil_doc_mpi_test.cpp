@@ -60,11 +60,12 @@ TEST_F(StencilDoc, ThePageQuotesTheProgramWhole) {
 
 TEST_F(StencilDoc, TheCommandsRunAsWrittenAndTheResumedRunHasTheOneRankBits) {
   const std::vector<std::string> commands = gray_scott_commands(page);
-  // The one-rank run, the killed 2-rank run, its resume on 3, and the GPU run (not run here).
-  ASSERT_EQ(commands.size(), 4u) << page;
-  int status[3] = {};
+  // The one-rank run, the killed 2-rank run, its resume on 3, the GPU run (not run here), and
+  // the run killed on 2 x 2 blocks and its resume on 3 slabs.
+  ASSERT_EQ(commands.size(), 6u) << page;
+  int status[6] = {};
   std::filesystem::create_directories(dir("page"));
-  for (std::size_t k = 0; k < 3; ++k) {
+  for (const std::size_t k : {0, 1, 2, 4, 5}) {
     std::string command = commands[k];
     // In a directory of its own: runs/ and the output files land there.
     const auto at = command.find("build/bin/gray_scott");
@@ -87,6 +88,15 @@ TEST_F(StencilDoc, TheCommandsRunAsWrittenAndTheResumedRunHasTheOneRankBits) {
     const std::vector<double> one = values("page", "gs-one.h5", field);
     ASSERT_EQ(one.size(), 128u * 128u) << field;
     EXPECT_EQ(values("page", "gs.h5", field), one) << field;
+  }
+  // Blocks: killed on 2 x 2, resumed on 3 slabs, the same bits.
+  EXPECT_NE(status[4], 0) << "the injected kill did not happen\n" << log("step4");
+  ASSERT_EQ(status[5], 0) << log("step5");
+  const std::string blocks = "resumed from the checkpoint of step 200, written by 4 rank(s), on 3";
+  EXPECT_NE(page.find(blocks), std::string::npos) << "the page no longer quotes: " << blocks;
+  EXPECT_NE(log("step5").find(blocks), std::string::npos) << log("step5");
+  for (const char* field : {"u", "v"}) {
+    EXPECT_EQ(values("page", "gs-blocks.h5", field), values("page", "gs-one.h5", field)) << field;
   }
 }
 

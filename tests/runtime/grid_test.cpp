@@ -491,7 +491,7 @@ TEST(Grid, BadOptionsAreRefusedNamingTheValueAndTheFix) {
   refused({.extents = {std::int64_t{1} << 31, std::int64_t{1} << 31}}, "more than 2^59 points");
   refused({.extents = {4, 4}, .ranks = {1}}, "1 rank counts for a grid of 2 axes");
   refused({.extents = {4, 4}, .ranks = {2, 1}},
-          "splits the grid over 2 ranks, the communicator has 1");
+          "GridOptions::ranks 2 x 1 splits the grid over 2 ranks, the communicator has 1");
   refused({.extents = {4, 4}, .ranks = {0, 1}}, "0 ranks along axis 0 of 4 points");
   refused({.extents = {4, 4}, .ranks = {-3, 1}}, "-3 ranks along axis 0 of 4 points");
   // Counts whose product overflows 64 bits are refused, not wrapped around to the world size.
