@@ -110,10 +110,10 @@ void BM_GrayScottUserKernel(benchmark::State& state) {
 
 // StencilSimulation's whole step without the Runner: new fields from the pool, the exchange
 // overlapped with the interior rows, the edge rows.
-void BM_GrayScottSimulationStep(benchmark::State& state) {
+// Steps of a Gray-Scott StencilSimulation on `grid` (n x n), one per benchmark iteration. A rate
+// counter is the mean over a benchmark's threads: each counts the whole grid's bytes per step.
+void gray_scott_steps(benchmark::State& state, const rt::Grid& grid) {
   const std::int64_t n = state.range(0);
-  rt::SingleRankCommunicator comm;
-  const rt::Grid grid(comm, {.extents = {n, n}});
   rt::StencilSimulation<GrayScott, 2> sim(grid, tenax::Device::cpu(), {"u", "v"},
                                           GrayScott{0.037, 0.06, 0.16, 0.08, 1.0});
   sim.set_initial([](const std::int64_t*, double* uv) {
@@ -127,6 +127,11 @@ void BM_GrayScottSimulationStep(benchmark::State& state) {
     sim.commit_step();
   }
   set_bytes(state, 32.0, n);
+}
+
+void BM_GrayScottSimulationStep(benchmark::State& state) {
+  rt::SingleRankCommunicator comm;
+  gray_scott_steps(state, rt::Grid(comm, {.extents = {state.range(0), state.range(0)}}));
 }
 
 void BM_GrayScottHaloOnly(benchmark::State& state) {
@@ -158,22 +163,7 @@ rt::GridOptions split_options(const benchmark::State& state) {
 }
 
 void BM_GrayScottStepTwoRanks(benchmark::State& state) {
-  const std::int64_t n = state.range(0);
-  const rt::Grid grid(*thread_rank(state.thread_index()), split_options(state));
-  rt::StencilSimulation<GrayScott, 2> sim(grid, tenax::Device::cpu(), {"u", "v"},
-                                          GrayScott{0.037, 0.06, 0.16, 0.08, 1.0});
-  sim.set_initial([](const std::int64_t*, double* uv) {
-    uv[0] = 1.0;
-    uv[1] = 0.25;
-  });
-  sim.init();
-  std::int64_t step = 0;
-  for (auto _ : state) {
-    sim.step(step++, n);
-    sim.commit_step();
-  }
-  // A rate counter is the mean over the threads: each counts the whole grid's bytes per step.
-  set_bytes(state, 32.0, n);
+  gray_scott_steps(state, rt::Grid(*thread_rank(state.thread_index()), split_options(state)));
 }
 
 void BM_GrayScottHaloTwoRanks(benchmark::State& state) {
