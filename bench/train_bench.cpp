@@ -13,20 +13,20 @@
 #include <vector>
 
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/runtime/loss_scaler.hpp"
-#include "tenax/runtime/trainer.hpp"
-#include "tenax/solvers/autodiff/ops.hpp"
-#include "tenax/solvers/nn/linear.hpp"
-#include "tenax/solvers/nn/lr_schedule.hpp"
-#include "tenax/solvers/nn/optimizer.hpp"
+#include "tenax/train/loss_scaler.hpp"
+#include "tenax/train/trainer.hpp"
+#include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/nn/linear.hpp"
+#include "tenax/train/nn/lr_schedule.hpp"
+#include "tenax/train/nn/optimizer.hpp"
 
 namespace {
 
 using tenax::DType;
 using tenax::Shape;
 using tenax::Tensor;
-namespace autodiff = tenax::solvers::autodiff;
-namespace nn = tenax::solvers::nn;
+namespace autodiff = tenax::train::autodiff;
+namespace nn = tenax::train::nn;
 namespace runtime = tenax::runtime;
 
 struct Model {
@@ -42,10 +42,10 @@ struct Training {
       : mlp(model.widths, nn::Activation::tanh, DType::f32, tenax::Device::cpu(), 1),
         params(mlp.parameters()),
         optimizer(params, nn::AdamOptions{.lr = 1e-3}),
-        scaler(runtime::LossScalerOptions{.enabled = compute == DType::f16}),
+        scaler(train::LossScalerOptions{.enabled = compute == DType::f16}),
         schedule(nn::LrSchedule::constant(1e-3)),
         trainer(params, optimizer, scaler, schedule,
-                runtime::TrainerOptions{
+                train::TrainerOptions{
                     .batch = model.batch, .grain = model.batch, .detect_anomaly = detect_anomaly}) {
     Tensor x32 = Tensor::empty(Shape{model.batch, model.widths.front()}, DType::f32);
     tenax::ops::random_uniform(x32, 3, 0, -1.0, 1.0);
@@ -56,7 +56,7 @@ struct Training {
     }
   }
 
-  runtime::TrainStepResult step(std::int64_t k) {
+  train::TrainStepResult step(std::int64_t k) {
     return trainer.step(k, x.shape()[0], [this](std::int64_t begin, std::int64_t end) {
       const autodiff::Variable out = mlp.forward(autodiff::Variable::constant(x.slice(begin, end)));
       return autodiff::cross_entropy(out, labels.slice(begin, end),
@@ -67,9 +67,9 @@ struct Training {
   nn::MLP mlp;
   std::vector<autodiff::Variable> params;
   nn::Adam optimizer;
-  runtime::DynamicLossScaler scaler;
+  train::DynamicLossScaler scaler;
   nn::LrSchedule schedule;
-  runtime::Trainer trainer;
+  train::Trainer trainer;
   Tensor x;
   Tensor labels;
 };

@@ -5,8 +5,8 @@
 // Data: a deterministic synthetic set drawn from the Philox generator (--task regression: a
 // smooth function of two inputs, d_out 1; --task spirals: two interleaved spirals, 2 classes),
 // or the user's own (--data FILE.h5 with /x [N, d_in] float32 and /y: [N, d_out] float32 for
-// regression, [N] int64 labels for classification; runtime::read_array_data reads and checks it).
-// Optimizer step k uses the global batch positions k*B .. k*B+B-1 of runtime::SampleOrder: the
+// regression, [N] int64 labels for classification; train::read_array_data reads and checks it).
+// Optimizer step k uses the global batch positions k*B .. k*B+B-1 of train::SampleOrder: the
 // data in a Philox permutation drawn per epoch (--shuffle, the default) or in file order
 // (--no-shuffle).
 //
@@ -38,13 +38,13 @@
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/runtime/array_data.hpp"
-#include "tenax/runtime/precision.hpp"
+#include "tenax/train/array_data.hpp"
+#include "tenax/train/precision.hpp"
 #include "tenax/runtime/runner.hpp"
-#include "tenax/runtime/sample_order.hpp"
-#include "tenax/runtime/training.hpp"
-#include "tenax/solvers/autodiff/ops.hpp"
-#include "tenax/solvers/nn/linear.hpp"
+#include "tenax/train/sample_order.hpp"
+#include "tenax/train/training.hpp"
+#include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/nn/linear.hpp"
 
 namespace {
 
@@ -54,8 +54,8 @@ using tenax::Shape;
 using tenax::StateDict;
 using tenax::Tensor;
 using tenax::UsageError;
-namespace autodiff = tenax::solvers::autodiff;
-namespace nn = tenax::solvers::nn;
+namespace autodiff = tenax::train::autodiff;
+namespace nn = tenax::train::nn;
 namespace ops = tenax::ops;
 namespace runtime = tenax::runtime;
 
@@ -174,7 +174,7 @@ struct Settings {
 
 // ---- data ----
 
-using tenax::runtime::ArrayData;
+using tenax::train::ArrayData;
 
 // y = sin(pi x0) cos(pi x1) + x0 x1 / 2 on [-1, 1]^2, plus Gaussian noise.
 ArrayData regression_set(std::int64_t n, double noise, std::uint64_t seed) {
@@ -262,16 +262,16 @@ class TrainMlp : public runtime::Workload {
     mlp_ = std::make_unique<nn::MLP>(widths, nn::parse_activation(o.activation()),
                                      policy_.master_dtype(), device_, o.seed());
     params_ = mlp_->parameters();
-    runtime::TrainingRecipe recipe = o.training.recipe(o.steps());
-    runtime::TrainerOptions& trainer = recipe.trainer;
+    train::TrainingRecipe recipe = o.training.recipe(o.steps());
+    train::TrainerOptions& trainer = recipe.trainer;
     trainer.batch = o.batch();
     trainer.grain = std::min(o.grain(), o.batch());
     trainer.loss_divisor = loss_divisor_;
     trainer.comm = &comm;
     trainer.rank = comm.rank();
-    trainer.reduction = o.reduction() == "fast" ? runtime::GradientReduction::fast
-                                                : runtime::GradientReduction::exact;
-    training_ = std::make_unique<runtime::Training>(params_, recipe);
+    trainer.reduction = o.reduction() == "fast" ? train::GradientReduction::fast
+                                                : train::GradientReduction::exact;
+    training_ = std::make_unique<train::Training>(params_, recipe);
     speaks_ = comm.rank() == 0;
     loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps(), 1)}, DType::f32);
   }
@@ -311,7 +311,7 @@ class TrainMlp : public runtime::Workload {
     const std::int64_t rows =
         std::min(micro_batch, o_.micro_batch() > 0 ? o_.micro_batch() : o_.batch());
     const Batch batch = gather(step);
-    const runtime::TrainStepResult result =
+    const train::TrainStepResult result =
         training_->step(step, rows, [&](std::int64_t begin, std::int64_t end) {
           const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
           const autodiff::Variable out = mlp_->forward(x);
@@ -340,7 +340,7 @@ class TrainMlp : public runtime::Workload {
 
   void commit_step() override {
     training_->commit();
-    const runtime::TrainStepResult& result = *staged_;
+    const train::TrainStepResult& result = *staged_;
     loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
     // The Runner says a skipped step and a loss-scale change (the Trainer tells it).
     if (result.scaler.skip_step) ++skipped_;
@@ -410,8 +410,8 @@ class TrainMlp : public runtime::Workload {
     return {first, first + loss_count_};
   }
   std::int64_t skipped() const { return skipped_; }
-  const runtime::Trainer& trainer() const { return training_->trainer(); }
-  const runtime::TrainStepResult& last() const { return last_; }
+  const train::Trainer& trainer() const { return training_->trainer(); }
+  const train::TrainStepResult& last() const { return last_; }
   // [first, last] allocation numbers of the second step of this process ({0, 0} if none).
   std::pair<std::uint64_t, std::uint64_t> step_allocations() const { return step_allocations_; }
   std::int64_t parameter_count() const {
@@ -465,21 +465,21 @@ class TrainMlp : public runtime::Workload {
   const Settings& o_;
   ArrayData data_;
   Device device_;
-  runtime::PrecisionPolicy policy_;
-  runtime::SampleOrder order_;
+  train::PrecisionPolicy policy_;
+  train::SampleOrder order_;
   // What the losses divide by: the samples of the global batch (times the outputs for MSE, whose
   // mean is over both), so each micro-batch's loss is its share of the batch mean.
   double loss_divisor_;
   std::unique_ptr<nn::MLP> mlp_;
   std::vector<autodiff::Variable> params_;
-  std::unique_ptr<runtime::Training> training_;  // optimizer, schedule, loss scaler, Trainer
+  std::unique_ptr<train::Training> training_;  // optimizer, schedule, loss scaler, Trainer
   // Loss per optimizer step, allocated for the whole run so that a step never allocates for it.
   Tensor loss_history_;
   std::int64_t loss_count_ = 0;
   std::int64_t skipped_ = 0;
   bool speaks_ = true;  // rank 0 says what changes the run
-  runtime::TrainStepResult last_;
-  std::optional<runtime::TrainStepResult> staged_;  // computed, not yet committed
+  train::TrainStepResult last_;
+  std::optional<train::TrainStepResult> staged_;  // computed, not yet committed
   std::int64_t staged_step_ = 0;
   std::int64_t steps_in_process_ = 0;
   std::pair<std::uint64_t, std::uint64_t> step_allocations_{0, 0};
@@ -530,7 +530,7 @@ int run(const Settings& o, tenax::app::Job& job) {
   ArrayData data = o.data().empty() ? (o.task() == "regression"
                                            ? regression_set(o.samples(), o.noise(), o.seed())
                                            : spirals_set(o.samples(), o.noise(), o.seed()))
-                                    : runtime::read_array_data(o.data(), o.classes(), "--classes");
+                                    : train::read_array_data(o.data(), o.classes(), "--classes");
   tenax::runtime::Communicator* comm = &job.comm();
   expect_model_fits(o, data, device);
   // Data with NaN or Inf makes every step's loss non-finite: rollbacks could only repeat it.
@@ -558,7 +558,7 @@ int run(const Settings& o, tenax::app::Job& job) {
   options.regrow_micro_batch_after = o.regrow_after();
   if (comm->size() > 1) {
     // Which share of every step each rank computes, said once by each rank.
-    const runtime::GrainRange& grains = workload.trainer().grains();
+    const train::GrainRange& grains = workload.trainer().grains();
     const std::int64_t grain = std::min(o.grain(), o.batch());
     std::fprintf(stderr,
                  "train_mlp [rank %d/%d]: data parallel: grains [%lld, %lld) of every step's "

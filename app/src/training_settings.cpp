@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "tenax/solvers/nn/lr_schedule.hpp"
-#include "tenax/solvers/nn/optimizer.hpp"
+#include "tenax/train/nn/lr_schedule.hpp"
+#include "tenax/train/nn/optimizer.hpp"
 
 namespace tenax::app {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 // The optimizers' names as one_of takes them.
 std::vector<std::string> optimizer_choices() {
   std::vector<std::string> names;
-  for (const std::string_view name : solvers::nn::optimizer_names()) names.emplace_back(name);
+  for (const std::string_view name : train::nn::optimizer_names()) names.emplace_back(name);
   return names;
 }
 
@@ -42,7 +42,7 @@ TrainingSettings::TrainingSettings(App& app, const TrainingDefaults& defaults,
                         [](const std::string& spec) {
                           // Throws naming the kind or key at fault; the length is checked by
                           // recipe() against the run's.
-                          (void)solvers::nn::parse_lr_schedule(spec, 1.0, std::int64_t{1} << 40);
+                          (void)train::nn::parse_lr_schedule(spec, 1.0, std::int64_t{1} << 40);
                           return true;
                         },
                         "a learning-rate schedule")
@@ -58,7 +58,7 @@ TrainingSettings::TrainingSettings(App& app, const TrainingDefaults& defaults,
                                "2000,hysteresis=1,min=1,max=16777216,on_min=error|skip|clamp")
                        .expect(
                            [](const std::string& text) {
-                             (void)runtime::parse_loss_scaler_options(text);  // names the key
+                             (void)train::parse_loss_scaler_options(text);  // names the key
                              return true;
                            },
                            "loss scaler options")
@@ -84,22 +84,22 @@ TrainingSettings::TrainingSettings(App& app, const TrainingDefaults& defaults,
   }
 }
 
-runtime::TrainingRecipe TrainingSettings::recipe(std::int64_t total_steps) const {
-  runtime::TrainingRecipe recipe;
+train::TrainingRecipe TrainingSettings::recipe(std::int64_t total_steps) const {
+  train::TrainingRecipe recipe;
   recipe.optimizer = optimizer_();
   recipe.lr = lr_();
   recipe.optimizer_options = optimizer_options_();
   recipe.schedule = schedule_();
   recipe.total_steps = total_steps;
-  recipe.precision = runtime::parse_precision(precision_());
-  recipe.loss_scaler = runtime::parse_loss_scaler_options(loss_scaler_());
+  recipe.precision = train::parse_precision(precision_());
+  recipe.loss_scaler = train::parse_loss_scaler_options(loss_scaler_());
   recipe.trainer.clip_grad_norm = clip_grad_norm_();
   recipe.trainer.detect_anomaly = detect_anomaly_();
   return recipe;
 }
 
-runtime::PrecisionPolicy TrainingSettings::precision() const {
-  return {runtime::parse_precision(precision_())};
+train::PrecisionPolicy TrainingSettings::precision() const {
+  return {train::parse_precision(precision_())};
 }
 
 }  // namespace tenax::app

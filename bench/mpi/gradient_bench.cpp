@@ -19,14 +19,14 @@
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/communicator.hpp"
-#include "tenax/runtime/gradient_exchange.hpp"
-#include "tenax/solvers/autodiff/grain.hpp"
+#include "tenax/train/gradient_exchange.hpp"
+#include "tenax/train/autodiff/grain.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using namespace tenax;
-namespace autodiff = solvers::autodiff;
+namespace autodiff = train::autodiff;
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -52,7 +52,7 @@ int main() {
   const int size = comm->size();
   // 16 grains per rank: each rank's grains are one whole subtree when size is a power of two.
   const std::int64_t grains = 16 * size;
-  const runtime::GrainRange mine = runtime::detail::grains_of_rank(grains, size, rank);
+  const train::GrainRange mine = train::detail::grains_of_rank(grains, size, rank);
   if (rank == 0) {
     std::printf(
         "| f32 gradients (np %d) | exact | fast | raw MPI_Allreduce | exact / fast | "
@@ -81,11 +81,11 @@ int main() {
       }
       parameter.zero_grad();
       const double e = timed([&] {
-        runtime::detail::ExactExchange exchange(*comm, std::move(trees), grains, {parameter});
+        train::detail::ExactExchange exchange(*comm, std::move(trees), grains, {parameter});
         exchange.run(*comm);
       });
       const double f = timed([&] {
-        runtime::detail::FastExchange exchange({parameter});
+        train::detail::FastExchange exchange({parameter});
         exchange.run(*comm);
       });
       const double m = timed([&] {

@@ -9,8 +9,8 @@
 #include <cstdio>
 
 namespace rt = tenax::runtime;
-namespace nn = tenax::solvers::nn;
-namespace ad = tenax::solvers::autodiff;
+namespace nn = tenax::train::nn;
+namespace ad = tenax::train::autodiff;
 
 class Fit final : public rt::Workload {
  public:

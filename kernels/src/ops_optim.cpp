@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tenax/kernels/checks.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/kernels/detail/optim_kernels.hpp"
 
 namespace tenax::ops {
@@ -18,11 +19,7 @@ namespace {
 using detail::check_no_overlap;
 using detail::NamedTensor;
 
-std::string format(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
+std::string format(double value) { return format_number(value); }
 
 // Every operand is defined and has the device, dtype (f64 or f32) and shape of the first.
 void check_operands(std::string_view op, std::initializer_list<NamedTensor> operands) {

@@ -54,7 +54,7 @@ inline std::string say_error(const std::exception& e) {
   return e.what();
 }
 
-// The source location of a tenax error ("runtime/src/trainer.cpp:120"), empty for others.
+// The source location of a tenax error ("train/src/trainer.cpp:120"), empty for others.
 inline std::string where(const std::exception& e) {
   if (const auto* error = dynamic_cast<const Error*>(&e)) {
     return std::string(error->file()) + ":" + std::to_string(error->line());

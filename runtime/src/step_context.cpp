@@ -28,3 +28,21 @@ void StepContext::notify(const StepNotice& notice) noexcept {
 }
 
 }  // namespace tenax::runtime::detail
+
+namespace tenax::runtime {
+
+std::int64_t current_step() noexcept {
+  const detail::StepContext* run = detail::StepContext::current();
+  return run != nullptr ? run->step() : 0;
+}
+
+bool step_injects(FaultKind kind) {
+  detail::StepContext* run = detail::StepContext::current();
+  return run != nullptr && run->injects(kind);
+}
+
+void notify_step(const StepNotice& notice) noexcept {
+  if (detail::StepContext* run = detail::StepContext::current()) run->notify(notice);
+}
+
+}  // namespace tenax::runtime

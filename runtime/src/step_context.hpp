@@ -1,10 +1,7 @@
-// What the library's own components (the Trainer) tell the run about the step being taken,
-// without the workload passing anything by hand: while the Runner steps on a thread, a
-// StepContext is current there; a component asks it whether a fault is injected at this step
-// (overflow@step) and tells it what it did to the run (a step skipped on overflow, a loss-scale
-// change). The Runner says each on the console, writes it to the event log and counts it in the
-// closing line. Outside a Runner's step there is no current context and nothing is told.
-// One idea: the channel from a component to the run.
+// The run's side of the channel of tenax/runtime/step_notices.hpp: while the Runner steps on a
+// thread, a StepContext is current there; the public functions of that header ask it whether a
+// fault is injected at this step and hand it the notices of the components, which the Runner says
+// on the console, writes to the event log and counts in the closing line.
 #pragma once
 
 #include <array>
@@ -12,16 +9,11 @@
 #include <span>
 
 #include "injected_faults.hpp"
+#include "tenax/runtime/step_notices.hpp"
 
 namespace tenax::runtime::detail {
 
-struct StepNotice {
-  enum class Kind : std::uint8_t { step_skipped, loss_scale_changed };
-  Kind kind = Kind::step_skipped;
-  double loss_scale = 0;           // the scale after the step
-  double previous_loss_scale = 0;  // the scale before it
-  bool injected = false;           // the overflow behind it was injected (overflow@step)
-};
+using runtime::StepNotice;
 
 class StepContext {
  public:

@@ -392,13 +392,13 @@ TEST_F(Settings, TrainingSettingsAreTheTrainingsOwn) {
                         "--schedule", "cosine:warmup=10", "--precision", "f16", "--loss-scaler",
                         "init=1024", "--clip-grad-norm", "2", "--detect-anomaly"}),
             -1);
-  const runtime::TrainingRecipe recipe = training.recipe(100);
+  const train::TrainingRecipe recipe = training.recipe(100);
   EXPECT_EQ(recipe.optimizer, "sgd");
   EXPECT_EQ(recipe.lr, 0.25);
   EXPECT_EQ(recipe.optimizer_options, "momentum=0.9");
   EXPECT_EQ(recipe.schedule, "cosine:warmup=10");
   EXPECT_EQ(recipe.total_steps, 100);
-  EXPECT_EQ(recipe.precision, runtime::Precision::f16);
+  EXPECT_EQ(recipe.precision, train::Precision::f16);
   EXPECT_EQ(recipe.loss_scaler.init_scale, 1024.0);
   EXPECT_EQ(recipe.trainer.clip_grad_norm, 2.0);
   EXPECT_TRUE(recipe.trainer.detect_anomaly);

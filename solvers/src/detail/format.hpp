@@ -2,20 +2,16 @@
 // Internal.
 #pragma once
 
-#include <cstdio>
 #include <string>
 #include <string_view>
 
 #include "tenax/core/key_values.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax::solvers::detail {
 
-// 6 significant digits: "1e-08", "0.333333", "inf".
-[[nodiscard]] inline std::string format_number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
+// 6 significant digits: "1e-08", "0.333333", "inf" (the core rule).
+using tenax::format_number;
 
 // "<prefix>/<name>", the name of a state entry in a scope.
 [[nodiscard]] inline std::string scoped_name(std::string_view prefix, std::string_view name) {

@@ -5,11 +5,11 @@
 #include <tenax/core/tensor.hpp>
 #include <tenax/io/dataset_file.hpp>
 #include <tenax/kernels/ops.hpp>
-#include <tenax/runtime/array_data.hpp>
-#include <tenax/runtime/byte_text.hpp>
+#include <tenax/train/array_data.hpp>
+#include <tenax/train/byte_text.hpp>
 #include <tenax/runtime/communicator.hpp>
 #include <tenax/runtime/grid.hpp>
-#include <tenax/runtime/sample_order.hpp>
+#include <tenax/train/sample_order.hpp>
 #include <tenax/runtime/stencil.hpp>
 
 #include <algorithm>
@@ -95,9 +95,9 @@ int main() {
   tenax::ops::fill(inputs, 0.5);
   for (std::int64_t i = 0; i < 8; ++i) labels.data_as<std::int64_t>()[i] = i % 2;
   tenax::io::write_datasets(data, {{"x", inputs}, {"y", labels}});
-  const tenax::runtime::ArrayData set = tenax::runtime::read_array_data(data);
+  const tenax::train::ArrayData set = tenax::train::read_array_data(data);
   std::filesystem::remove(data);
-  tenax::runtime::SampleOrder order(set.size(), 3, true);
+  tenax::train::SampleOrder order(set.size(), 3, true);
   std::vector<std::int64_t> epoch = order.samples(8, 8);  // epoch 1
   std::sort(epoch.begin(), epoch.end());
   if (set.classes != 2 || epoch != std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}) {
@@ -110,10 +110,10 @@ int main() {
   std::FILE* file = std::fopen(text.c_str(), "wb");
   std::fputs("abcdefghij", file);
   std::fclose(file);
-  const tenax::runtime::ByteText bytes(text, 3, 0.0);
+  const tenax::train::ByteText bytes(text, 3, 0.0);
   std::filesystem::remove(text);
   const tenax::Tensor window =
-      bytes.batch(tenax::runtime::TextPart::training, {bytes.sequential_offset(2), 6});
+      bytes.batch(tenax::train::TextPart::training, {bytes.sequential_offset(2), 6});
   if (window.data_as<std::int64_t>()[0] != 'a' || window.data_as<std::int64_t>()[7] != 'j') {
     std::fprintf(stderr, "consumer: the text windows are wrong\n");
     return 1;

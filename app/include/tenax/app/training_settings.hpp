@@ -12,7 +12,7 @@
 /// weights); the optimizer, its options and the schedule must match; anomaly mode is not
 /// recorded. Under a cosine schedule, which spans the run, `--steps` changes the rate of every
 /// step still to run, so it becomes safe to change rather than free. recipe() turns the values
-/// into a runtime::TrainingRecipe, from which runtime::Training builds the loop's parts.
+/// into a train::TrainingRecipe, from which train::Training builds the loop's parts.
 /// @file
 #pragma once
 
@@ -21,7 +21,7 @@
 
 #include "tenax/app/app.hpp"
 #include "tenax/app/setting.hpp"
-#include "tenax/runtime/training.hpp"
+#include "tenax/train/training.hpp"
 
 namespace tenax::app {
 
@@ -59,9 +59,9 @@ class TrainingSettings {
   /// schedule's length): optimizer, rate, schedule, precision, loss scaler, and the Trainer's
   /// clipping and anomaly mode. The caller adds the rest of TrainerOptions (batch, grain, loss
   /// divisor, communicator).
-  [[nodiscard]] runtime::TrainingRecipe recipe(std::int64_t total_steps) const;
+  [[nodiscard]] train::TrainingRecipe recipe(std::int64_t total_steps) const;
   /// The precision's dtypes (compute, master) and whether it scales the loss.
-  [[nodiscard]] runtime::PrecisionPolicy precision() const;
+  [[nodiscard]] train::PrecisionPolicy precision() const;
 
  private:
   TrainingSettingNames names_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <charconv>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +52,14 @@ template <class T>
   }
   if (result.ec != std::errc() || result.ptr != last) return std::nullopt;
   return value;
+}
+
+/// `value` as messages and option text print it: 6 significant digits (`"1e-08"`,
+/// `"0.333333"`, `"inf"`, `"nan"`), so that a value named in an error reads the same in every layer.
+[[nodiscard]] inline std::string format_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
 }
 
 }  // namespace tenax

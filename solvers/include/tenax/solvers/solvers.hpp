@@ -1,11 +1,8 @@
 /// The solvers layer in one include: linear operators, stopping criteria, Krylov solvers,
-/// preconditioners, creation by name, mixed-precision refinement, time integrators and
-/// reverse-mode automatic differentiation (autodiff/). @file
+/// preconditioners, creation by name, mixed-precision refinement and time integrators. @file
 #pragma once
 
 #include "tenax/solvers/assemble_csr.hpp"
-#include "tenax/solvers/autodiff/ops.hpp"
-#include "tenax/solvers/autodiff/variable.hpp"
 #include "tenax/solvers/bicgstab.hpp"
 #include "tenax/solvers/callable_operator.hpp"
 #include "tenax/solvers/cg.hpp"

@@ -1,0 +1,52 @@
+#include "tenax/train/training.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "tenax/core/error.hpp"
+
+namespace tenax::train {
+namespace {
+
+// The optimizer's options text: the base rate, written with every digit it has (a rate of 1e-7
+// stays 1e-7), then the others.
+std::string optimizer_options(const TrainingRecipe& recipe) {
+  TENAX_EXPECTS(std::isfinite(recipe.lr) && recipe.lr > 0, UsageError,
+                "TrainingRecipe::lr is " + std::to_string(recipe.lr),
+                "give the learning rate a finite value > 0 (e.g. 1e-3)");
+  char rate[40];
+  std::snprintf(rate, sizeof rate, "lr=%.17g", recipe.lr);
+  return recipe.optimizer_options.empty() ? std::string(rate)
+                                          : std::string(rate) + "," + recipe.optimizer_options;
+}
+
+LossScalerOptions scaler_options(const TrainingRecipe& recipe) {
+  LossScalerOptions options = recipe.loss_scaler;
+  options.enabled = PrecisionPolicy{recipe.precision}.uses_loss_scaling();
+  return options;
+}
+
+}  // namespace
+
+Training::Training(std::vector<train::autodiff::Variable> params, const TrainingRecipe& recipe)
+    : precision_{recipe.precision},
+      optimizer_(train::nn::make_optimizer(recipe.optimizer, params, optimizer_options(recipe))),
+      schedule_(train::nn::parse_lr_schedule(recipe.schedule, recipe.lr, recipe.total_steps)),
+      scaler_(scaler_options(recipe)),
+      trainer_(std::move(params), *optimizer_, scaler_, schedule_, recipe.trainer) {}
+
+StateDict Training::state_dict() const {
+  StateDict state;
+  state.merge("optimizer", optimizer_->state_dict());
+  state.merge("scaler", scaler_.state_dict());
+  return state;
+}
+
+void Training::load_state_dict(const StateDict& state) {
+  optimizer_->load_state_dict(state.scope("optimizer"));
+  scaler_.load_state_dict(state.scope("scaler"));
+}
+
+}  // namespace tenax::train
