@@ -38,13 +38,13 @@
 #include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/train/array_data.hpp"
-#include "tenax/train/precision.hpp"
 #include "tenax/runtime/runner.hpp"
-#include "tenax/train/sample_order.hpp"
-#include "tenax/train/training.hpp"
+#include "tenax/train/array_data.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/nn/linear.hpp"
+#include "tenax/train/precision.hpp"
+#include "tenax/train/sample_order.hpp"
+#include "tenax/train/training.hpp"
 
 namespace {
 
@@ -58,6 +58,7 @@ namespace autodiff = tenax::train::autodiff;
 namespace nn = tenax::train::nn;
 namespace ops = tenax::ops;
 namespace runtime = tenax::runtime;
+namespace train = tenax::train;
 
 // train_mlp's settings, each declared once: the flag, its check, its help and what a resume may
 // change. Free: --steps (unless the learning-rate schedule is stretched over the run's length,
@@ -269,8 +270,8 @@ class TrainMlp : public runtime::Workload {
     trainer.loss_divisor = loss_divisor_;
     trainer.comm = &comm;
     trainer.rank = comm.rank();
-    trainer.reduction = o.reduction() == "fast" ? train::GradientReduction::fast
-                                                : train::GradientReduction::exact;
+    trainer.reduction =
+        o.reduction() == "fast" ? train::GradientReduction::fast : train::GradientReduction::exact;
     training_ = std::make_unique<train::Training>(params_, recipe);
     speaks_ = comm.rank() == 0;
     loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps(), 1)}, DType::f32);
@@ -592,7 +593,7 @@ int run(const Settings& o, tenax::app::Job& job) {
       "micro-batch %lld\n",
       o.data().empty() ? o.task().c_str() : o.data().c_str(),
       static_cast<long long>(workload.parameter_count()),
-      std::string(runtime::to_string(o.training.precision().precision)).c_str(),
+      std::string(train::to_string(o.training.precision().precision)).c_str(),
       tenax::to_string(device).c_str(), static_cast<long long>(losses.size()), final_loss,
       static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch));
   if (o.json()) {

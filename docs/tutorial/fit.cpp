@@ -1,21 +1,22 @@
 // The training tutorial's job (docs/tutorial-training.md): a small network learns a function from
 // samples. The inputs are drawn from a seed and the targets made by a "teacher" network of fixed
 // random weights, so the data set is the same in every process; a student MLP fits it on the mean
-// squared error. rt::Training takes each optimizer step whole or not at all, with the same bits at
-// any micro-batch; the Runner checkpoints, resumes and rolls back.
+// squared error. train::Training takes each optimizer step whole or not at all, with the same bits
+// at any micro-batch; the Runner checkpoints, resumes and rolls back.
 #include <tenax/tenax.hpp>
 
 #include <algorithm>
 #include <cstdio>
 
 namespace rt = tenax::runtime;
+namespace train = tenax::train;
 namespace nn = tenax::train::nn;
 namespace ad = tenax::train::autodiff;
 
 class Fit final : public rt::Workload {
  public:
   Fit(std::int64_t samples, std::int64_t width, std::uint64_t seed,
-      const rt::TrainingRecipe& recipe, tenax::Device device)
+      const train::TrainingRecipe& recipe, tenax::Device device)
       : x_(tenax::Tensor::empty({samples, 2}, tenax::DType::f32, device)),
         student_({2, width, width, 1}, nn::Activation::tanh, tenax::DType::f32, device, seed),
         training_(student_.parameters(), recipe),
@@ -64,7 +65,7 @@ class Fit final : public rt::Workload {
  private:
   tenax::Tensor x_, y_;  // the data set: inputs [samples, 2], targets [samples, 1]
   nn::MLP student_;
-  rt::Training training_;  // optimizer, learning-rate schedule, loss scaler and Trainer
+  train::Training training_;  // optimizer, learning-rate schedule, loss scaler and Trainer
   std::int64_t batch_;
   double loss_ = 0;  // of the last step
 };
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
   auto& seed = app.setting("seed", std::uint64_t{1}, "seed of the data and the weights");
   const tenax::app::TrainingSettings training(app, {.lr = 1e-2});  // --optimizer, --lr, ...
   return app.main(argc, argv, [&](tenax::app::Job& job) {
-    rt::TrainingRecipe recipe = training.recipe(job.runner_options().total_steps);
+    train::TrainingRecipe recipe = training.recipe(job.runner_options().total_steps);
     recipe.trainer.batch = batch();
     recipe.trainer.grain = std::min<std::int64_t>(batch(), 32);  // rows summed in a fixed order
     Fit fit(batches() * batch(), width(), seed(), recipe, job.device());

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "train/gradient_check.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "train/gradient_check.hpp"
 
 namespace tenax::train::autodiff {
 namespace {

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "train/gradient_check.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/train/autodiff/anomaly.hpp"
 #include "tenax/train/autodiff/grain.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "train/gradient_check.hpp"
 
 namespace tenax::train::autodiff {
 namespace {

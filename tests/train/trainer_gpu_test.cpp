@@ -4,8 +4,8 @@
 // NCCL, one GPU per rank, the same code carries them). Skips without a usable GPU.
 #include <gtest/gtest.h>
 
-#include "train/trainer_ranks.hpp"
 #include "tenax/core/cuda_runtime.hpp"
+#include "train/trainer_ranks.hpp"
 
 namespace tenax::train {
 namespace {

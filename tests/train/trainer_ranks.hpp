@@ -16,12 +16,12 @@
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"
-#include "tenax/train/loss_scaler.hpp"
-#include "tenax/train/trainer.hpp"
 #include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/loss_scaler.hpp"
 #include "tenax/train/nn/linear.hpp"
 #include "tenax/train/nn/lr_schedule.hpp"
 #include "tenax/train/nn/optimizer.hpp"
+#include "tenax/train/trainer.hpp"
 
 namespace tenax::train {
 
@@ -33,8 +33,9 @@ TrainStepResult step_and_commit(Trainer& trainer, Args&&... args) {
   return result;
 }
 
-namespace autodiff = train::autodiff;
-namespace nn = train::nn;
+using runtime::CommOptions;
+using runtime::Communicator;
+using runtime::make_thread_communicators;
 
 constexpr std::int64_t kBatch = 32;
 

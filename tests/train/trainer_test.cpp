@@ -12,17 +12,17 @@
 #include <thread>
 #include <vector>
 
-#include "train/trainer_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"
-#include "tenax/train/loss_scaler.hpp"
-#include "tenax/train/trainer.hpp"
 #include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/loss_scaler.hpp"
 #include "tenax/train/nn/linear.hpp"
 #include "tenax/train/nn/lr_schedule.hpp"
 #include "tenax/train/nn/optimizer.hpp"
+#include "tenax/train/trainer.hpp"
+#include "train/trainer_ranks.hpp"
 
 namespace tenax::train {
 namespace {

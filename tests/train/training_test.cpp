@@ -18,9 +18,6 @@
 namespace tenax::train {
 namespace {
 
-namespace autodiff = train::autodiff;
-namespace nn = train::nn;
-
 constexpr std::int64_t kBatch = 16;
 
 // A small regression model and its data.

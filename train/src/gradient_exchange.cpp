@@ -16,7 +16,6 @@
 namespace tenax::train::detail {
 namespace {
 
-namespace autodiff = train::autodiff;
 using kernels::TreeNode;
 
 constexpr int kGradientChunkTag = 7301;
@@ -30,7 +29,7 @@ GrainRange grains_of_rank(std::int64_t grains, int ranks, int rank) {
   return {first, first + base + (rank < extra ? 1 : 0)};
 }
 
-ExactExchange::ExactExchange(Communicator& comm,
+ExactExchange::ExactExchange(runtime::Communicator& comm,
                              std::vector<autodiff::GrainScope::GradientTree> trees,
                              std::int64_t grains, std::vector<autodiff::Variable> params)
     : grains_(grains) {
@@ -128,7 +127,7 @@ ExactExchange::ExactExchange(Communicator& comm,
   gather_all_ = Tensor::empty({chunk_ * size}, dtype, device);
 }
 
-void ExactExchange::run(Communicator& comm) {
+void ExactExchange::run(runtime::Communicator& comm) {
   for (Peer& peer : sends_) {
     const std::int64_t begin = peer.rank * chunk_;
     const std::int64_t length = peer.buffer.numel() / static_cast<std::int64_t>(my_nodes_.size());
@@ -194,14 +193,14 @@ FastExchange::FastExchange(std::vector<autodiff::Variable> params) : params_(std
   flat_ = Tensor::empty({total}, dtype, params_.front().grad().device());
 }
 
-void FastExchange::run(Communicator& comm) {
+void FastExchange::run(runtime::Communicator& comm) {
   std::int64_t offset = 0;
   for (const autodiff::Variable& p : params_) {
     const std::int64_t n = p.grad().numel();
     ops::copy(flat_.slice(offset, offset + n), p.grad().reshape({n}));
     offset += n;
   }
-  comm.all_reduce(flat_, ReduceOp::sum);
+  comm.all_reduce(flat_, runtime::ReduceOp::sum);
   offset = 0;
   for (const autodiff::Variable& p : params_) {
     const std::int64_t n = p.grad().numel();
@@ -210,7 +209,7 @@ void FastExchange::run(Communicator& comm) {
   }
 }
 
-double global_loss_sum(Communicator& comm, const std::vector<double>& mine,
+double global_loss_sum(runtime::Communicator& comm, const std::vector<double>& mine,
                        std::int64_t most_per_rank) {
   // A fixed record per rank: the count, then up to most_per_rank sums (several loss ops per
   // micro-batch add several per grain, so the count is checked).

@@ -12,13 +12,11 @@
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/runtime/step_notices.hpp"
-#include "tenax/train/gradient_exchange.hpp"
 #include "tenax/train/autodiff/anomaly.hpp"
 #include "tenax/train/autodiff/grain.hpp"
+#include "tenax/train/gradient_exchange.hpp"
 
 namespace tenax::train {
-
-namespace autodiff = train::autodiff;
 
 Trainer::Trainer(std::vector<autodiff::Variable> params, train::nn::Optimizer& optimizer,
                  DynamicLossScaler& scaler, const train::nn::LrSchedule& schedule,

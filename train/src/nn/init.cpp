@@ -4,9 +4,9 @@
 #include <string>
 #include <string_view>
 
+#include "tenax/core/error.hpp"
 #include "tenax/core/key_values.hpp"
 #include "tenax/core/text.hpp"
-#include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax::train::nn {

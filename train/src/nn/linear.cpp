@@ -8,9 +8,9 @@
 #include <variant>
 #include <vector>
 
+#include "tenax/core/error.hpp"
 #include "tenax/core/key_values.hpp"
 #include "tenax/core/text.hpp"
-#include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/train/autodiff/anomaly.hpp"
 #include "tenax/train/autodiff/ops.hpp"

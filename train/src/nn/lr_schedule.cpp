@@ -5,10 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "tenax/core/key_values.hpp"
-#include "tenax/core/text.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/key_values.hpp"
+#include "tenax/core/text.hpp"
 
 namespace tenax::train::nn {
 namespace {

@@ -7,10 +7,9 @@
 #include <variant>
 #include <vector>
 
-#include "tenax/core/key_values.hpp"
-#include "tenax/core/text.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/key_values.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_optim.hpp"
 

@@ -25,7 +25,7 @@ struct StepNotice {
   Kind kind = Kind::step_skipped;  ///< what happened
   double loss_scale = 0;           ///< the loss scale after the step
   double previous_loss_scale = 0;  ///< the loss scale before it
-  bool injected = false;           ///< the overflow behind it was injected (overflow@step)
+  bool injected = false;           ///< the overflow behind it was injected (`overflow@step`)
 };
 
 /// The step the Runner is taking on this thread, counted from 1; 0 outside a Runner's step.

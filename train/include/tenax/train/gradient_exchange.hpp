@@ -19,9 +19,9 @@
 
 #include "tenax/kernels/reduction_order.hpp"
 #include "tenax/runtime/communicator.hpp"
-#include "tenax/train/trainer.hpp"
 #include "tenax/train/autodiff/grain.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "tenax/train/trainer.hpp"
 
 namespace tenax::train::detail {
 
@@ -36,9 +36,10 @@ namespace tenax::train::detail {
 /// `trees` are this rank's (GrainScope::take_gradients).
 class ExactExchange {
  public:
-  ExactExchange(Communicator& comm, std::vector<train::autodiff::GrainScope::GradientTree> trees,
-                std::int64_t grains, std::vector<train::autodiff::Variable> params);
-  void run(Communicator& comm);
+  ExactExchange(runtime::Communicator& comm,
+                std::vector<train::autodiff::GrainScope::GradientTree> trees, std::int64_t grains,
+                std::vector<train::autodiff::Variable> params);
+  void run(runtime::Communicator& comm);
 
  private:
   struct Entry {
@@ -70,7 +71,7 @@ class ExactExchange {
 class FastExchange {
  public:
   explicit FastExchange(std::vector<train::autodiff::Variable> params);
-  void run(Communicator& comm);
+  void run(runtime::Communicator& comm);
 
  private:
   std::vector<train::autodiff::Variable> params_;
@@ -78,7 +79,7 @@ class FastExchange {
 };
 
 /// The sum of every rank's per-grain loss sums in global grain order (each rank's in its order).
-[[nodiscard]] double global_loss_sum(Communicator& comm, const std::vector<double>& mine,
+[[nodiscard]] double global_loss_sum(runtime::Communicator& comm, const std::vector<double>& mine,
                                      std::int64_t most_per_rank);
 
 }  // namespace tenax::train::detail

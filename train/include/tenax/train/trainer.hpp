@@ -41,14 +41,17 @@
 #include <vector>
 
 #include "tenax/core/fault_injection.hpp"
-#include "tenax/train/loss_scaler.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "tenax/train/loss_scaler.hpp"
 #include "tenax/train/nn/lr_schedule.hpp"
 #include "tenax/train/nn/optimizer.hpp"
 
+namespace tenax::runtime {
+class Communicator;
+}  // namespace tenax::runtime
+
 namespace tenax::train {
 
-class Communicator;
 namespace detail {
 class ExactExchange;
 class FastExchange;
@@ -79,7 +82,7 @@ struct TrainerOptions {
   /// batch's grains (contiguous, as even as possible; the batch needs at least one grain per
   /// rank) and the gradients and the loss are combined across the ranks by combine() after
   /// every step(), so every rank takes the same step. nullptr or one rank: the whole batch here.
-  Communicator* comm = nullptr;
+  runtime::Communicator* comm = nullptr;
   /// How the ranks combine their gradients (several ranks only). exact needs every parameter
   /// gradient to come from grain-wise ops (UsageError in step() otherwise).
   GradientReduction reduction = GradientReduction::exact;
@@ -111,8 +114,7 @@ class Trainer {
   /// parameters, a parameter without a gradient, or, with several ranks, a batch of fewer
   /// grains than ranks.
   Trainer(std::vector<train::autodiff::Variable> params, train::nn::Optimizer& optimizer,
-          DynamicLossScaler& scaler, const train::nn::LrSchedule& schedule,
-          TrainerOptions options);
+          DynamicLossScaler& scaler, const train::nn::LrSchedule& schedule, TrainerOptions options);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;

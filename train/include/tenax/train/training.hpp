@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "tenax/core/state_dict.hpp"
-#include "tenax/train/loss_scaler.hpp"
-#include "tenax/train/precision.hpp"
-#include "tenax/train/trainer.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "tenax/train/loss_scaler.hpp"
 #include "tenax/train/nn/lr_schedule.hpp"
 #include "tenax/train/nn/optimizer.hpp"
+#include "tenax/train/precision.hpp"
+#include "tenax/train/trainer.hpp"
 
 namespace tenax::train {
 
