@@ -27,7 +27,7 @@ using tenax::Shape;
 using tenax::Tensor;
 namespace autodiff = tenax::train::autodiff;
 namespace nn = tenax::train::nn;
-namespace runtime = tenax::runtime;
+namespace train = tenax::train;
 
 struct Model {
   std::vector<std::int64_t> widths;

@@ -12,8 +12,8 @@
 //
 // Losses are PyTorch's defaults: MSE (mean over the batch and the outputs) and cross-entropy
 // (mean over the batch), both computed in f32. --output writes the final parameters as
-// /params/fc<i>/weight [out, in] and /params/fc<i>/bias [out] (nn.Linear's layout) and the loss
-// of every optimizer step as /loss (float32); --init reads parameters in that layout.
+// /params/fc<i>.weight [out, in] and /params/fc<i>.bias [out] (nn.Linear's names and layout) and
+// the loss of every optimizer step as /loss (float32); --init reads parameters in that layout.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +42,7 @@
 #include "tenax/train/array_data.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/nn/linear.hpp"
+#include "tenax/train/nn/parameter_file.hpp"
 #include "tenax/train/precision.hpp"
 #include "tenax/train/sample_order.hpp"
 #include "tenax/train/training.hpp"
@@ -137,7 +138,7 @@ struct Settings {
                 .at_least(0)
                 .not_recorded()),
         output(app.setting("output", "",
-                           "write /params/fc<i>/weight, /params/fc<i>/bias and /loss to this HDF5 "
+                           "write /params/fc<i>.weight, /params/fc<i>.bias and /loss to this HDF5 "
                            "file")
                    .empty_means("no output file")
                    .not_recorded()),
@@ -279,25 +280,7 @@ class TrainMlp : public runtime::Workload {
 
   void init() override {
     if (!o_.init().empty()) {
-      // The model's own entry names (fc<i>/weight, fc<i>/bias); load_state_dict checks the
-      // shapes and converts other floating dtypes.
-      const StateDict model = mlp_->state_dict();
-      StateDict loaded;
-      for (const auto& [name, value] : model.entries()) {
-        loaded.set(name, tenax::io::read_dataset(o_.init(), "params/" + name));
-      }
-      mlp_->load_state_dict(loaded);  // names both shapes when one differs
-      // A parameter the model does not have means the file is of another model: refuse it
-      // rather than start from a part of it.
-      const tenax::io::DatasetListing held = tenax::io::list_datasets(o_.init());
-      for (const std::string& name : held.names) {
-        if (!name.starts_with("params/")) continue;
-        TENAX_EXPECTS(model.contains(name.substr(7)), UsageError,
-                      "--init " + o_.init() + " holds /" + name + ", which this model (--layers " +
-                          o_.layers() + ") does not have",
-                      "start from a file of the same model: use the --layers (and data "
-                      "dimensions) it was trained with");
-      }
+      nn::load_parameter_file(*mlp_, o_.init());
     }
     loss_count_ = 0;
     skipped_ = 0;
@@ -396,11 +379,7 @@ class TrainMlp : public runtime::Workload {
   bool replicated_state() const override { return true; }
 
   void write_output(const std::string& path) const {
-    StateDict out;
-    const StateDict params = mlp_->state_dict();
-    for (const auto& [name, value] : params.entries()) {
-      out.set("params/" + name, std::get<Tensor>(value).to(Device::cpu()));
-    }
+    StateDict out = nn::parameter_file_entries(*mlp_);
     out.set("loss", loss_history_.slice(0, loss_count_));
     tenax::io::write_state_file(path, out, {});
   }

@@ -264,7 +264,7 @@ TEST_F(RunDirSafety, TrainMlpResumesWithMoreStepsOrAnAllowedLearningRate) {
   ASSERT_EQ(more.exit_code, 0) << more.output;
   EXPECT_NE(more.output.find("tenax: resuming with steps changed 8 -> 12"), std::string::npos)
       << more.output;
-  for (const char* name : {"params/fc0/weight", "params/fc2/bias", "loss"}) {
+  for (const char* name : {"params/fc0.weight", "params/fc2.bias", "loss"}) {
     EXPECT_TRUE(tensor_bytes(file("train-more.h5"), name) ==
                 tensor_bytes(file("train-12.h5"), name))
         << name << ": 8 steps resumed to 12 differ from 12 steps in one go";

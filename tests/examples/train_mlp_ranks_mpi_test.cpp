@@ -34,8 +34,8 @@ class TrainMlpRanks : public testing::MpiExampleRuns {
   // Every parameter and the loss history, as written by --output.
   std::vector<std::vector<double>> model(const std::string& name) {
     std::vector<std::vector<double>> out;
-    for (const char* entry : {"params/fc0/weight", "params/fc0/bias", "params/fc1/weight",
-                              "params/fc1/bias", "params/fc2/weight", "params/fc2/bias", "loss"}) {
+    for (const char* entry : {"params/fc0.weight", "params/fc0.bias", "params/fc1.weight",
+                              "params/fc1.bias", "params/fc2.weight", "params/fc2.bias", "loss"}) {
       out.push_back(values(name, "model.h5", entry));
     }
     return out;

@@ -276,11 +276,11 @@ TEST_F(TrainMlp, OutputLayoutIsPyTorchsAndInitAndDataReadIt) {
   const std::string small = std::string(kSmallData) + " --layers 16,8";
   ASSERT_EQ(run("layout", small + " --steps 12").exit_code, 0);
   const StateDict out = io::read_state_file(output_of("layout"));
-  EXPECT_EQ(out.tensor("params/fc0/weight").shape(), (Shape{16, 2}));
-  EXPECT_EQ(out.tensor("params/fc0/bias").shape(), (Shape{16}));
-  EXPECT_EQ(out.tensor("params/fc1/weight").shape(), (Shape{8, 16}));
-  EXPECT_EQ(out.tensor("params/fc2/weight").shape(), (Shape{2, 8}));
-  EXPECT_EQ(out.tensor("params/fc2/bias").shape(), (Shape{2}));
+  EXPECT_EQ(out.tensor("params/fc0.weight").shape(), (Shape{16, 2}));
+  EXPECT_EQ(out.tensor("params/fc0.bias").shape(), (Shape{16}));
+  EXPECT_EQ(out.tensor("params/fc1.weight").shape(), (Shape{8, 16}));
+  EXPECT_EQ(out.tensor("params/fc2.weight").shape(), (Shape{2, 8}));
+  EXPECT_EQ(out.tensor("params/fc2.bias").shape(), (Shape{2}));
   EXPECT_EQ(out.tensor("loss").shape(), (Shape{12}));
   EXPECT_EQ(out.tensor("loss").dtype(), DType::f32);
 
@@ -302,7 +302,7 @@ TEST_F(TrainMlp, OutputLayoutIsPyTorchsAndInitAndDataReadIt) {
       run("init-copy", small + " --steps 0 --init " + output_of("layout").string());
   ASSERT_EQ(copy.exit_code, 0) << copy.output;
   const StateDict copied = io::read_state_file(output_of("init-copy"));
-  for (const char* name : {"params/fc0/weight", "params/fc1/bias", "params/fc2/weight"}) {
+  for (const char* name : {"params/fc0.weight", "params/fc1.bias", "params/fc2.weight"}) {
     const Tensor& a = out.tensor(name);
     const Tensor& b = copied.tensor(name);
     EXPECT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0) << name;
@@ -311,19 +311,19 @@ TEST_F(TrainMlp, OutputLayoutIsPyTorchsAndInitAndDataReadIt) {
   const Training wrong = run(
       "init-wrong", std::string(kSmallData) + " --layers 8 --init " + output_of("layout").string());
   EXPECT_NE(wrong.exit_code, 0);
-  EXPECT_NE(wrong.output.find("fc0/weight"), std::string::npos) << wrong.output;
+  EXPECT_NE(wrong.output.find("fc0.weight"), std::string::npos) << wrong.output;
   // A file with a parameter the model does not have is another model's: refused, not ignored.
   std::vector<std::pair<std::string, Tensor>> datasets;
-  for (const char* name : {"params/fc0/weight", "params/fc0/bias", "params/fc1/weight",
-                           "params/fc1/bias", "params/fc2/weight", "params/fc2/bias"}) {
+  for (const char* name : {"params/fc0.weight", "params/fc0.bias", "params/fc1.weight",
+                           "params/fc1.bias", "params/fc2.weight", "params/fc2.bias"}) {
     datasets.emplace_back(name, out.tensor(name));
   }
-  datasets.emplace_back("params/fc3/weight", out.tensor("params/fc2/weight"));
+  datasets.emplace_back("params/fc3.weight", out.tensor("params/fc2.weight"));
   const fs::path extra = root_ / "extra-layer.h5";
   io::write_datasets(extra, datasets);
   const Training extra_run = run("init-extra", small + " --steps 0 --init " + extra.string());
   EXPECT_EQ(extra_run.exit_code, 1) << extra_run.output;
-  EXPECT_NE(extra_run.output.find("holds /params/fc3/weight, which this model"), std::string::npos)
+  EXPECT_NE(extra_run.output.find("holds /params/fc3.weight, which the model does not have"), std::string::npos)
       << extra_run.output;
 }
 
@@ -415,7 +415,7 @@ TEST_F(TrainMlp, NonFiniteDataAndStrayLabelsAreRefusedAtLoadNamingTheSample) {
   io::write_datasets(two, {{"x", x}, {"y", labels}});
   const Training five = run("five-classes", "--classes 5 --data " + two.string() + args);
   ASSERT_EQ(five.exit_code, 0) << five.output;
-  EXPECT_EQ(io::read_state_file(output_of("five-classes")).tensor("params/fc1/bias").numel(), 5);
+  EXPECT_EQ(io::read_state_file(output_of("five-classes")).tensor("params/fc1.bias").numel(), 5);
 }
 
 // Every event that changes the run is a console line, and the closing line counts them (the

@@ -154,7 +154,7 @@ TEST(NnMlp, StateDictNamesTheLiveParameters) {
   const MLP mlp({2, 3, 1}, Activation::sigmoid, DType::f32, Device::cpu(), 1);
   const StateDict state = mlp.state_dict();
   ASSERT_EQ(state.size(), 4u);
-  const char* names[] = {"fc0/weight", "fc0/bias", "fc1/weight", "fc1/bias"};
+  const char* names[] = {"fc0.weight", "fc0.bias", "fc1.weight", "fc1.bias"};
   for (std::size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(state.entries()[i].first, names[i]);
     EXPECT_EQ(state.tensor(names[i]).data(), mlp.parameters()[i].value().data()) << "a view";
@@ -186,25 +186,25 @@ TEST(NnMlp, LoadStateDictErrorsNameTheEntryAndChangeNothing) {
   const StateDict full = other.state_dict();
   StateDict no_fc1_bias;
   for (const auto& [name, value] : full.entries()) {
-    if (name != "fc1/bias") no_fc1_bias.set(name, value);
+    if (name != "fc1.bias") no_fc1_bias.set(name, value);
   }
   expect_contains(usage_error([&] { mlp.load_state_dict(no_fc1_bias); }),
-                  {"no entry 'fc1/bias'", "widths {3, 4, 2}"});
+                  {"nn::MLP::load_state_dict", "no entry 'fc1.bias'", "same structure"});
 
   StateDict wrong_shape = other.state_dict();
-  wrong_shape.set("fc1/weight", Tensor::empty({4, 2}, DType::f32));
+  wrong_shape.set("fc1.weight", Tensor::empty({4, 2}, DType::f32));
   expect_contains(usage_error([&] { mlp.load_state_dict(wrong_shape); }),
-                  {"'fc1/weight'", "shape [4, 2]", "expects [2, 4]"});
+                  {"'fc1.weight'", "shape [4, 2]", "expects [2, 4]"});
 
   StateDict extra = other.state_dict();
-  extra.set("fc2/weight", Tensor::empty({2, 2}, DType::f32));
+  extra.set("fc2.weight", Tensor::empty({2, 2}, DType::f32));
   expect_contains(usage_error([&] { mlp.load_state_dict(extra); }),
-                  {"unexpected entry 'fc2/weight'"});
+                  {"unexpected entry 'fc2.weight'"});
 
   StateDict not_a_tensor = other.state_dict();
-  not_a_tensor.set("fc0/bias", std::int64_t{3});
+  not_a_tensor.set("fc0.bias", std::int64_t{3});
   expect_contains(usage_error([&] { mlp.load_state_dict(not_a_tensor); }),
-                  {"'fc0/bias'", "tensor"});
+                  {"'fc0.bias'", "tensor"});
 
   EXPECT_EQ(values_of(mlp.parameters()[0].value()), fc0) << "nothing copied";
 }

@@ -5,13 +5,11 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "tenax/core/error.hpp"
 #include "tenax/core/key_values.hpp"
 #include "tenax/core/text.hpp"
-#include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/train/autodiff/anomaly.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/nn/init.hpp"
@@ -47,30 +45,42 @@ Tensor parameter_tensor(const Shape& shape, DType dtype, Device device) {
   return Tensor::empty(shape, dtype, device);
 }
 
-std::string layer_name(std::size_t i, std::string_view what) {
-  return "fc" + std::to_string(i) + "/" + std::string(what);
-}
+// "fc<i>": the submodule name of layer i, which anomaly reports name too.
+std::string layer_name(std::size_t i) { return "fc" + std::to_string(i); }
 
 }  // namespace
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, DType dtype, Device device,
                std::uint64_t seed, std::uint64_t offset)
-    : in_(in_features), out_(out_features) {
+    : Linear(in_features, out_features, dtype, device, seed, offset, true) {}
+
+Linear Linear::without_bias(std::int64_t in_features, std::int64_t out_features, DType dtype,
+                            Device device, std::uint64_t seed, std::uint64_t offset) {
+  return Linear(in_features, out_features, dtype, device, seed, offset, false);
+}
+
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, DType dtype, Device device,
+               std::uint64_t seed, std::uint64_t offset, bool bias)
+    : Module("Linear"), in_(in_features), out_(out_features) {
   check_features("in_features", in_features);
   check_features("out_features", out_features);
   const Tensor weight = parameter_tensor(Shape{out_features, in_features}, dtype, device);
-  const Tensor bias = parameter_tensor(Shape{out_features}, dtype, device);
   // nn.Linear.reset_parameters: kaiming_uniform_(weight, a=sqrt(5)), then the bias uniform in
   // +-1/sqrt(fan_in).
   std::uint64_t next = kaiming_uniform(weight, seed, offset, kLinearKaimingA, FanMode::fan_in);
-  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
-  next = uniform(bias, seed, next, -bound, bound);
-  weight_ = Variable::parameter(weight);
-  bias_ = Variable::parameter(bias);
+  weight_ = register_parameter("weight", weight);
+  if (bias) {
+    const Tensor b = parameter_tensor(Shape{out_features}, dtype, device);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+    next = uniform(b, seed, next, -bound, bound);
+    bias_ = register_parameter("bias", b);
+  }
   end_offset_ = next;
 }
 
-Variable Linear::forward(const Variable& x) const { return autodiff::linear(x, weight_, bias_); }
+Variable Linear::forward(const Variable& x) const {
+  return bias_.defined() ? autodiff::linear(x, weight_, bias_) : autodiff::linear(x, weight_);
+}
 
 std::string_view to_string(Activation activation) noexcept {
   const auto i = static_cast<std::size_t>(activation);
@@ -103,7 +113,7 @@ Variable activate(Activation activation, const Variable& x) {
 
 MLP::MLP(std::vector<std::int64_t> widths, Activation activation, DType dtype, Device device,
          std::uint64_t seed, std::uint64_t offset)
-    : widths_(std::move(widths)), activation_(activation) {
+    : Module("MLP"), widths_(std::move(widths)), activation_(activation) {
   TENAX_EXPECTS(widths_.size() >= 2, UsageError,
                 "nn::MLP: widths " + widths_text(widths_) +
                     " name fewer than two sizes, so there is no layer",
@@ -121,6 +131,7 @@ MLP::MLP(std::vector<std::int64_t> widths, Activation activation, DType dtype, D
   std::uint64_t next = offset;
   for (std::size_t i = 0; i + 1 < widths_.size(); ++i) {
     layers_.emplace_back(widths_[i], widths_[i + 1], dtype, device, seed, next);
+    register_module(layer_name(i), layers_.back());
     next = layers_.back().end_offset();
   }
 }
@@ -129,74 +140,11 @@ Variable MLP::forward(const Variable& x) const {
   Variable h = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     // Anomaly reports name the layer ("fc<i>", as in state_dict()) of every op it issues.
-    const autodiff::TagScope tag("fc" + std::to_string(i));
+    const autodiff::TagScope tag(layer_name(i));
     h = layers_[i].forward(h);
     if (i + 1 < layers_.size()) h = activate(activation_, h);
   }
   return h;
-}
-
-std::vector<Variable> MLP::parameters() const {
-  std::vector<Variable> params;
-  params.reserve(2 * layers_.size());
-  for (const Linear& layer : layers_) {
-    params.push_back(layer.weight());
-    params.push_back(layer.bias());
-  }
-  return params;
-}
-
-StateDict MLP::state_dict() const {
-  StateDict state;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    state.set(layer_name(i, "weight"), layers_[i].weight().value());
-    state.set(layer_name(i, "bias"), layers_[i].bias().value());
-  }
-  return state;
-}
-
-void MLP::load_state_dict(const StateDict& state) {
-  const std::string fix = "load a state saved by an MLP with widths " + widths_text(widths_) +
-                          " (state_dict() names fc<i>/weight and fc<i>/bias)";
-  std::vector<std::pair<Tensor, const Tensor*>> copies;  // (live parameter, saved tensor)
-  std::vector<std::string> expected;
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    for (const auto& [what, param] :
-         {std::pair<std::string_view, const Variable*>{"weight", &layers_[i].weight()},
-          {"bias", &layers_[i].bias()}}) {
-      const std::string name = layer_name(i, what);
-      expected.push_back(name);
-      TENAX_EXPECTS(state.contains(name), UsageError,
-                    "nn::MLP::load_state_dict: the state has no entry '" + name + "'", fix);
-      const Tensor* saved = std::get_if<Tensor>(&state.at(name));
-      TENAX_EXPECTS(saved != nullptr && saved->defined() && is_floating(saved->dtype()), UsageError,
-                    "nn::MLP::load_state_dict: entry '" + name +
-                        "' does not hold a defined tensor of a floating dtype",
-                    fix);
-      const Tensor& live = param->value();
-      TENAX_EXPECTS(saved->shape() == live.shape(), UsageError,
-                    "nn::MLP::load_state_dict: entry '" + name + "' has shape " +
-                        to_string(saved->shape()) + " but the model expects " +
-                        to_string(live.shape()),
-                    fix);
-      copies.emplace_back(live, saved);
-    }
-  }
-  for (const auto& entry : state.entries()) {
-    bool known = false;
-    for (const std::string& name : expected) known = known || name == entry.first;
-    TENAX_EXPECTS(known, UsageError,
-                  "nn::MLP::load_state_dict: unexpected entry '" + entry.first +
-                      "' (this MLP has " + std::to_string(layers_.size()) + " layers)",
-                  fix);
-  }
-  for (const auto& [live, saved] : copies) {
-    if (saved->dtype() == live.dtype()) {
-      ops::copy(live, *saved);
-    } else {
-      ops::cast_into(live, *saved);
-    }
-  }
 }
 
 std::uint64_t MLP::end_offset() const noexcept { return layers_.back().end_offset(); }

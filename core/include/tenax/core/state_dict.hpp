@@ -56,8 +56,13 @@ class StateDict {
   [[nodiscard]] StateDict scope(std::string_view prefix) const;
 
   /// Every (name, value) pair in insertion order, for serialisation and listing.
-  [[nodiscard]] const std::vector<std::pair<std::string, Value>>& entries() const noexcept {
+  [[nodiscard]] const std::vector<std::pair<std::string, Value>>& entries() const& noexcept {
     return entries_;
+  }
+  /// The entries of a temporary, moved out of it: `for (auto& e : model.state_dict().entries())`
+  /// iterates over a vector that lives as long as the loop, not over a destroyed StateDict's.
+  [[nodiscard]] std::vector<std::pair<std::string, Value>> entries() && noexcept {
+    return std::move(entries_);
   }
 
  private:

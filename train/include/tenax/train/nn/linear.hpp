@@ -1,10 +1,12 @@
-/// Linear layers and multi-layer perceptrons over autodiff Variables, laid out and initialised
-/// like PyTorch's nn.Linear, so that weights map one to one (state-dict names aside).
+/// Linear layers and multi-layer perceptrons over autodiff Variables, laid out, initialised and
+/// named like PyTorch's nn.Linear, so that weights and state-dict names map one to one.
 /// @file
-/// Parameters are master weights: f32 (or f64) tensors on one device, held as
-/// autodiff::Variable::parameter, so backward() accumulates their gradients and an Optimizer
-/// updates them in place. forward() calls autodiff::linear, which also takes an f16/bf16 input
-/// against the f32 weights (mixed precision; the output then has the input's dtype).
+/// Both are Modules (module.hpp): a Linear registers `weight` and `bias`, an MLP its layers
+/// `fc0`, `fc1`, ..., so its state dict holds `fc0.weight`, `fc0.bias`, ... Parameters are master
+/// weights: f32 (or f64) tensors on one device, held as autodiff::Variable::parameter, so
+/// backward() accumulates their gradients and an Optimizer updates them in place. forward() calls
+/// autodiff::linear, which also takes an f16/bf16 input against the f32 weights (mixed precision;
+/// the output then has the input's dtype).
 ///
 /// Initialisation is counter-based (init.hpp): a layer built from (seed, offset) holds the same
 /// bits on every device and in every process; end_offset() is where the next draw starts, and an
@@ -23,16 +25,22 @@
 #include "tenax/core/state_dict.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "tenax/train/nn/module.hpp"
 
 namespace tenax::train::nn {
 
 /// y = x W^T + b: x [batch, in] -> [batch, out]; weight [out, in], bias [out].
-class Linear {
+class Linear : public Module {
  public:
   /// in, out >= 1; dtype f32 or f64 (UsageError otherwise). Draws the weight at (seed, offset)
   /// and the bias right after, on `device`.
   Linear(std::int64_t in_features, std::int64_t out_features, DType dtype, Device device,
          std::uint64_t seed, std::uint64_t offset = 0);
+  /// y = x W^T: as the constructor, with no bias (PyTorch's bias=False); the weight is drawn
+  /// alike, and end_offset() follows it.
+  [[nodiscard]] static Linear without_bias(std::int64_t in_features, std::int64_t out_features,
+                                           DType dtype, Device device, std::uint64_t seed,
+                                           std::uint64_t offset = 0);
 
   /// autodiff::linear(x, weight(), bias()) for x [batch, in_features()] in the parameters'
   /// dtype, or in f16/bf16 against f32 parameters (the output then has x's dtype); UsageError
@@ -43,7 +51,8 @@ class Linear {
   ///@{
 
   /// The parameters, weight [out_features, in_features] and bias [out_features]
-  /// (Variable::parameter leaves: handles to the live tensors), and the layer's sizes.
+  /// (Variable::parameter leaves: handles to the live tensors; the bias is undefined without
+  /// one), and the layer's sizes.
   [[nodiscard]] const autodiff::Variable& weight() const noexcept { return weight_; }
   [[nodiscard]] const autodiff::Variable& bias() const noexcept { return bias_; }
   [[nodiscard]] std::int64_t in_features() const noexcept { return in_; }
@@ -54,6 +63,9 @@ class Linear {
   [[nodiscard]] std::uint64_t end_offset() const noexcept { return end_offset_; }
 
  private:
+  Linear(std::int64_t in_features, std::int64_t out_features, DType dtype, Device device,
+         std::uint64_t seed, std::uint64_t offset, bool bias);
+
   std::int64_t in_;
   std::int64_t out_;
   autodiff::Variable weight_;
@@ -79,8 +91,9 @@ enum class Activation {
 [[nodiscard]] autodiff::Variable activate(Activation activation, const autodiff::Variable& x);
 
 /// Linear layers of widths {d_in, h1, ..., d_out} (at least two widths, each >= 1) with the
-/// activation between consecutive layers and none after the last: fc0, act, fc1, act, ..., fcN.
-class MLP {
+/// activation between consecutive layers and none after the last: fc0, act, fc1, act, ..., fcN,
+/// registered as the submodules `fc0`, `fc1`, ...
+class MLP : public Module {
  public:
   /// Layer `fc<i>` maps widths[i] to widths[i + 1], in `dtype` (f32 or f64) on `device`; the
   /// layers draw their parameters from `seed` one after the other, starting at Philox `offset`
@@ -92,18 +105,6 @@ class MLP {
   /// x [batch, d_in] -> [batch, d_out]. Each layer's ops run under autodiff::TagScope(`fc<i>`),
   /// so anomaly reports name the layer.
   [[nodiscard]] autodiff::Variable forward(const autodiff::Variable& x) const;
-
-  /// fc0.weight, fc0.bias, fc1.weight, ... (the order of PyTorch's Module.parameters()).
-  [[nodiscard]] std::vector<autodiff::Variable> parameters() const;
-
-  /// `fc<i>/weight` and `fc<i>/bias` for every layer, in parameters() order. The tensors are the
-  /// live parameters (views, not copies): serialise or clone them before the next update.
-  [[nodiscard]] StateDict state_dict() const;
-  /// Copies every `fc<i>/weight` and `fc<i>/bias` of `state` into the live parameters (any
-  /// device; a floating dtype other than the parameters' is converted). Strict, and checked
-  /// before anything is copied: UsageError naming a missing entry, an entry that is not a
-  /// tensor, a shape mismatch (expected vs found) or an unexpected entry.
-  void load_state_dict(const StateDict& state);
 
   /// @name Structure
   ///@{
