@@ -86,9 +86,9 @@ std::vector<std::string> names_of(const std::vector<NamedVariable>& named) {
 TEST(NnModule, PathsAndOrderAreTorchs) {
   const Model model(4, 2, 1);
   const std::vector<std::string> params = {
-      "blocks.0.gain",      "blocks.0.fc.weight", "blocks.0.fc.bias", "blocks.0.proj.weight",
-      "blocks.1.gain",      "blocks.1.fc.weight", "blocks.1.fc.bias", "blocks.1.proj.weight",
-      "head.weight",        "head.bias"};
+      "blocks.0.gain", "blocks.0.fc.weight", "blocks.0.fc.bias", "blocks.0.proj.weight",
+      "blocks.1.gain", "blocks.1.fc.weight", "blocks.1.fc.bias", "blocks.1.proj.weight",
+      "head.weight",   "head.bias"};
   EXPECT_EQ(names_of(model.named_parameters()), params);
   EXPECT_EQ(names_of(model.named_buffers()),
             (std::vector<std::string>{"blocks.0.steps", "blocks.1.steps"}));
@@ -96,11 +96,11 @@ TEST(NnModule, PathsAndOrderAreTorchs) {
   const StateDict state = model.state_dict();
   std::vector<std::string> keys;
   for (const auto& entry : state.entries()) keys.push_back(entry.first);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "blocks.0.gain", "blocks.0.steps", "blocks.0.fc.weight", "blocks.0.fc.bias",
-                      "blocks.0.proj.weight", "blocks.1.gain", "blocks.1.steps",
-                      "blocks.1.fc.weight", "blocks.1.fc.bias", "blocks.1.proj.weight",
-                      "head.weight", "head.bias"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"blocks.0.gain", "blocks.0.steps", "blocks.0.fc.weight",
+                                      "blocks.0.fc.bias", "blocks.0.proj.weight", "blocks.1.gain",
+                                      "blocks.1.steps", "blocks.1.fc.weight", "blocks.1.fc.bias",
+                                      "blocks.1.proj.weight", "head.weight", "head.bias"}));
   // Live tensors, not copies; parameters() is named_parameters() without the names.
   const std::vector<Variable> list = model.parameters();
   ASSERT_EQ(list.size(), params.size());
@@ -148,8 +148,7 @@ TEST(NnModule, LoadStateDictCopiesConvertsAndRefusesWithoutChangingAnything) {
   }
   model.load_state_dict(wide);
   for (std::size_t i = 0; i < model.parameters().size(); ++i) {
-    EXPECT_EQ(values_of(model.parameters()[i].value()),
-              values_of(source.parameters()[i].value()));
+    EXPECT_EQ(values_of(model.parameters()[i].value()), values_of(source.parameters()[i].value()));
   }
 
   Model other(4, 2, 11);
@@ -273,8 +272,7 @@ TEST_F(ParameterFile, WrittenAndReadBackBitForBit) {
   Model model(4, 2, 5);
   load_parameter_file(model, file);
   for (std::size_t i = 0; i < model.parameters().size(); ++i) {
-    EXPECT_EQ(values_of(model.parameters()[i].value()),
-              values_of(source.parameters()[i].value()));
+    EXPECT_EQ(values_of(model.parameters()[i].value()), values_of(source.parameters()[i].value()));
   }
 }
 

@@ -280,7 +280,8 @@ TEST(Optimizer, StepAndZeroGradAllocateNothing) {
 
 TEST(Optimizer, ConstructionErrorsNameTheProblem) {
   const Variable p = Variable::parameter(make_tensor({1.0}, DType::f32));
-  expect_contains(usage_error([] { SGD({}, SgdOptions{}); }), {"parameter list is empty"});
+  expect_contains(usage_error([] { SGD(std::vector<Variable>{}, SgdOptions{}); }),
+                  {"parameter list is empty"});
   expect_contains(usage_error([&] {
                     SGD({p, Variable::constant(make_tensor({1.0}, DType::f32))}, SgdOptions{});
                   }),
@@ -343,6 +344,65 @@ TEST(Optimizer, FactoryErrorsListTheValidChoices) {
   EXPECT_EQ(dynamic_cast<SGD&>(*sgd).options().momentum, 0.5);
   EXPECT_TRUE(dynamic_cast<SGD&>(*sgd).options().nesterov);
   EXPECT_EQ(make_optimizer("adam", {p})->lr(), 1e-3) << "defaults";
+}
+
+TEST(OptimizerGroups, WeightDecayGroupsSplitMatricesFromVectors) {
+  const MLP mlp({3, 4, 2}, Activation::relu, DType::f32, Device::cpu(), 1);
+  const std::vector<ParameterGroup> groups = weight_decay_groups(mlp);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_TRUE(groups[0].weight_decay);
+  EXPECT_FALSE(groups[1].weight_decay);
+  const std::vector<Variable> params = mlp.parameters();  // fc0.weight, fc0.bias, fc1.weight, ...
+  ASSERT_EQ(groups[0].params.size(), 2u);
+  ASSERT_EQ(groups[1].params.size(), 2u);
+  EXPECT_TRUE(groups[0].params[0] == params[0] && groups[0].params[1] == params[2]);
+  EXPECT_TRUE(groups[1].params[0] == params[1] && groups[1].params[1] == params[3]);
+  // A model of vectors only gives one group, without decay.
+  class Gains : public Module {
+   public:
+    Gains() : Module("Gains") { register_parameter("g", philox_uniform({3}, DType::f32, 2)); }
+  };
+  const std::vector<ParameterGroup> only = weight_decay_groups(Gains());
+  ASSERT_EQ(only.size(), 1u);
+  EXPECT_FALSE(only[0].weight_decay);
+}
+
+// A group without decay steps as if the decay were 0, a group with it as the plain list does,
+// bit for bit, for every optimizer; the state entries count the groups' parameters in order.
+TEST(OptimizerGroups, DecayAppliesOnlyToTheGroupsThatAskForIt) {
+  for (const char* name : {"sgd", "adam", "adamw"}) {
+    const std::string options =
+        std::string("lr=0.05,wd=0.3") + (std::string(name) == "sgd" ? ",momentum=0.9" : "");
+    const std::string no_decay =
+        std::string("lr=0.05,wd=0") + (std::string(name) == "sgd" ? ",momentum=0.9" : "");
+    const auto param = [](std::uint64_t seed) {
+      return Variable::parameter(philox_uniform({3, 5}, DType::f32, seed));
+    };
+    const Variable w = param(1), b = param(2), w_ref = param(1), b_ref = param(2);
+    std::vector<ParameterGroup> groups;
+    groups.push_back({{w}, true});
+    groups.push_back({{b}, false});
+    const std::unique_ptr<Optimizer> grouped = make_optimizer(name, std::move(groups), options);
+    EXPECT_TRUE(grouped->decays(0));
+    EXPECT_FALSE(grouped->decays(1));
+    const std::unique_ptr<Optimizer> decayed = make_optimizer(name, {w_ref}, options);
+    const std::unique_ptr<Optimizer> plain = make_optimizer(name, {b_ref}, no_decay);
+    for (int k = 0; k < 4; ++k) {
+      for (const Variable& v : {w, b, w_ref, b_ref}) {
+        ops::copy(v.grad(), philox_uniform({3, 5}, DType::f32, 10 + k));
+      }
+      grouped->step();
+      decayed->step();
+      plain->step();
+    }
+    EXPECT_TRUE(same_bytes(w.value(), w_ref.value())) << name;
+    EXPECT_TRUE(same_bytes(b.value(), b_ref.value())) << name;
+    if (std::string(name) != "sgd") {
+      EXPECT_TRUE(same_bytes(grouped->state_dict().tensor("exp_avg/1"),
+                             plain->state_dict().tensor("exp_avg/0")))
+          << "the second group's parameter is <i> = 1";
+    }
+  }
 }
 
 }  // namespace

@@ -18,9 +18,8 @@
 
 namespace tenax::train {
 
-Trainer::Trainer(std::vector<autodiff::Variable> params, train::nn::Optimizer& optimizer,
-                 DynamicLossScaler& scaler, const train::nn::LrSchedule& schedule,
-                 TrainerOptions options)
+Trainer::Trainer(std::vector<autodiff::Variable> params, nn::Optimizer& optimizer,
+                 DynamicLossScaler& scaler, const nn::LrSchedule& schedule, TrainerOptions options)
     : params_(std::move(params)),
       optimizer_(optimizer),
       scaler_(scaler),

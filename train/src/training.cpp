@@ -30,12 +30,16 @@ LossScalerOptions scaler_options(const TrainingRecipe& recipe) {
 
 }  // namespace
 
-Training::Training(std::vector<train::autodiff::Variable> params, const TrainingRecipe& recipe)
+Training::Training(std::vector<autodiff::Variable> params, const TrainingRecipe& recipe)
+    : Training(std::vector<nn::ParameterGroup>{{std::move(params), true}}, recipe) {}
+
+Training::Training(std::vector<nn::ParameterGroup> groups, const TrainingRecipe& recipe)
     : precision_{recipe.precision},
-      optimizer_(train::nn::make_optimizer(recipe.optimizer, params, optimizer_options(recipe))),
-      schedule_(train::nn::parse_lr_schedule(recipe.schedule, recipe.lr, recipe.total_steps)),
+      optimizer_(
+          nn::make_optimizer(recipe.optimizer, std::move(groups), optimizer_options(recipe))),
+      schedule_(nn::parse_lr_schedule(recipe.schedule, recipe.lr, recipe.total_steps)),
       scaler_(scaler_options(recipe)),
-      trainer_(std::move(params), *optimizer_, scaler_, schedule_, recipe.trainer) {}
+      trainer_(optimizer_->parameters(), *optimizer_, scaler_, schedule_, recipe.trainer) {}
 
 StateDict Training::state_dict() const {
   StateDict state;

@@ -60,7 +60,36 @@ void check_adam_options(std::string_view who, const AdamOptions& o) {
 
 // ---- Optimizer ----
 
-Optimizer::Optimizer(std::vector<Variable> params, double lr) : params_(std::move(params)) {
+std::vector<ParameterGroup> weight_decay_groups(const Module& model) {
+  ParameterGroup decay{{}, true};
+  ParameterGroup no_decay{{}, false};
+  for (Variable& p : model.parameters()) {
+    (p.value().shape().rank() >= 2 ? decay : no_decay).params.push_back(std::move(p));
+  }
+  std::vector<ParameterGroup> groups;
+  for (ParameterGroup* g : {&decay, &no_decay}) {
+    if (!g->params.empty()) groups.push_back(std::move(*g));
+  }
+  return groups;
+}
+
+namespace {
+
+std::vector<ParameterGroup> one_group(std::vector<Variable> params) {
+  std::vector<ParameterGroup> groups;
+  groups.push_back({std::move(params), true});
+  return groups;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<ParameterGroup> groups, double lr) {
+  for (ParameterGroup& group : groups) {
+    for (Variable& p : group.params) {
+      params_.push_back(std::move(p));
+      decays_.push_back(group.weight_decay ? 1 : 0);
+    }
+  }
   TENAX_EXPECTS(!params_.empty(), UsageError, "nn::Optimizer: the parameter list is empty",
                 "pass the model's parameters (e.g. mlp.parameters())");
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -185,7 +214,10 @@ void Optimizer::load_state_dict(const StateDict& state) {
 // ---- SGD ----
 
 SGD::SGD(std::vector<Variable> params, const SgdOptions& options)
-    : Optimizer(std::move(params), options.lr), options_(options) {
+    : SGD(one_group(std::move(params)), options) {}
+
+SGD::SGD(std::vector<ParameterGroup> groups, const SgdOptions& options)
+    : Optimizer(std::move(groups), options.lr), options_(options) {
   check_sgd_options(options_);
   if (options_.momentum != 0.0) {
     // Zeroed although the first step only writes them: state_dict() before any step must not
@@ -202,7 +234,7 @@ void SGD::update(std::size_t i, std::int64_t step, double grad_scale) {
   s.lr = lr();
   s.momentum = options_.momentum;
   s.dampening = options_.dampening;
-  s.weight_decay = options_.weight_decay;
+  s.weight_decay = decays(i) ? options_.weight_decay : 0.0;
   s.nesterov = options_.nesterov;
   s.first_step = step == 1;
   s.grad_scale = grad_scale;
@@ -218,10 +250,13 @@ Optimizer::Buffers SGD::buffers() const {
 // ---- Adam, AdamW ----
 
 Adam::Adam(std::vector<Variable> params, const AdamOptions& options)
-    : Adam(std::move(params), options, false) {}
+    : Adam(one_group(std::move(params)), options, false) {}
 
-Adam::Adam(std::vector<Variable> params, const AdamOptions& options, bool decoupled)
-    : Optimizer(std::move(params), options.lr), options_(options), decoupled_(decoupled) {
+Adam::Adam(std::vector<ParameterGroup> groups, const AdamOptions& options)
+    : Adam(std::move(groups), options, false) {}
+
+Adam::Adam(std::vector<ParameterGroup> groups, const AdamOptions& options, bool decoupled)
+    : Optimizer(std::move(groups), options.lr), options_(options), decoupled_(decoupled) {
   check_adam_options(decoupled ? "nn::AdamW" : "nn::Adam", options_);
   for (std::size_t i = 0; i < parameters().size(); ++i) {
     exp_avg_.push_back(zeros_like_param(i));
@@ -236,7 +271,7 @@ void Adam::update(std::size_t i, std::int64_t step, double grad_scale) {
   s.beta1 = options_.betas.first;
   s.beta2 = options_.betas.second;
   s.eps = options_.eps;
-  s.weight_decay = options_.weight_decay;
+  s.weight_decay = decays(i) ? options_.weight_decay : 0.0;
   s.decoupled_weight_decay = decoupled_;
   s.step = step;
   s.grad_scale = grad_scale;
@@ -248,7 +283,10 @@ Optimizer::Buffers Adam::buffers() const {
 }
 
 AdamW::AdamW(std::vector<Variable> params, const AdamWOptions& options)
-    : Adam(std::move(params),
+    : AdamW(one_group(std::move(params)), options) {}
+
+AdamW::AdamW(std::vector<ParameterGroup> groups, const AdamWOptions& options)
+    : Adam(std::move(groups),
            AdamOptions{options.lr, options.betas, options.eps, options.weight_decay}, true) {}
 
 // ---- factory ----
@@ -294,6 +332,11 @@ Options adam_options(std::string_view who, std::string_view text, Options o) {
 
 std::unique_ptr<Optimizer> make_optimizer(std::string_view name, std::vector<Variable> params,
                                           std::string_view options) {
+  return make_optimizer(name, one_group(std::move(params)), options);
+}
+
+std::unique_ptr<Optimizer> make_optimizer(std::string_view name, std::vector<ParameterGroup> groups,
+                                          std::string_view options) {
   const std::string who = "make_optimizer(\"" + std::string(name) + "\")";
   if (name == "sgd") {
     SgdOptions o;
@@ -314,13 +357,13 @@ std::unique_ptr<Optimizer> make_optimizer(std::string_view name, std::vector<Var
         o.dampening = v;
       }
     }
-    return std::make_unique<SGD>(std::move(params), o);
+    return std::make_unique<SGD>(std::move(groups), o);
   }
   if (name == "adam") {
-    return std::make_unique<Adam>(std::move(params), adam_options(who, options, AdamOptions{}));
+    return std::make_unique<Adam>(std::move(groups), adam_options(who, options, AdamOptions{}));
   }
   if (name == "adamw") {
-    return std::make_unique<AdamW>(std::move(params), adam_options(who, options, AdamWOptions{}));
+    return std::make_unique<AdamW>(std::move(groups), adam_options(who, options, AdamWOptions{}));
   }
   const std::vector<std::string_view> names = optimizer_names();
   throw UsageError("make_optimizer: unknown optimizer '" + std::string(name) + "'",

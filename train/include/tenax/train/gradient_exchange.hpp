@@ -36,14 +36,13 @@ namespace tenax::train::detail {
 /// `trees` are this rank's (GrainScope::take_gradients).
 class ExactExchange {
  public:
-  ExactExchange(runtime::Communicator& comm,
-                std::vector<train::autodiff::GrainScope::GradientTree> trees, std::int64_t grains,
-                std::vector<train::autodiff::Variable> params);
+  ExactExchange(runtime::Communicator& comm, std::vector<autodiff::GrainScope::GradientTree> trees,
+                std::int64_t grains, std::vector<autodiff::Variable> params);
   void run(runtime::Communicator& comm);
 
  private:
   struct Entry {
-    train::autodiff::Variable parameter;
+    autodiff::Variable parameter;
     std::int64_t offset;
     std::int64_t count;
   };
@@ -70,11 +69,11 @@ class ExactExchange {
 /// communicator's native all-reduce and unpacked (run).
 class FastExchange {
  public:
-  explicit FastExchange(std::vector<train::autodiff::Variable> params);
+  explicit FastExchange(std::vector<autodiff::Variable> params);
   void run(runtime::Communicator& comm);
 
  private:
-  std::vector<train::autodiff::Variable> params_;
+  std::vector<autodiff::Variable> params_;
   Tensor flat_;
 };
 

@@ -105,16 +105,15 @@ class Trainer {
  public:
   /// The loss of rows [begin, end) of the step's global batch, computed with autodiff ops from the
   /// parameters (a Variable that requires grad, one element).
-  using MicroBatchLoss =
-      std::function<train::autodiff::Variable(std::int64_t begin, std::int64_t end)>;
+  using MicroBatchLoss = std::function<autodiff::Variable(std::int64_t begin, std::int64_t end)>;
 
   /// params: the optimizer's parameters (their gradients are what the fused pass reads). The
   /// optimizer, scaler and schedule are referenced, not copied: their state is the caller's to
   /// save and load. UsageError for inconsistent options (naming the option and the fix), no
   /// parameters, a parameter without a gradient, or, with several ranks, a batch of fewer
   /// grains than ranks.
-  Trainer(std::vector<train::autodiff::Variable> params, train::nn::Optimizer& optimizer,
-          DynamicLossScaler& scaler, const train::nn::LrSchedule& schedule, TrainerOptions options);
+  Trainer(std::vector<autodiff::Variable> params, nn::Optimizer& optimizer,
+          DynamicLossScaler& scaler, const nn::LrSchedule& schedule, TrainerOptions options);
   ~Trainer();
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
@@ -164,10 +163,10 @@ class Trainer {
   [[nodiscard]] std::int64_t effective_micro_batch(std::int64_t micro_batch) const;
 
  private:
-  std::vector<train::autodiff::Variable> params_;
-  train::nn::Optimizer& optimizer_;
+  std::vector<autodiff::Variable> params_;
+  nn::Optimizer& optimizer_;
   DynamicLossScaler& scaler_;
-  const train::nn::LrSchedule& schedule_;
+  const nn::LrSchedule& schedule_;
   TrainerOptions options_;
   struct Staged {
     DynamicLossScaler scaler;  ///< the scaler after this step's update

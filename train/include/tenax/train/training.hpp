@@ -51,7 +51,10 @@ struct TrainingRecipe {
 class Training {
  public:
   /// Builds every part for `params` (the model's parameters, in a fixed order).
-  Training(std::vector<train::autodiff::Variable> params, const TrainingRecipe& recipe);
+  Training(std::vector<autodiff::Variable> params, const TrainingRecipe& recipe);
+  /// As above over parameter groups: the optimizer's weight decay applies only to the groups
+  /// that ask for it (nn::weight_decay_groups(model): not to biases and normalisation gains).
+  Training(std::vector<nn::ParameterGroup> groups, const TrainingRecipe& recipe);
   Training(const Training&) = delete;
   Training& operator=(const Training&) = delete;
 
@@ -74,7 +77,7 @@ class Training {
   /// The Trainer (its grains, its effective micro-batch).
   [[nodiscard]] Trainer& trainer() noexcept { return trainer_; }
   /// The optimizer (its learning rate and step count).
-  [[nodiscard]] const train::nn::Optimizer& optimizer() const noexcept { return *optimizer_; }
+  [[nodiscard]] const nn::Optimizer& optimizer() const noexcept { return *optimizer_; }
   /// The loss scaler (disabled unless the precision is f16).
   [[nodiscard]] const DynamicLossScaler& scaler() const noexcept { return scaler_; }
   /// The precision's dtypes: compute the forward pass in compute_dtype(), keep the model in
@@ -88,8 +91,8 @@ class Training {
 
  private:
   PrecisionPolicy precision_;
-  std::unique_ptr<train::nn::Optimizer> optimizer_;
-  train::nn::LrSchedule schedule_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  nn::LrSchedule schedule_;
   DynamicLossScaler scaler_;
   Trainer trainer_;  // last: it refers to the others
 };

@@ -37,8 +37,23 @@
 #include "tenax/core/state_dict.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/train/autodiff/variable.hpp"
+#include "tenax/train/nn/module.hpp"
 
 namespace tenax::train::nn {
+
+/// Parameters and whether the optimizer's weight decay applies to them: PyTorch's param_groups,
+/// for the one option that differs between groups in practice (no decay on biases and
+/// normalisation gains). An optimizer built from groups updates their parameters in group order;
+/// the `<i>` of its state entries counts them in that order.
+struct ParameterGroup {
+  std::vector<autodiff::Variable> params;  ///< the group's parameters
+  bool weight_decay = true;  ///< false: the optimizer's weight decay is not applied to them
+};
+
+/// The two groups of GPT-2-style training: parameters of two or more dimensions (the weights of
+/// Linear layers, embeddings) decay, the others (biases, LayerNorm gains and shifts) do not;
+/// each in model.parameters() order, an empty group left out.
+[[nodiscard]] std::vector<ParameterGroup> weight_decay_groups(const Module& model);
 
 /// Base of the optimizers: holds the parameters, the learning rate and the step count, and
 /// saves them with the subclass's state buffers (see the file description). A subclass
@@ -71,16 +86,20 @@ class Optimizer {
   /// and dtype (any device): UsageError naming a missing, mismatched or unexpected entry.
   void load_state_dict(const StateDict& state);
 
-  /// The parameters given to the constructor, in order (`<i>` of the state entries).
+  /// The parameters given to the constructor, in order (`<i>` of the state entries; the groups'
+  /// parameters one group after the other).
   [[nodiscard]] const std::vector<autodiff::Variable>& parameters() const noexcept {
     return params_;
   }
+  /// Whether the weight decay applies to parameter i (its group's ParameterGroup::weight_decay;
+  /// true for a plain parameter list).
+  [[nodiscard]] bool decays(std::size_t i) const { return decays_.at(i) != 0; }
   /// "sgd", "adam" or "adamw".
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
 
  protected:
   /// Validates the parameters (non-empty list, no repeats, f32/f64 leaves with gradients) and lr.
-  Optimizer(std::vector<autodiff::Variable> params, double lr);
+  Optimizer(std::vector<ParameterGroup> groups, double lr);
 
   /// A zeroed tensor shaped like parameter i (for state buffers; constructors only).
   [[nodiscard]] Tensor zeros_like_param(std::size_t i) const;
@@ -94,6 +113,7 @@ class Optimizer {
 
  private:
   std::vector<autodiff::Variable> params_;
+  std::vector<unsigned char> decays_;  ///< per parameter: 1 when the weight decay applies
   double lr_;
   std::int64_t steps_ = 0;
 };
@@ -113,6 +133,8 @@ class SGD final : public Optimizer {
   /// Validates the parameters and options (UsageError) and, when momentum != 0, allocates one
   /// zeroed momentum buffer per parameter.
   SGD(std::vector<autodiff::Variable> params, const SgdOptions& options);
+  /// As above over parameter groups (weight decay only on the groups that ask for it).
+  SGD(std::vector<ParameterGroup> groups, const SgdOptions& options);
   [[nodiscard]] std::string_view name() const noexcept override { return "sgd"; }
   /// The options given to the constructor (set_lr() changes lr(), not options().lr).
   [[nodiscard]] const SgdOptions& options() const noexcept { return options_; }
@@ -148,6 +170,8 @@ class Adam : public Optimizer {
  public:
   /// Adam with L2 weight decay. Validates the parameters and options (UsageError).
   Adam(std::vector<autodiff::Variable> params, const AdamOptions& options);
+  /// As above over parameter groups (weight decay only on the groups that ask for it).
+  Adam(std::vector<ParameterGroup> groups, const AdamOptions& options);
   [[nodiscard]] std::string_view name() const noexcept override { return "adam"; }
   /// The options given to the constructor (an AdamW's in AdamOptions form); set_lr() changes
   /// lr(), not options().lr.
@@ -158,7 +182,7 @@ class Adam : public Optimizer {
 
  protected:
   /// For AdamW: as the public constructor, with decoupled weight decay when `decoupled`.
-  Adam(std::vector<autodiff::Variable> params, const AdamOptions& options, bool decoupled);
+  Adam(std::vector<ParameterGroup> groups, const AdamOptions& options, bool decoupled);
 
  private:
   void update(std::size_t i, std::int64_t step, double grad_scale) override;
@@ -175,6 +199,8 @@ class AdamW final : public Adam {
  public:
   /// Validates the parameters and options (UsageError).
   AdamW(std::vector<autodiff::Variable> params, const AdamWOptions& options = {});
+  /// As above over parameter groups (weight decay only on the groups that ask for it).
+  AdamW(std::vector<ParameterGroup> groups, const AdamWOptions& options = {});
   [[nodiscard]] std::string_view name() const noexcept override { return "adamw"; }
 };
 
@@ -190,6 +216,10 @@ class AdamW final : public Adam {
 /// key, or a value out of range.
 [[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(std::string_view name,
                                                         std::vector<autodiff::Variable> params,
+                                                        std::string_view options = {});
+/// As above over parameter groups (e.g. weight_decay_groups(model)).
+[[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(std::string_view name,
+                                                        std::vector<ParameterGroup> groups,
                                                         std::string_view options = {});
 
 }  // namespace tenax::train::nn
