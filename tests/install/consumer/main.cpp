@@ -1,16 +1,19 @@
 // Uses the installed headers and libraries: allocates tensors, runs a checked op, checks the
 // usage error of a mismatched call, writes and reads a field through strided views, and runs a
-// kernel of its own on a grid split into 2 x 2 blocks over four thread ranks. Exits 0 only when
-// all of it behaves.
+// kernel of its own on a grid split into 2 x 2 blocks over four thread ranks, and builds a model
+// of its own from modules. Exits 0 only when all of it behaves.
 #include <tenax/core/tensor.hpp>
 #include <tenax/io/dataset_file.hpp>
 #include <tenax/kernels/ops.hpp>
-#include <tenax/train/array_data.hpp>
-#include <tenax/train/byte_text.hpp>
 #include <tenax/runtime/communicator.hpp>
 #include <tenax/runtime/grid.hpp>
-#include <tenax/train/sample_order.hpp>
 #include <tenax/runtime/stencil.hpp>
+#include <tenax/train/array_data.hpp>
+#include <tenax/train/byte_text.hpp>
+#include <tenax/train/nn/linear.hpp>
+#include <tenax/train/nn/module.hpp>
+#include <tenax/train/nn/optimizer.hpp>
+#include <tenax/train/sample_order.hpp>
 
 #include <algorithm>
 #include <filesystem>
@@ -27,6 +30,38 @@ struct UpLeft {
     out = u(-1, -1);
   }
 };
+
+// A model of one's own: a gain and a list of layers, named by their paths.
+class Tower : public tenax::train::nn::Module {
+ public:
+  explicit Tower(int depth) : Module("Tower") {
+    namespace nn = tenax::train::nn;
+    gain_ = register_parameter("gain", tenax::Tensor::empty({4}, tenax::DType::f32));
+    tenax::ops::fill(gain_.value(), 1.0);
+    for (int i = 0; i < depth; ++i) {
+      layers_.push_back(nn::Linear(4, 4, tenax::DType::f32, tenax::Device::cpu(), 7, 100 * i));
+    }
+    register_module("layers", layers_);
+  }
+
+ private:
+  tenax::train::autodiff::Variable gain_;
+  tenax::train::nn::ModuleList<tenax::train::nn::Linear> layers_;
+};
+
+bool model_of_modules() {
+  Tower tower(2);
+  const tenax::StateDict state = tower.state_dict();
+  if (state.size() != 5 || state.entries()[3].first != "layers.1.weight") return false;
+  const auto groups = tenax::train::nn::weight_decay_groups(tower);
+  if (groups.size() != 2 || groups[0].params.size() != 2 || groups[1].params.size() != 3) {
+    return false;
+  }
+  tenax::train::nn::AdamW adamw(groups, {.lr = 0.1, .weight_decay = 0.5});
+  adamw.step();  // zero gradients: only the weights decay
+  return tenax::ops::sum(tower.named_parameters()[0].variable.value()) == 4.0 &&
+         tower.parameter_count() == 4 + 2 * 20;
+}
 
 // A periodic 6 x 8 grid split 2 x 2: every point's up-left neighbour, wrapped, reaches it.
 bool corners_on_blocks() {
@@ -120,6 +155,10 @@ int main() {
   }
   if (!corners_on_blocks()) {
     std::fprintf(stderr, "consumer: a 2 x 2 block split read a wrong corner\n");
+    return 1;
+  }
+  if (!model_of_modules()) {
+    std::fprintf(stderr, "consumer: a model of its own modules is named or grouped wrongly\n");
     return 1;
   }
   std::printf("consumer: ok\n");
