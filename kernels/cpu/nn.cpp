@@ -1,7 +1,7 @@
-// CPU backend of the softmax cross-entropy kernels: rows spread over the context's threads, each
-// row handled by one thread with the bodies of nn_bodies.hpp (the arithmetic the CUDA backend
-// runs), columns in order. The labels are checked first, so a bad label throws before anything
-// is written.
+// CPU backend of the neural-network kernels: rows (or columns, for the sums over rows) spread over
+// the context's threads, each handled by one thread with the bodies of nn_bodies.hpp (the
+// arithmetic the CUDA backend runs), its elements in order. Labels and indices are checked first,
+// so a bad one throws before anything is written.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -39,6 +39,29 @@ void for_each_row(CpuContext& context, std::int64_t rows, std::int64_t classes, 
                        });
 }
 
+// UsageError for the first index outside [0, vocab).
+void check_indices(const char* op, const Tensor& indices, std::int64_t vocab) {
+  const auto* values = static_cast<const std::int64_t*>(indices.data());
+  for (std::int64_t i = 0; i < indices.numel(); ++i) {
+    TENAX_EXPECTS(valid_label(values[i], vocab) >= 0, UsageError,
+                  std::string(op) + ": indices[" + std::to_string(i) + "] (flat position) is " +
+                      std::to_string(values[i]) + ", outside [0, " + std::to_string(vocab) +
+                      ") for a table of " + std::to_string(vocab) + " rows",
+                  "pass token ids in [0, " + std::to_string(vocab) +
+                      ") (check the data's vocabulary and the embedding's size)");
+  }
+}
+
+template <class S>
+const compute_t<S>* optional_data(const Tensor& t) {
+  return t.defined() ? static_cast<const compute_t<S>*>(t.data()) : nullptr;
+}
+
+template <class S>
+compute_t<S>* optional_out(const Tensor& t) {
+  return t.defined() ? static_cast<compute_t<S>*>(t.data()) : nullptr;
+}
+
 }  // namespace
 
 void softmax_cross_entropy(CpuContext& context, const SoftmaxCrossEntropyArgs& args) {
@@ -66,12 +89,111 @@ void softmax_cross_entropy_grad(CpuContext& context, const SoftmaxCrossEntropyGr
   });
 }
 
-void softmax_cross_entropy(const SoftmaxCrossEntropyArgs& args) {
-  softmax_cross_entropy(CpuContext::instance(), args);
+void softmax(CpuContext& context, const SoftmaxArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "softmax", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const SoftmaxBody<S> body{static_cast<const S*>(args.x.data()),
+                              static_cast<S*>(args.y.data()),
+                              args.n,
+                              args.inner,
+                              args.log,
+                              args.causal};
+    for_each_row(context, args.outer * args.inner, args.n, body);
+  });
 }
 
-void softmax_cross_entropy_grad(const SoftmaxCrossEntropyGradArgs& args) {
-  softmax_cross_entropy_grad(CpuContext::instance(), args);
+void softmax_grad(CpuContext& context, const SoftmaxGradArgs& args) {
+  kernels::detail::dispatch_float(args.y.dtype(), "softmax_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const SoftmaxGradBody<S> body{static_cast<const S*>(args.y.data()),
+                                  static_cast<const S*>(args.dy.data()),
+                                  static_cast<S*>(args.dx.data()),
+                                  args.n,
+                                  args.inner,
+                                  args.log};
+    for_each_row(context, args.outer * args.inner, args.n, body);
+  });
 }
+
+void layer_norm(CpuContext& context, const LayerNormArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "layer_norm", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    const LayerNormBody<S> body{static_cast<const S*>(args.x.data()),
+                                optional_data<S>(args.weight),
+                                optional_data<S>(args.bias),
+                                static_cast<S*>(args.y.data()),
+                                static_cast<C*>(args.mean.data()),
+                                static_cast<C*>(args.rstd.data()),
+                                args.d,
+                                static_cast<C>(args.eps)};
+    for_each_row(context, args.rows, args.d, body);
+  });
+}
+
+void layer_norm_grad_input(CpuContext& context, const LayerNormGradInputArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "layer_norm_grad_input", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    const LayerNormGradInputBody<S> body{static_cast<const S*>(args.dy.data()),
+                                         static_cast<const S*>(args.x.data()),
+                                         optional_data<S>(args.weight),
+                                         static_cast<const C*>(args.mean.data()),
+                                         static_cast<const C*>(args.rstd.data()),
+                                         static_cast<S*>(args.dx.data()),
+                                         args.d};
+    for_each_row(context, args.rows, args.d, body);
+  });
+}
+
+void layer_norm_grad_params(CpuContext& context, const LayerNormGradParamsArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "layer_norm_grad_params", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    const LayerNormGradParamsBody<S> body{static_cast<const S*>(args.dy.data()),
+                                          static_cast<const S*>(args.x.data()),
+                                          static_cast<const C*>(args.mean.data()),
+                                          static_cast<const C*>(args.rstd.data()),
+                                          optional_out<S>(args.dweight),
+                                          optional_out<S>(args.dbias),
+                                          args.rows,
+                                          args.d};
+    // Columns over the threads: each sums its rows in order.
+    for_each_row(context, args.d, args.rows, body);
+  });
+}
+
+void embedding(CpuContext& context, const EmbeddingArgs& args) {
+  check_indices("embedding", args.indices, args.vocab);
+  kernels::detail::dispatch_float(args.weight.dtype(), "embedding", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const EmbeddingBody<S> body{static_cast<const S*>(args.weight.data()),
+                                static_cast<const std::int64_t*>(args.indices.data()),
+                                static_cast<S*>(args.out.data()), args.d, args.vocab};
+    for_each_row(context, args.rows, args.d, body);
+  });
+}
+
+void embedding_grad(CpuContext& context, const EmbeddingGradArgs& args) {
+  check_indices("embedding_grad", args.indices, args.vocab);
+  kernels::detail::dispatch_float(args.dy.dtype(), "embedding_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    S* out = static_cast<S*>(args.dweight.data());
+    std::fill(out, out + args.dweight.numel(), S{});  // after the index check: nothing written
+    const EmbeddingGradBody<S> body{static_cast<const std::int64_t*>(args.indices.data()),
+                                    static_cast<const S*>(args.dy.data()),
+                                    out,
+                                    args.rows,
+                                    args.d,
+                                    args.vocab};
+    for_each_row(context, args.d, args.rows, body);
+  });
+}
+
+// The context-free overloads use the process's CPU context.
+#define TENAX_NN_ON_INSTANCE(name, Args) \
+  void name(const Args& args) { name(CpuContext::instance(), args); }
+TENAX_NN_KERNELS(TENAX_NN_ON_INSTANCE)
+#undef TENAX_NN_ON_INSTANCE
 
 }  // namespace tenax::kernels::cpu

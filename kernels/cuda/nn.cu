@@ -1,7 +1,7 @@
-// CUDA backend of the softmax cross-entropy kernels: the bodies of nn_bodies.hpp (the arithmetic
-// the CPU backend runs) over a grid-stride loop, one thread per row, each row's maximum, sum and
-// elements taken column by column in the CPU's order. A label outside [0, C) gives NaN for its
-// row (a kernel cannot throw).
+// CUDA backend of the neural-network kernels: the bodies of nn_bodies.hpp (the arithmetic the
+// CPU backend runs) over a grid-stride loop, one thread per row (or per column for the sums over
+// rows), each taking its elements in the CPU's order. A label or index outside its range gives
+// NaN for its row (a kernel cannot throw).
 #include <cstdint>
 
 #include "launch.cuh"
@@ -33,6 +33,113 @@ void softmax_cross_entropy_grad(const SoftmaxCrossEntropyGradArgs& args) {
                                             static_cast<S*>(args.grad.data()), args.classes,
                                             static_cast<C>(args.scale)},
                      "softmax_cross_entropy_grad kernel");
+  });
+}
+
+namespace {
+
+template <class S>
+const compute_t<S>* optional_data(const Tensor& t) {
+  return t.defined() ? static_cast<const compute_t<S>*>(t.data()) : nullptr;
+}
+
+template <class S>
+compute_t<S>* optional_out(const Tensor& t) {
+  return t.defined() ? static_cast<compute_t<S>*>(t.data()) : nullptr;
+}
+
+}  // namespace
+
+void softmax(const SoftmaxArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "softmax", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    detail::for_each(
+        args.x.device(), args.outer * args.inner,
+        SoftmaxBody<S>{static_cast<const S*>(args.x.data()), static_cast<S*>(args.y.data()), args.n,
+                       args.inner, args.log, args.causal},
+        "softmax kernel");
+  });
+}
+
+void softmax_grad(const SoftmaxGradArgs& args) {
+  kernels::detail::dispatch_float(args.y.dtype(), "softmax_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    detail::for_each(
+        args.y.device(), args.outer * args.inner,
+        SoftmaxGradBody<S>{static_cast<const S*>(args.y.data()),
+                           static_cast<const S*>(args.dy.data()), static_cast<S*>(args.dx.data()),
+                           args.n, args.inner, args.log},
+        "softmax_grad kernel");
+  });
+}
+
+void layer_norm(const LayerNormArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "layer_norm", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    detail::for_each(
+        args.x.device(), args.rows,
+        LayerNormBody<S>{static_cast<const S*>(args.x.data()), optional_data<S>(args.weight),
+                         optional_data<S>(args.bias), static_cast<S*>(args.y.data()),
+                         static_cast<C*>(args.mean.data()), static_cast<C*>(args.rstd.data()),
+                         args.d, static_cast<C>(args.eps)},
+        "layer_norm kernel");
+  });
+}
+
+void layer_norm_grad_input(const LayerNormGradInputArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "layer_norm_grad_input", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    detail::for_each(
+        args.x.device(), args.rows,
+        LayerNormGradInputBody<S>{
+            static_cast<const S*>(args.dy.data()), static_cast<const S*>(args.x.data()),
+            optional_data<S>(args.weight), static_cast<const C*>(args.mean.data()),
+            static_cast<const C*>(args.rstd.data()), static_cast<S*>(args.dx.data()), args.d},
+        "layer_norm_grad_input kernel");
+  });
+}
+
+void layer_norm_grad_params(const LayerNormGradParamsArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "layer_norm_grad_params", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    detail::for_each(
+        args.x.device(), args.d,
+        LayerNormGradParamsBody<S>{
+            static_cast<const S*>(args.dy.data()), static_cast<const S*>(args.x.data()),
+            static_cast<const C*>(args.mean.data()), static_cast<const C*>(args.rstd.data()),
+            optional_out<S>(args.dweight), optional_out<S>(args.dbias), args.rows, args.d},
+        "layer_norm_grad_params kernel");
+  });
+}
+
+void embedding(const EmbeddingArgs& args) {
+  kernels::detail::dispatch_float(args.weight.dtype(), "embedding", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    detail::for_each(args.weight.device(), args.rows,
+                     EmbeddingBody<S>{static_cast<const S*>(args.weight.data()),
+                                      static_cast<const std::int64_t*>(args.indices.data()),
+                                      static_cast<S*>(args.out.data()), args.d, args.vocab},
+                     "embedding kernel");
+  });
+}
+
+void embedding_grad(const EmbeddingGradArgs& args) {
+  kernels::detail::dispatch_float(args.dy.dtype(), "embedding_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    {
+      const detail::Launch launch(args.dweight.device());
+      launch.check(cudaMemsetAsync(args.dweight.data(), 0, args.dweight.nbytes(), launch.stream),
+                   "cudaMemsetAsync");
+    }
+    detail::for_each(
+        args.dy.device(), args.d,
+        EmbeddingGradBody<S>{static_cast<const std::int64_t*>(args.indices.data()),
+                             static_cast<const S*>(args.dy.data()),
+                             static_cast<S*>(args.dweight.data()), args.rows, args.d, args.vocab},
+        "embedding_grad kernel");
   });
 }
 

@@ -91,6 +91,10 @@ const char* to_string(UnaryOp op) noexcept {
       return "gelu";
     case UnaryOp::gelu_grad:
       return "gelu_grad";
+    case UnaryOp::gelu_tanh:
+      return "gelu_tanh";
+    case UnaryOp::gelu_tanh_grad:
+      return "gelu_tanh_grad";
   }
   return "unknown UnaryOp";
 }

@@ -1,13 +1,17 @@
-// Checked front end of the softmax cross-entropy ops: validate, then run the kernel of the
-// tensors' device.
+// Checked front end of the neural-network ops: validate, then run the kernel of the tensors'
+// device.
 #include "tenax/kernels/ops_nn.hpp"
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/nn_kernels.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax::ops {
 namespace {
@@ -102,6 +106,246 @@ void softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, doub
   } else {
     kernels::cuda::softmax_cross_entropy_grad(args);
   }
+}
+
+namespace {
+
+// Runs `kernel` on the backend of `device`.
+template <class Args>
+void run(Device device, void (*cpu)(const Args&), void (*cuda)(const Args&), const Args& args) {
+  if (device.is_cpu()) {
+    cpu(args);
+  } else {
+    cuda(args);
+  }
+}
+
+// x viewed as [outer, n, inner] around `axis`.
+struct Lines {
+  std::int64_t outer = 1;
+  std::int64_t n = 1;
+  std::int64_t inner = 1;
+};
+
+Lines lines_of(const Shape& shape, int axis) {
+  Lines lines;
+  for (int a = 0; a < shape.rank(); ++a) {
+    if (a < axis) lines.outer *= shape[a];
+    if (a > axis) lines.inner *= shape[a];
+  }
+  lines.n = shape[axis];
+  return lines;
+}
+
+// The compute dtype of a floating storage dtype: f64 for f64, f32 otherwise.
+DType compute_dtype(DType storage) { return storage == DType::f64 ? DType::f64 : DType::f32; }
+
+// `t` is undefined or [d] of `dtype` on `device`.
+void check_vector(std::string_view op, std::string_view name, const Tensor& t, std::int64_t d,
+                  DType dtype, Device device) {
+  if (!t.defined()) return;
+  TENAX_EXPECTS(
+      t.dtype() == dtype && t.device() == device && t.shape() == Shape{d}, UsageError,
+      std::string(op) + ": " + std::string(name) + " is " + t.describe() + " but must be " +
+          std::string(to_string(dtype)) + "[" + str(d) + "] on " + to_string(device),
+      "pass " + std::string(name) + " of the last axis' size in " + std::string(to_string(dtype)) +
+          " (f32 master weights for f32, f16 and bf16 inputs; f64 for f64)");
+}
+
+void softmax_lines(std::string_view op, const Tensor& x, int axis, const Tensor& y, bool log,
+                   bool causal) {
+  detail::check_defined(op, "x", x);
+  detail::check_floating(op, "x", x);
+  detail::check_compatible(op, "x", x, "y", y);
+  if (!causal) axis = detail::check_axis(op, "x", x, axis);
+  if (y.data() != x.data()) check_no_overlap(op, "y", y, "x", x);
+  if (x.numel() == 0) return;
+  const Lines lines = lines_of(x.shape(), axis);
+  run(x.device(), &kernels::cpu::softmax, &kernels::cuda::softmax,
+      kernels::SoftmaxArgs{x, y, lines.outer, lines.n, lines.inner, log, causal});
+}
+
+void softmax_lines_grad(std::string_view op, const Tensor& y, const Tensor& dy, int axis,
+                        const Tensor& dx, bool log) {
+  detail::check_defined(op, "y", y);
+  detail::check_floating(op, "y", y);
+  detail::check_all_compatible(op, {{"y", &y}, {"dy", &dy}, {"dx", &dx}});
+  axis = detail::check_axis(op, "y", y, axis);
+  check_no_overlap(op, "dx", dx, "y", y);
+  if (dx.data() != dy.data()) check_no_overlap(op, "dx", dx, "dy", dy);
+  if (y.numel() == 0) return;
+  const Lines lines = lines_of(y.shape(), axis);
+  run(y.device(), &kernels::cpu::softmax_grad, &kernels::cuda::softmax_grad,
+      kernels::SoftmaxGradArgs{y, dy, dx, lines.outer, lines.n, lines.inner, log});
+}
+
+// x [..., d] floating with rank >= 1; returns {rows, d}.
+struct RowsOf {
+  std::int64_t rows;
+  std::int64_t d;
+};
+
+RowsOf rows_of_last_axis(std::string_view op, const Tensor& x) {
+  detail::check_defined(op, "x", x);
+  detail::check_floating(op, "x", x);
+  TENAX_EXPECTS(x.shape().rank() >= 1, UsageError,
+                std::string(op) + ": x is " + x.describe() +
+                    ", a scalar, but it is normalised over its last axis",
+                "pass x of shape [..., d]");
+  const std::int64_t d = x.shape()[x.shape().rank() - 1];
+  return {d == 0 ? 0 : x.numel() / d, d};
+}
+
+void check_stats(std::string_view op, const Tensor& x, const RowsOf& shape, const Tensor& mean,
+                 const Tensor& rstd) {
+  const DType c = compute_dtype(x.dtype());
+  for (const auto& [name, t] :
+       {std::pair<const char*, const Tensor*>{"mean", &mean}, {"rstd", &rstd}}) {
+    detail::check_defined(op, name, *t);
+    TENAX_EXPECTS(
+        t->dtype() == c && t->device() == x.device() && t->shape() == Shape{shape.rows}, UsageError,
+        std::string(op) + ": " + name + " is " + t->describe() + " but x is " + x.describe() +
+            ", whose row statistics are " + std::string(to_string(c)) + "[" + str(shape.rows) + "]",
+        "pass " + std::string(name) + " = Tensor::empty({" + str(shape.rows) +
+            "}, DType::" + std::string(to_string(c)) + ", device)");
+  }
+}
+
+}  // namespace
+
+void softmax(const Tensor& x, int axis, const Tensor& y) {
+  softmax_lines("softmax", x, axis, y, false, false);
+}
+
+void log_softmax(const Tensor& x, int axis, const Tensor& y) {
+  softmax_lines("log_softmax", x, axis, y, true, false);
+}
+
+void causal_softmax(const Tensor& x, const Tensor& y) {
+  constexpr std::string_view op = "causal_softmax";
+  detail::check_defined(op, "x", x);
+  const Shape& s = x.shape();
+  TENAX_EXPECTS(s.rank() >= 2 && s[s.rank() - 1] == s[s.rank() - 2], UsageError,
+                std::string(op) + ": x is " + x.describe() +
+                    " but must end in a square [T, T] of query rows against key columns",
+                "pass attention scores of shape [..., T, T]");
+  softmax_lines(op, x, s.rank() - 1, y, false, true);
+}
+
+void softmax_grad(const Tensor& y, const Tensor& dy, int axis, const Tensor& dx) {
+  softmax_lines_grad("softmax_grad", y, dy, axis, dx, false);
+}
+
+void log_softmax_grad(const Tensor& y, const Tensor& dy, int axis, const Tensor& dx) {
+  softmax_lines_grad("log_softmax_grad", y, dy, axis, dx, true);
+}
+
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& y, const Tensor& mean, const Tensor& rstd) {
+  constexpr std::string_view op = "layer_norm";
+  const RowsOf shape = rows_of_last_axis(op, x);
+  detail::check_compatible(op, "x", x, "y", y);
+  const DType c = compute_dtype(x.dtype());
+  check_vector(op, "weight", weight, shape.d, c, x.device());
+  check_vector(op, "bias", bias, shape.d, c, x.device());
+  detail::check_positive(op, "eps", eps);
+  check_stats(op, x, shape, mean, rstd);
+  check_no_overlap(op, "y", y, "x", x);
+  check_no_overlap(op, "mean", mean, "rstd", rstd);
+  if (shape.rows == 0 || shape.d == 0) return;
+  run(x.device(), &kernels::cpu::layer_norm, &kernels::cuda::layer_norm,
+      kernels::LayerNormArgs{x, weight, bias, eps, y, mean, rstd, shape.rows, shape.d});
+}
+
+void layer_norm_grad_input(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                           const Tensor& mean, const Tensor& rstd, const Tensor& dx) {
+  constexpr std::string_view op = "layer_norm_grad_input";
+  const RowsOf shape = rows_of_last_axis(op, x);
+  detail::check_all_compatible(op, {{"x", &x}, {"dy", &dy}, {"dx", &dx}});
+  check_vector(op, "weight", weight, shape.d, compute_dtype(x.dtype()), x.device());
+  check_stats(op, x, shape, mean, rstd);
+  check_no_overlap(op, "dx", dx, "x", x);
+  if (dx.data() != dy.data()) check_no_overlap(op, "dx", dx, "dy", dy);
+  if (shape.rows == 0 || shape.d == 0) return;
+  run(x.device(), &kernels::cpu::layer_norm_grad_input, &kernels::cuda::layer_norm_grad_input,
+      kernels::LayerNormGradInputArgs{dy, x, weight, mean, rstd, dx, shape.rows, shape.d});
+}
+
+void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                            const Tensor& rstd, const Tensor& dweight, const Tensor& dbias) {
+  constexpr std::string_view op = "layer_norm_grad_params";
+  const RowsOf shape = rows_of_last_axis(op, x);
+  detail::check_compatible(op, "x", x, "dy", dy);
+  const DType c = compute_dtype(x.dtype());
+  check_vector(op, "dweight", dweight, shape.d, c, x.device());
+  check_vector(op, "dbias", dbias, shape.d, c, x.device());
+  check_stats(op, x, shape, mean, rstd);
+  if (!dweight.defined() && !dbias.defined()) return;
+  if (shape.rows == 0) {  // a sum over no rows
+    if (dweight.defined()) fill(dweight, 0.0);
+    if (dbias.defined()) fill(dbias, 0.0);
+    return;
+  }
+  if (shape.d == 0) return;
+  run(x.device(), &kernels::cpu::layer_norm_grad_params, &kernels::cuda::layer_norm_grad_params,
+      kernels::LayerNormGradParamsArgs{dy, x, mean, rstd, dweight, dbias, shape.rows, shape.d});
+}
+
+namespace {
+
+// weight [vocab, d] floating, indices i64 on its device; `rows` the shape indices.shape + [d].
+Shape check_table(std::string_view op, const Tensor& weight, const Tensor& indices,
+                  std::string_view rows_name, const Tensor& rows) {
+  detail::check_defined(op, "weight", weight);
+  detail::check_defined(op, "indices", indices);
+  detail::check_floating(op, "weight", weight);
+  TENAX_EXPECTS(weight.shape().rank() == 2, UsageError,
+                std::string(op) + ": the table is " + weight.describe() +
+                    " but must be [vocab, d]: one row per token",
+                "pass the embedding weight as a matrix [vocab, d]");
+  detail::check_same_device(op, "weight", weight, "indices", indices);
+  TENAX_EXPECTS(
+      indices.dtype() == DType::i64, UsageError,
+      std::string(op) + ": indices is " + indices.describe() + " but token indices must be i64",
+      "store the token ids as i64");
+  std::vector<std::int64_t> dims;
+  for (int a = 0; a < indices.shape().rank(); ++a) dims.push_back(indices.shape()[a]);
+  dims.push_back(weight.shape()[1]);
+  const Shape wanted{std::span<const std::int64_t>(dims)};
+  detail::check_defined(op, rows_name, rows);
+  TENAX_EXPECTS(
+      rows.dtype() == weight.dtype() && rows.device() == weight.device() && rows.shape() == wanted,
+      UsageError,
+      std::string(op) + ": " + std::string(rows_name) + " is " + rows.describe() + " but indices " +
+          to_string(indices.shape()) + " into a table " + weight.describe() + " need " +
+          std::string(to_string(weight.dtype())) + to_string(wanted),
+      "pass " + std::string(rows_name) +
+          " of shape indices.shape + [d] in the table's "
+          "dtype");
+  check_no_overlap(op, rows_name, rows, "weight", weight);
+  check_no_overlap(op, rows_name, rows, "indices", indices);
+  return wanted;
+}
+
+}  // namespace
+
+void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out) {
+  check_table("embedding", weight, indices, "out", out);
+  if (out.numel() == 0) return;
+  run(weight.device(), &kernels::cpu::embedding, &kernels::cuda::embedding,
+      kernels::EmbeddingArgs{weight, indices, out, indices.numel(), weight.shape()[1],
+                             weight.shape()[0]});
+}
+
+void embedding_grad(const Tensor& indices, const Tensor& dy, const Tensor& dweight) {
+  check_table("embedding_grad", dweight, indices, "dy", dy);
+  if (dy.numel() == 0) {  // no rows: a sum of nothing
+    fill(dweight, 0.0);
+    return;
+  }
+  run(dweight.device(), &kernels::cpu::embedding_grad, &kernels::cuda::embedding_grad,
+      kernels::EmbeddingGradArgs{indices, dy, dweight, indices.numel(), dweight.shape()[1],
+                                 dweight.shape()[0]});
 }
 
 }  // namespace tenax::ops

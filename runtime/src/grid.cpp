@@ -18,6 +18,10 @@
 namespace tenax::runtime {
 namespace {
 
+// 128-bit unsigned counts (a GNU extension, so -Wpedantic is told so).
+__extension__ using Wide = unsigned __int128;
+
+
 constexpr int kMaxGhostWidth = 8;
 // Tags of the halo messages: kHaloTag + (field * 3 + axis) * (2 ghost) + ghost slot; of gathers
 // and scatters.
@@ -41,13 +45,13 @@ struct GridRecord {
 // a split axis' ghost layers cover the lower axes' ghosts too), the measure by which the grid
 // chooses its split.
 // (In 128 bits: a grid of 2^59 points has layers of up to 2^63 ghosts.)
-unsigned __int128 ghost_points(const std::vector<std::int64_t>& n, int g, const int (&p)[3]) {
+Wide ghost_points(const std::vector<std::int64_t>& n, int g, const int (&p)[3]) {
   std::int64_t block[3] = {1, 1, 1};
   for (std::size_t a = 0; a < n.size(); ++a) block[a] = (n[a] + p[a] - 1) / p[a];
-  unsigned __int128 total = 0;
+  Wide total = 0;
   for (int a = 0; a < 3; ++a) {
     if (p[a] == 1) continue;
-    auto layer = static_cast<unsigned __int128>(2 * g);
+    auto layer = static_cast<Wide>(2 * g);
     for (int b = 0; b < 3; ++b) {
       if (b != a) layer *= static_cast<std::uint64_t>(block[b] + (b < a && p[b] > 1 ? 2 * g : 0));
     }
@@ -118,7 +122,7 @@ Grid::Grid(Communicator& comm, GridOptions options)
   const int world = comm.size();
   if (options.ranks.empty()) {
     bool found = false;
-    unsigned __int128 best = 0;
+    Wide best = 0;
     // Splits in the order slabs first, then more ranks on the lower axes: the first of the
     // cheapest wins a tie. Only divisors are tried (a few hundred splits for any world).
     for (int p0 = world; p0 >= 1; --p0) {
@@ -132,7 +136,7 @@ Grid::Grid(Communicator& comm, GridOptions options)
           fits = fits && points >= split[a];
         }
         if (!fits) continue;
-        const unsigned __int128 cost = ghost_points(extents_, ghost_, split);
+        const Wide cost = ghost_points(extents_, ghost_, split);
         if (!found || cost < best) {
           found = true;
           best = cost;

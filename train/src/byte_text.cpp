@@ -9,6 +9,12 @@
 #include "tenax/core/error.hpp"
 
 namespace tenax::train {
+namespace {
+
+// 128-bit unsigned products (a GNU extension, so -Wpedantic is told so).
+__extension__ using Wide = unsigned __int128;
+
+}  // namespace
 
 ByteText::ByteText(const std::filesystem::path& path, std::int64_t context,
                    double validation_fraction)
@@ -54,9 +60,9 @@ std::int64_t ByteText::windows(TextPart part) const noexcept {
 std::int64_t ByteText::sequential_offset(std::int64_t position) const {
   TENAX_EXPECTS(position >= 0, UsageError, "sequential stream position " + std::to_string(position),
                 "ask for positions >= 0 (step k, row r of a batch of B: k B + r)");
-  const auto modulus = static_cast<unsigned __int128>(training_size_ - context_ - 1);
-  return static_cast<std::int64_t>(static_cast<unsigned __int128>(position) *
-                                   static_cast<unsigned __int128>(context_) % modulus);
+  const auto modulus = static_cast<Wide>(training_size_ - context_ - 1);
+  return static_cast<std::int64_t>(static_cast<Wide>(position) *
+                                   static_cast<Wide>(context_) % modulus);
 }
 
 Tensor ByteText::batch(TextPart part, const std::vector<std::int64_t>& offsets) const {

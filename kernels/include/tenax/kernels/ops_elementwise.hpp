@@ -28,7 +28,8 @@ namespace tenax::ops {
 
 /// Functions of one element, for unary() and unary_into(). The CPU and CUDA backends give the
 /// same bits for neg, abs, sqrt, relu, step and square, and for exp, tanh and sigmoid in f32
-/// compute (float_math.hpp); log, erf, gelu and gelu_grad, and exp, tanh and sigmoid in f64, use
+/// compute (float_math.hpp); log, erf, gelu, gelu_grad, gelu_tanh and gelu_tanh_grad, and exp,
+/// tanh and sigmoid in f64, use
 /// each backend's math library (log, erf, erfc, exp, tanh), so the CPU and CUDA results agree
 /// within a few units in the last place, not bit for bit.
 enum class UnaryOp : std::uint8_t {
@@ -52,7 +53,14 @@ enum class UnaryOp : std::uint8_t {
   gelu,
   /// The derivative of gelu, Phi(x) + x phi(x) with phi the standard normal density;
   /// gelu_grad(-inf) = 0, gelu_grad(+inf) = 1.
-  gelu_grad
+  gelu_grad,
+  /// The tanh approximation of gelu (PyTorch's approximate='tanh', GPT-2's):
+  /// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))); -0 where the tanh is -1 (so
+  /// gelu_tanh(-inf) = -0), +inf at +inf.
+  gelu_tanh,
+  /// The derivative of gelu_tanh: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 3 0.044715
+  /// x^2) with t the tanh above; the second term is 0 where 1 - t^2 is (so 0 at -inf, 1 at +inf).
+  gelu_tanh_grad
 };
 /// Functions of two elements, for binary(), binary_into() and the broadcasting ops. Each is one
 /// IEEE operation or a selection, so every backend gives the same bits.
@@ -160,6 +168,10 @@ void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
 [[nodiscard]] inline Tensor erf(const Tensor& x) { return unary(UnaryOp::erf, x); }
 [[nodiscard]] inline Tensor gelu(const Tensor& x) { return unary(UnaryOp::gelu, x); }
 [[nodiscard]] inline Tensor gelu_grad(const Tensor& x) { return unary(UnaryOp::gelu_grad, x); }
+[[nodiscard]] inline Tensor gelu_tanh(const Tensor& x) { return unary(UnaryOp::gelu_tanh, x); }
+[[nodiscard]] inline Tensor gelu_tanh_grad(const Tensor& x) {
+  return unary(UnaryOp::gelu_tanh_grad, x);
+}
 
 [[nodiscard]] inline Tensor add(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::add, a, b);

@@ -1,5 +1,10 @@
-/// Neural-network loss ops: softmax cross-entropy over class logits, and its gradient.
+/// Neural-network ops: softmax cross-entropy over class logits, softmax and log-softmax along an
+/// axis (causal for attention), layer normalisation and embedding lookup, each with its gradient.
 /// @file
+/// The rules below were written for the cross-entropy and hold for every op of this file: one
+/// thread per row (or per column, for the sums over rows), its elements in a fixed order; compute
+/// in f32 for f32, f16 and bf16 (f64 for f64); empty operands do nothing.
+///
 /// Shapes: logits [B, C] (C >= 1 classes per row) of any floating dtype; labels [B] of dtype i64,
 /// each a class index in [0, C); losses [B] of dtype f32 (f64 when the logits are f64); grad
 /// [B, C] of the logits' dtype. All on one device. Violations throw UsageError naming the op, the
@@ -39,5 +44,63 @@ void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, const Ten
 /// otherwise it must not overlap the logits.
 void softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, double scale,
                                 const Tensor& grad);
+
+/// @name Softmax along an axis
+///@{
+
+/// y = softmax(x) along `axis` (negative counts from the last, Python-style): each line of x
+/// along the axis is shifted by its maximum, exponentiated and divided by its sum, in the compute
+/// type, and rounded once on store. x and y have one floating dtype, shape and device (y may be x
+/// itself). A line of -inf only gives NaN, as in PyTorch.
+void softmax(const Tensor& x, int axis, const Tensor& y);
+/// y = log_softmax(x) along `axis` = x - max - log(sum exp(x - max)), same rules as softmax.
+void log_softmax(const Tensor& x, int axis, const Tensor& y);
+/// The causal softmax of attention: x is [..., T, T] (scores of queries q against keys j), and
+/// row q of each matrix is the softmax of its first q + 1 elements, the others 0 -- as softmax
+/// after masking j > q with -inf, without the mask. Same rules as softmax.
+void causal_softmax(const Tensor& x, const Tensor& y);
+/// dx = y (dy - sum(dy y)) along `axis`, the gradient through y = softmax(x) (or causal_softmax:
+/// its zeros get dx = 0) from y itself. y, dy and dx have one dtype, shape and device; dx may be
+/// dy.
+void softmax_grad(const Tensor& y, const Tensor& dy, int axis, const Tensor& dx);
+/// dx = dy - exp(y) sum(dy) along `axis`, the gradient through y = log_softmax(x).
+void log_softmax_grad(const Tensor& y, const Tensor& dy, int axis, const Tensor& dx);
+///@}
+
+/// @name Layer normalisation over the last axis
+///@{
+
+/// y = (x - mean) / sqrt(var + eps) * weight + bias over the last axis of x [..., d] (PyTorch's
+/// layer_norm with normalized_shape [d]): mean and biased variance in the compute type, two passes
+/// over each row in order. weight and bias are [d] in the compute type (f32 master weights for
+/// f32, f16 and bf16 x; f64 for f64), either undefined for none. mean and rstd (= 1 /
+/// sqrt(var + eps)) are written, [rows] in the compute type with rows = x.numel() / d, for the
+/// gradients. eps finite and > 0. y has x's dtype, shape and device and may not overlap x.
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& y, const Tensor& mean, const Tensor& rstd);
+/// dx of layer_norm from dy (x's dtype and shape), x, weight (or undefined) and the saved mean
+/// and rstd: with g = dy weight and xhat = (x - mean) rstd, dx = rstd (g - mean(g) - xhat
+/// mean(g xhat)) per row. dx may be dy.
+void layer_norm_grad_input(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                           const Tensor& mean, const Tensor& rstd, const Tensor& dx);
+/// dweight = sum over rows of dy xhat and dbias = sum over rows of dy ([d], compute type; either
+/// undefined when not wanted), each column summed over the rows in order, overwritten.
+void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mean,
+                            const Tensor& rstd, const Tensor& dweight, const Tensor& dbias);
+///@}
+
+/// @name Embedding lookup
+///@{
+
+/// out[..., :] = weight[indices[...], :]: weight [vocab, d] of a floating dtype, indices of dtype
+/// i64 and any shape, out of shape indices.shape + [d] with weight's dtype, on one device. An
+/// index outside [0, vocab) is a UsageError on the CPU (naming its position and value) and a NaN
+/// row on CUDA.
+void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out);
+/// dweight [vocab, d] = the sum, for each row v, of the rows of dy (shape indices.shape + [d], the
+/// dtype of dweight) whose index is v, added in the order of the indices; rows no index names are
+/// 0. dweight is overwritten.
+void embedding_grad(const Tensor& indices, const Tensor& dy, const Tensor& dweight);
+///@}
 
 }  // namespace tenax::ops

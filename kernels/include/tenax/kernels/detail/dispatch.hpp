@@ -94,6 +94,10 @@ decltype(auto) dispatch_unary(ops::UnaryOp op, F&& f) {
       return f(GeluOp{});
     case ops::UnaryOp::gelu_grad:
       return f(GeluGradOp{});
+    case ops::UnaryOp::gelu_tanh:
+      return f(GeluTanhOp{});
+    case ops::UnaryOp::gelu_tanh_grad:
+      return f(GeluTanhGradOp{});
   }
   throw UsageError("unary: unknown UnaryOp " + std::to_string(static_cast<int>(op)),
                    "pass one of the ops::UnaryOp enumerators");

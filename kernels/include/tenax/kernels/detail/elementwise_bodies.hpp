@@ -164,6 +164,30 @@ struct GeluGradOp {
   }
 };
 
+/// sqrt(2 / pi) and the cubic coefficient of the tanh approximation of gelu.
+inline constexpr double kSqrt2OverPi = 0.79788456080286535588;
+inline constexpr double kGeluCubic = 0.044715;
+/// gelu_tanh(v) = 0.5 v (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3))); -0 where the tanh is -1.
+struct GeluTanhOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    const T t = TanhOp{}(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v));
+    return t == T(-1) ? T(-0.0) : T(0.5) * v * (T(1) + t);
+  }
+};
+/// The derivative of gelu_tanh; its second term is 0 where 1 - t^2 is.
+struct GeluTanhGradOp {
+  template <class T>
+  TENAX_HD T operator()(T v) const {
+    const T t = TanhOp{}(T(kSqrt2OverPi) * (v + T(kGeluCubic) * v * v * v));
+    const T sech2 = T(1) - t * t;
+    const T slope = sech2 == T(0)
+                        ? T(0)
+                        : T(0.5) * v * sech2 * T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * v * v);
+    return T(0.5) * (T(1) + t) + slope;
+  }
+};
+
 // ---- binary operations (BinaryOp) ----
 
 struct AddOp {

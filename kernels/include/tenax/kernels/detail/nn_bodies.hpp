@@ -1,10 +1,12 @@
-/// Bodies of the softmax cross-entropy ops (ops_nn.hpp), written once for both backends.
+/// Bodies of the neural-network ops (ops_nn.hpp), written once for both backends.
 /// @file
 /// S is the logits' storage type and C = compute_t<S> the type everything is computed in: double
 /// for f64 logits, float for f32, f16 and bf16 (loaded into float, whatever the storage). A row's
 /// maximum and its sum of exp(x - max) are taken one column after the other, in order, by one
 /// thread on either backend. exp and log are each backend's (expf/exp, logf/log), so CPU and CUDA
-/// agree within a few units in the last place, not bit for bit. Internal to the kernels layer.
+/// agree within a few units in the last place, not bit for bit. Every other body of this file
+/// (softmax along an axis, layer norm, embedding) follows the same rule: one thread per row (or
+/// per column for the sums over rows), its elements in order. Internal to the kernels layer.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,16 @@ TENAX_HD inline C quiet_nan() {
     return double_of(0x7ff8000000000000u);
   } else {
     return float_of(0x7fc00000u);
+  }
+}
+
+/// +infinity of C (float or double).
+template <class C>
+TENAX_HD inline C infinity() {
+  if constexpr (sizeof(C) == sizeof(double)) {
+    return double_of(0x7ff0000000000000u);
+  } else {
+    return float_of(0x7f800000u);
   }
 }
 
@@ -97,6 +109,218 @@ struct SoftmaxXentGradBody {
     for (std::int64_t j = 0; j < classes; ++j) {
       const C p = exp_op(load(row[j]) - stats.max) / stats.sum;
       store(out[j], scale * (p - (j == label ? C(1) : C(0))));
+    }
+  }
+};
+
+/// Softmax or log-softmax of the lines of x along one axis, x viewed as [outer, n, inner]: line r
+/// (r in [0, outer * inner)) holds the n elements x[o, :, i] (o = r / inner, i = r % inner), at
+/// stride inner. Causal (inner == 1, the lines the rows of [..., n, n] matrices): line r is row q =
+/// r % n of its matrix and only its elements j <= q take part; the others are written as 0 (a
+/// probability of 0, or -inf for log).
+template <class S>
+struct SoftmaxBody {
+  const S* x;
+  S* y;
+  std::int64_t n;
+  std::int64_t inner;
+  bool log;
+  bool causal;
+
+  TENAX_HD void operator()(std::int64_t r) const {
+    using C = compute_t<S>;
+    const std::int64_t base = (r / inner) * n * inner + r % inner;
+    const std::int64_t used = causal ? r % n + 1 : n;
+    const MaximumOp max_op{};
+    const ExpOp exp_op{};
+    C m = load(x[base]);
+    for (std::int64_t j = 1; j < used; ++j) m = max_op(m, load(x[base + j * inner]));
+    C sum = C(0);
+    for (std::int64_t j = 0; j < used; ++j) sum += exp_op(load(x[base + j * inner]) - m);
+    const C log_sum = LogOp{}(sum);
+    for (std::int64_t j = 0; j < n; ++j) {
+      C v;
+      if (j >= used) {
+        v = log ? -infinity<C>() : C(0);
+      } else {
+        const C shifted = load(x[base + j * inner]) - m;
+        v = log ? shifted - log_sum : exp_op(shifted) / sum;
+      }
+      store(y[base + j * inner], v);
+    }
+  }
+};
+
+/// The gradient of SoftmaxBody's lines from its output y: softmax dx = y (dy - sum(dy y)),
+/// log-softmax dx = dy - exp(y) sum(dy). Elements outside a causal line have y = 0 (softmax) and
+/// get dx = 0; log-softmax is not causal.
+template <class S>
+struct SoftmaxGradBody {
+  const S* y;
+  const S* dy;
+  S* dx;
+  std::int64_t n;
+  std::int64_t inner;
+  bool log;
+
+  TENAX_HD void operator()(std::int64_t r) const {
+    using C = compute_t<S>;
+    const std::int64_t base = (r / inner) * n * inner + r % inner;
+    C s = C(0);
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t k = base + j * inner;
+      s += log ? load(dy[k]) : load(dy[k]) * load(y[k]);
+    }
+    const ExpOp exp_op{};
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t k = base + j * inner;
+      const C v = load(y[k]);
+      store(dx[k], log ? load(dy[k]) - exp_op(v) * s : v * (load(dy[k]) - s));
+    }
+  }
+};
+
+/// Layer normalisation of row r of x [rows, d]: mean and biased variance taken in C, two passes
+/// in order; rstd = 1 / sqrt(var + eps); y = (x - mean) rstd w + b (w, b of type C, nullptr for
+/// none). mean and rstd are saved per row for the gradient.
+template <class S>
+struct LayerNormBody {
+  const S* x;
+  const compute_t<S>* weight;
+  const compute_t<S>* bias;
+  S* y;
+  compute_t<S>* mean;
+  compute_t<S>* rstd;
+  std::int64_t d;
+  compute_t<S> eps;
+
+  TENAX_HD void operator()(std::int64_t r) const {
+    using C = compute_t<S>;
+    const S* row = x + r * d;
+    C sum = C(0);
+    for (std::int64_t j = 0; j < d; ++j) sum += load(row[j]);
+    const C mu = sum / C(d);
+    C squares = C(0);
+    for (std::int64_t j = 0; j < d; ++j) {
+      const C centred = load(row[j]) - mu;
+      squares += centred * centred;
+    }
+    const C inv = C(1) / SqrtOp{}(squares / C(d) + eps);
+    mean[r] = mu;
+    rstd[r] = inv;
+    S* out = y + r * d;
+    for (std::int64_t j = 0; j < d; ++j) {
+      C v = (load(row[j]) - mu) * inv;
+      if (weight != nullptr) v = v * weight[j];
+      if (bias != nullptr) v = v + bias[j];
+      store(out[j], v);
+    }
+  }
+};
+
+/// The input gradient of row r of LayerNormBody: with g = dy w (dy without a weight) and
+/// xhat = (x - mean) rstd, dx = rstd (g - mean(g) - xhat mean(g xhat)).
+template <class S>
+struct LayerNormGradInputBody {
+  const S* dy;
+  const S* x;
+  const compute_t<S>* weight;
+  const compute_t<S>* mean;
+  const compute_t<S>* rstd;
+  S* dx;
+  std::int64_t d;
+
+  TENAX_HD void operator()(std::int64_t r) const {
+    using C = compute_t<S>;
+    const S* g_row = dy + r * d;
+    const S* x_row = x + r * d;
+    const C mu = mean[r];
+    const C inv = rstd[r];
+    C sum_g = C(0);
+    C sum_gx = C(0);
+    for (std::int64_t j = 0; j < d; ++j) {
+      const C g = weight != nullptr ? load(g_row[j]) * weight[j] : load(g_row[j]);
+      sum_g += g;
+      sum_gx += g * ((load(x_row[j]) - mu) * inv);
+    }
+    const C mean_g = sum_g / C(d);
+    const C mean_gx = sum_gx / C(d);
+    S* out = dx + r * d;
+    for (std::int64_t j = 0; j < d; ++j) {
+      const C g = weight != nullptr ? load(g_row[j]) * weight[j] : load(g_row[j]);
+      const C xhat = (load(x_row[j]) - mu) * inv;
+      store(out[j], inv * (g - mean_g - xhat * mean_gx));
+    }
+  }
+};
+
+/// The parameter gradients of column j of LayerNormBody over rows [0, rows), in row order:
+/// dweight[j] = sum dy xhat, dbias[j] = sum dy (either may be nullptr).
+template <class S>
+struct LayerNormGradParamsBody {
+  const S* dy;
+  const S* x;
+  const compute_t<S>* mean;
+  const compute_t<S>* rstd;
+  compute_t<S>* dweight;
+  compute_t<S>* dbias;
+  std::int64_t rows;
+  std::int64_t d;
+
+  TENAX_HD void operator()(std::int64_t j) const {
+    using C = compute_t<S>;
+    C sum_w = C(0);
+    C sum_b = C(0);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const C g = load(dy[r * d + j]);
+      sum_w += g * ((load(x[r * d + j]) - mean[r]) * rstd[r]);
+      sum_b += g;
+    }
+    if (dweight != nullptr) dweight[j] = sum_w;
+    if (dbias != nullptr) dbias[j] = sum_b;
+  }
+};
+
+/// Row i of out [rows, d] is row indices[i] of weight [vocab, d]; NaN for an index outside
+/// [0, vocab) (the CPU front end refuses such an index before anything runs).
+template <class S>
+struct EmbeddingBody {
+  const S* weight;
+  const std::int64_t* indices;
+  S* out;
+  std::int64_t d;
+  std::int64_t vocab;
+
+  TENAX_HD void operator()(std::int64_t i) const {
+    const std::int64_t index = valid_label(indices[i], vocab);
+    S* row = out + i * d;
+    if (index < 0) {
+      for (std::int64_t j = 0; j < d; ++j) store(row[j], quiet_nan<compute_t<S>>());
+      return;
+    }
+    const S* source = weight + index * d;
+    for (std::int64_t j = 0; j < d; ++j) row[j] = source[j];
+  }
+};
+
+/// Column j of the embedding's weight gradient: dweight[indices[i], j] += dy[i, j] for i in
+/// order (dweight zeroed before), in C; one thread owns a column, so no two write one element.
+/// An index outside [0, vocab) is skipped.
+template <class S>
+struct EmbeddingGradBody {
+  const std::int64_t* indices;
+  const S* dy;
+  S* dweight;
+  std::int64_t rows;
+  std::int64_t d;
+  std::int64_t vocab;
+
+  TENAX_HD void operator()(std::int64_t j) const {
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::int64_t index = valid_label(indices[i], vocab);
+      if (index < 0) continue;
+      S& target = dweight[index * d + j];
+      store(target, load(target) + load(dy[i * d + j]));
     }
   }
 };

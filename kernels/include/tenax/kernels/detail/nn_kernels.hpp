@@ -1,12 +1,13 @@
-/// Backend kernels of the softmax cross-entropy ops (ops_nn.hpp), declared once and implemented
+/// Backend kernels of the neural-network ops (ops_nn.hpp), declared once and implemented
 /// per backend: tenax::kernels::cpu in kernels/cpu/nn.cpp, tenax::kernels::cuda in
 /// kernels/cuda/nn.cu (or, in a build without CUDA, by kernels/stub/nn_stub.cpp, which throws
 /// NotCompiledError).
 /// @file
-/// Kernels trust their arguments except for the label values, which only the kernels read: the
-/// ops front end (kernels/src/ops_nn.cpp) has checked devices, dtypes, shapes and aliasing, and
-/// returned early for B == 0. The CPU kernels throw UsageError for a label outside [0, classes);
-/// the CUDA kernels write NaN for its row. Not a public header.
+/// Kernels trust their arguments except for the label and index values, which only the kernels
+/// read: the ops front end (kernels/src/ops_nn.cpp) has checked devices, dtypes, shapes and
+/// aliasing, and returned early for empty operands. The CPU kernels throw UsageError for a label
+/// outside [0, classes) or an index outside [0, vocab); the CUDA kernels write NaN for its row.
+/// Not a public header.
 #pragma once
 
 #include <cstdint>
@@ -35,12 +36,98 @@ struct SoftmaxCrossEntropyGradArgs {
   std::int64_t classes = 0;
 };
 
+/// y = softmax (or log-softmax) of x [outer, n, inner] along n (SoftmaxBody); causal: inner == 1.
+struct SoftmaxArgs {
+  Tensor x;
+  Tensor y;
+  std::int64_t outer = 0;
+  std::int64_t n = 0;
+  std::int64_t inner = 0;
+  bool log = false;
+  bool causal = false;
+};
+
+/// dx from the softmax (or log-softmax) output y and dy, all [outer, n, inner].
+struct SoftmaxGradArgs {
+  Tensor y;
+  Tensor dy;
+  Tensor dx;
+  std::int64_t outer = 0;
+  std::int64_t n = 0;
+  std::int64_t inner = 0;
+  bool log = false;
+};
+
+/// y, mean, rstd = layer_norm(x [rows, d], weight, bias, eps); weight and bias may be undefined.
+struct LayerNormArgs {
+  Tensor x;
+  Tensor weight;
+  Tensor bias;
+  double eps = 1e-5;
+  Tensor y;
+  Tensor mean;
+  Tensor rstd;
+  std::int64_t rows = 0;
+  std::int64_t d = 0;
+};
+
+/// dx of layer_norm from dy, x, weight (may be undefined), mean and rstd.
+struct LayerNormGradInputArgs {
+  Tensor dy;
+  Tensor x;
+  Tensor weight;
+  Tensor mean;
+  Tensor rstd;
+  Tensor dx;
+  std::int64_t rows = 0;
+  std::int64_t d = 0;
+};
+
+/// dweight and dbias (either may be undefined) of layer_norm, summed over the rows in order.
+struct LayerNormGradParamsArgs {
+  Tensor dy;
+  Tensor x;
+  Tensor mean;
+  Tensor rstd;
+  Tensor dweight;
+  Tensor dbias;
+  std::int64_t rows = 0;
+  std::int64_t d = 0;
+};
+
+/// out [rows, d] = rows `indices` of weight [vocab, d].
+struct EmbeddingArgs {
+  Tensor weight;
+  Tensor indices;
+  Tensor out;
+  std::int64_t rows = 0;
+  std::int64_t d = 0;
+  std::int64_t vocab = 0;
+};
+
+/// dweight [vocab, d] = the sums of the rows of dy [rows, d] at their indices (overwritten).
+struct EmbeddingGradArgs {
+  Tensor indices;
+  Tensor dy;
+  Tensor dweight;
+  std::int64_t rows = 0;
+  std::int64_t d = 0;
+  std::int64_t vocab = 0;
+};
+
 }  // namespace tenax::kernels
 
 // X(name, Args) for every kernel; declares each backend and generates the stubs.
-#define TENAX_NN_KERNELS(X)                         \
-  X(softmax_cross_entropy, SoftmaxCrossEntropyArgs) \
-  X(softmax_cross_entropy_grad, SoftmaxCrossEntropyGradArgs)
+#define TENAX_NN_KERNELS(X)                                  \
+  X(softmax_cross_entropy, SoftmaxCrossEntropyArgs)          \
+  X(softmax_cross_entropy_grad, SoftmaxCrossEntropyGradArgs) \
+  X(softmax, SoftmaxArgs)                                    \
+  X(softmax_grad, SoftmaxGradArgs)                           \
+  X(layer_norm, LayerNormArgs)                               \
+  X(layer_norm_grad_input, LayerNormGradInputArgs)           \
+  X(layer_norm_grad_params, LayerNormGradParamsArgs)         \
+  X(embedding, EmbeddingArgs)                                \
+  X(embedding_grad, EmbeddingGradArgs)
 
 #define TENAX_NN_DECLARE_KERNEL(name, Args) void name(const ::tenax::kernels::Args& args);
 #define TENAX_NN_DECLARE_CPU_KERNEL_WITH_CONTEXT(name, Args) \
