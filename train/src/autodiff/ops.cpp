@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,12 +66,17 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
                 "give x the weight's dtype, or use f32 master weights with an f16/bf16 x");
   const Shape& sx = x.value().shape();
   const Shape& sw = weight.value().shape();
-  TENAX_EXPECTS(sx.rank() == 2 && sw.rank() == 2 && sx[1] == sw[1], UsageError,
+  TENAX_EXPECTS(sx.rank() >= 2 && sw.rank() == 2 && sx[sx.rank() - 1] == sw[1], UsageError,
                 "autodiff::linear: x has shape " + to_string(sx) + " and weight has shape " +
-                    to_string(sw) + "; they must be [batch, in] and [out, in]",
+                    to_string(sw) + "; they must be [batch, ..., in] and [out, in]",
                 "store the weight as [out, in] (PyTorch nn.Linear layout) and batch the input "
-                "as [batch, in]");
-  const std::int64_t batch = sx[0];
+                "as [batch, in] (or [batch, positions, in])");
+  // x as rows [batch * per, in]: `per` rows of each sample (1 for a matrix), grains in samples.
+  const std::int64_t samples = sx[0];
+  const std::int64_t in = sw[1];
+  const std::int64_t batch = in == 0 ? 0 : x.value().numel() / in;
+  const std::int64_t per = samples == 0 ? 1 : std::max<std::int64_t>(batch / samples, 1);
+  const Tensor x_rows = x.value().reshape(Shape{batch, in});
   const std::int64_t out = sw[0];
   const Device device = x.value().device();
   if (bias != nullptr) {
@@ -86,48 +92,55 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
   const Tensor w = as_dtype(weight.value(), dtype);
   const Tensor b =
       bias != nullptr ? as_dtype(bias->value(), dtype).reshape(Shape{1, out}) : Tensor();
-  const std::int64_t grain = GrainScope::rows() > 0 ? std::min(GrainScope::rows(), batch) : batch;
+  const std::int64_t grain =
+      (GrainScope::rows() > 0 ? std::min(GrainScope::rows(), samples) : samples) * per;
   // Broadcast the bias over rows with a rank-1 product ones[rows, 1] * bias[1, out]: exact
   // (each element is 1 * b_j), and it needs no op beyond gemm.
-  const Tensor ones = filled(Shape{grain, 1}, dtype, device, 1.0);
-  Tensor value = Tensor::empty(Shape{batch, out}, dtype, device);
-  for_each_grain(batch, [&](std::int64_t begin, std::int64_t end) {
-    const Tensor rows = value.slice(begin, end);
+  const Tensor ones = filled(Shape{std::max<std::int64_t>(grain, 1), 1}, dtype, device, 1.0);
+  std::vector<std::int64_t> out_dims;
+  for (int a = 0; a + 1 < sx.rank(); ++a) out_dims.push_back(sx[a]);
+  out_dims.push_back(out);
+  Tensor value = Tensor::empty(Shape{std::span<const std::int64_t>(out_dims)}, dtype, device);
+  const Tensor value_rows = value.reshape(Shape{batch, out});
+  for_each_grain(samples, [&](std::int64_t first, std::int64_t last) {
+    const std::int64_t begin = first * per;
+    const std::int64_t end = last * per;
+    const Tensor rows = value_rows.slice(begin, end);
     double beta = 0.0;
     if (b.defined()) {
       ops::gemm(ones.slice(0, end - begin), b, rows);
       beta = 1.0;
     }
-    ops::gemm(x.value().slice(begin, end), w, rows, 1.0, beta, Transpose::no, Transpose::yes);
+    ops::gemm(x_rows.slice(begin, end), w, rows, 1.0, beta, Transpose::no, Transpose::yes);
   });
 
   const Variable bias_var = bias != nullptr ? *bias : Variable();
   auto make_backward = [&] {
-    return [x, weight, bias_var, w, ones](const Tensor& g) {
-      const std::int64_t rows = g.shape()[0];
-      Tensor gx = x.requires_grad() ? Tensor::empty_like(x.value()) : Tensor();
+    return [x, x_rows, weight, bias_var, w, ones, samples, per, out](const Tensor& g_out) {
+      const Tensor g = g_out.reshape(Shape{x_rows.shape()[0], out});
+      Tensor gx = x.requires_grad() ? Tensor::empty_like(x_rows) : Tensor();
       // Parameter gradients in the master dtype, from products with f32 accumulation.
       Tensor gw = weight.requires_grad() ? Tensor::empty_like(weight.value()) : Tensor();
       const bool want_bias = bias_var.defined() && bias_var.requires_grad();
-      Tensor gb = want_bias
-                      ? Tensor::empty(Shape{g.shape()[1], 1}, bias_var.value().dtype(), g.device())
-                      : Tensor();
-      for_each_grain(rows, [&](std::int64_t begin, std::int64_t end) {
+      Tensor gb =
+          want_bias ? Tensor::empty(Shape{out, 1}, bias_var.value().dtype(), g.device()) : Tensor();
+      for_each_grain(samples, [&](std::int64_t first, std::int64_t last) {
+        const std::int64_t begin = first * per;
+        const std::int64_t end = last * per;
         const Tensor g_rows = g.slice(begin, end);
         if (gx.defined()) ops::gemm(g_rows, w, gx.slice(begin, end));  // dx = dy W
         if (gw.defined()) {                                            // dW = dy^T x
-          ops::gemm(g_rows, x.value().slice(begin, end), gw, 1.0, 0.0, Transpose::yes,
-                    Transpose::no);
-          Tape::accumulate_grain_grad(weight, gw, GrainScope::grain_index(begin));
+          ops::gemm(g_rows, x_rows.slice(begin, end), gw, 1.0, 0.0, Transpose::yes, Transpose::no);
+          Tape::accumulate_grain_grad(weight, gw, GrainScope::grain_index(first));
         }
         if (gb.defined()) {  // db = dy^T ones: column sums of dy
           ops::gemm(g_rows, ones.slice(0, end - begin), gb, 1.0, 0.0, Transpose::yes,
                     Transpose::no);
-          Tape::accumulate_grain_grad(bias_var, gb.reshape(Shape{g.shape()[1]}),
-                                      GrainScope::grain_index(begin));
+          Tape::accumulate_grain_grad(bias_var, gb.reshape(Shape{out}),
+                                      GrainScope::grain_index(first));
         }
       });
-      if (gx.defined()) Tape::accumulate_grad(x, gx);
+      if (gx.defined()) Tape::accumulate_grad(x, gx.reshape(x.value().shape()));
     };
   };
   if (bias != nullptr)
@@ -409,30 +422,41 @@ Variable mse_loss(const Variable& pred, const Variable& target, const LossOption
 Variable cross_entropy(const Variable& logits, const Tensor& labels, const LossOptions& options) {
   check_defined("cross_entropy", "logits", logits);
   const Shape& shape = logits.value().shape();
-  TENAX_EXPECTS(shape.rank() == 2 && shape[0] > 0 && shape[1] > 0, UsageError,
+  const int r = shape.rank();
+  TENAX_EXPECTS(r >= 2 && shape[0] > 0 && shape[r - 1] > 0, UsageError,
                 "autodiff::cross_entropy: logits have shape " + to_string(shape),
-                "pass logits of shape [batch, classes] with batch, classes >= 1");
+                "pass logits of shape [batch, classes] (or [batch, positions, classes]) with "
+                "batch, classes >= 1");
+  std::vector<std::int64_t> label_dims;
+  for (int a = 0; a + 1 < r; ++a) label_dims.push_back(shape[a]);
+  const Shape label_shape{std::span<const std::int64_t>(label_dims)};
   TENAX_EXPECTS(
-      labels.defined() && labels.dtype() == DType::i64 && labels.shape() == Shape{shape[0]} &&
+      labels.defined() && labels.dtype() == DType::i64 && labels.shape() == label_shape &&
           labels.device() == logits.value().device(),
       UsageError,
       "autodiff::cross_entropy: labels are " +
           (labels.defined() ? labels.describe() : std::string("undefined")) + " for logits " +
           logits.value().describe(),
-      "pass i64 class indices of shape [" + std::to_string(shape[0]) + "] on the logits' device");
-  const std::int64_t rows = shape[0];
+      "pass i64 class indices of shape " + to_string(label_shape) + " on the logits' device");
+  // Rows [batch * per, classes]: `per` positions of each sample, grains in samples.
+  const std::int64_t classes = shape[r - 1];
+  const std::int64_t samples = shape[0];
+  const std::int64_t rows = logits.value().numel() / classes;
+  const std::int64_t per = rows / samples;
+  const Tensor logit_rows = logits.value().reshape(Shape{rows, classes});
+  const Tensor label_rows = labels.reshape(Shape{rows});
   const double divisor = loss_divisor("cross_entropy", options, rows);
   const DType dtype = loss_dtype(logits.value().dtype(), logits.value().dtype());
   Tensor losses = Tensor::empty(Shape{rows}, dtype, logits.value().device());
-  ops::softmax_cross_entropy(logits.value(), labels, losses);
-  const double total = sum_over_grains(rows, [&](std::int64_t begin, std::int64_t end) {
-    return ops::sum(losses.slice(begin, end));
+  ops::softmax_cross_entropy(logit_rows, label_rows, losses);
+  const double total = sum_over_grains(samples, [&](std::int64_t first, std::int64_t last) {
+    return ops::sum(losses.slice(first * per, last * per));
   });
   return finish("cross_entropy", {&logits}, scalar_like(losses, total / divisor), [&] {
-    return [logits, labels, divisor](const Tensor& g) {
-      Tensor grad = Tensor::empty_like(logits.value());
-      ops::softmax_cross_entropy_grad(logits.value(), labels, scalar_value(g) / divisor, grad);
-      Tape::accumulate_grad(logits, grad);
+    return [logits, logit_rows, label_rows, divisor](const Tensor& g) {
+      Tensor grad = Tensor::empty_like(logit_rows);
+      ops::softmax_cross_entropy_grad(logit_rows, label_rows, scalar_value(g) / divisor, grad);
+      Tape::accumulate_grad(logits, grad.reshape(logits.value().shape()));
     };
   });
 }

@@ -138,4 +138,16 @@ std::uint64_t uniform(const Tensor& t, std::uint64_t seed, std::uint64_t offset,
   return offset + philox_blocks(t.numel());
 }
 
+std::uint64_t normal(const Tensor& t, std::uint64_t seed, std::uint64_t offset, double mean,
+                     double std) {
+  check_tensor("normal", t, 0);
+  check_finite("normal", "mean", mean);
+  check_finite("normal", "std", std);
+  TENAX_EXPECTS(std >= 0, UsageError, "nn::normal: std = " + format_number(std) + " is negative",
+                "pass a standard deviation >= 0");
+  if (t.numel() == 0) return offset;
+  ops::random_normal(t, seed, offset, mean, std);
+  return offset + philox_blocks(t.numel());
+}
+
 }  // namespace tenax::train::nn

@@ -23,7 +23,10 @@ namespace tenax::train::autodiff {
 [[nodiscard]] Variable matmul(const Variable& a, const Variable& b);
 
 /// x W^T + b for x [batch, in], weight [out, in], bias [out] -> [batch, out]: the layout of
-/// PyTorch's nn.Linear, so weights map one to one. d bias is the column sum of d out.
+/// PyTorch's nn.Linear, so weights map one to one. d bias is the column sum of d out. x may have
+/// more axes, [batch, ..., in] -> [batch, ..., out] (the positions of a sequence): every row of
+/// every sample is transformed alike, and the grains (below) count samples, each with all its
+/// rows.
 ///
 /// Mixed precision: x may be f16 or bf16 while weight and bias are f32 master weights. The
 /// product then runs in x's dtype with f32 accumulation (ops::gemm): the weights are rounded to
@@ -80,10 +83,11 @@ namespace tenax::train::autodiff {
 
 /// How a loss reduces over its batch: the loss is (sum of the per-sample terms) / divisor.
 struct LossOptions {
-  /// 0 (the default): PyTorch's reduction "mean" (cross_entropy: the rows of the batch;
-  /// mse_loss: all elements). Gradient accumulation passes the count of the global batch
-  /// instead, so that each micro-batch's loss is its exact share of the global mean and the
-  /// gradients add up to the gradient of the global mean.
+  /// 0 (the default): PyTorch's reduction "mean" (cross_entropy: the rows of the batch, every
+  /// position of a sequence; mse_loss: all elements). Gradient accumulation passes the count of
+  /// the global batch (times the positions of a sample) instead, so that each micro-batch's loss
+  /// is its exact share of the global mean and the gradients add up to the gradient of the
+  /// global mean.
   double divisor = 0;
 };
 
@@ -97,7 +101,9 @@ struct LossOptions {
 
 /// Softmax cross-entropy of logits [batch, classes] against labels [batch] (i64 class indices,
 /// on the logits' device; no gradient) -> shape [] (PyTorch's CrossEntropyLoss, reduction
-/// "mean", by default). Computed in f32 whatever the logits' dtype (f64 for f64 logits) and
+/// "mean", by default). Logits of a sequence, [batch, positions, classes] against labels [batch,
+/// positions], count every position: the mean is over batch * positions terms, and a grain's
+/// loss sum holds all the positions of its samples. Computed in f32 whatever the logits' dtype (f64 for f64 logits) and
 /// returned in that dtype; the logits' gradient is computed in that precision and rounded once
 /// to their dtype. A label outside [0, classes) is a UsageError on the CPU and a NaN loss on
 /// CUDA.

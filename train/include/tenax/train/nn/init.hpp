@@ -72,4 +72,9 @@ std::uint64_t xavier_normal(const Tensor& w, std::uint64_t seed, std::uint64_t o
 std::uint64_t uniform(const Tensor& t, std::uint64_t seed, std::uint64_t offset, double low,
                       double high);
 
+/// N(mean, std^2) for any floating t of any rank (nn.Embedding's N(0, 1); GPT-2's N(0, 0.02^2)):
+/// ops::random_normal plus the next offset. std finite and >= 0.
+std::uint64_t normal(const Tensor& t, std::uint64_t seed, std::uint64_t offset, double mean,
+                     double std);
+
 }  // namespace tenax::train::nn
