@@ -1,0 +1,304 @@
+// The layer kernels of ops_nn.hpp on the CPU, the reference backend: softmax and log-softmax along
+// every axis and the causal softmax, layer norm and its gradients, embedding lookup and its
+// gradient, and gelu_tanh -- against scalar double references, in every floating dtype, with the
+// edge cases (huge logits, in place, empty) and the errors of bad operands (nothing written).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/tensor_values.hpp"
+#include "kernels/usage_error.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_nn.hpp"
+
+namespace tenax {
+namespace {
+
+using testing::expect_contains;
+using testing::make_tensor;
+using testing::uniform_tensor;
+using testing::usage_error;
+using testing::values_of;
+
+constexpr DType kFloats[] = {DType::f64, DType::f32, DType::f16, DType::bf16};
+
+// The tolerance of a value computed in the compute type and rounded once to `dtype`.
+double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::f64:
+      return 1e-13;
+    case DType::f32:
+      return 2e-6;
+    case DType::f16:
+      return 2e-3;
+    default:
+      return 1.6e-2;
+  }
+}
+
+// Softmax (or log-softmax) of the values of x along axis, in double, from x's stored values.
+std::vector<double> reference_softmax(const Tensor& x, int axis, bool log) {
+  const std::vector<double> v = values_of(x);
+  const Shape& s = x.shape();
+  std::int64_t outer = 1, inner = 1;
+  for (int a = 0; a < s.rank(); ++a) {
+    if (a < axis) outer *= s[a];
+    if (a > axis) inner *= s[a];
+  }
+  const std::int64_t n = s[axis];
+  std::vector<double> out(v.size());
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      double m = -INFINITY;
+      for (std::int64_t j = 0; j < n; ++j) m = std::max(m, v[(o * n + j) * inner + i]);
+      double sum = 0;
+      for (std::int64_t j = 0; j < n; ++j) sum += std::exp(v[(o * n + j) * inner + i] - m);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double shifted = v[(o * n + j) * inner + i] - m;
+        out[(o * n + j) * inner + i] = log ? shifted - std::log(sum) : std::exp(shifted) / sum;
+      }
+    }
+  }
+  return out;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                     const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " at " << i;
+  }
+}
+
+TEST(NnLayers, SoftmaxAndLogSoftmaxAlongEveryAxisInEveryDtype) {
+  for (const DType dtype : kFloats) {
+    const Tensor x = uniform_tensor({3, 4, 5}, dtype, 1, -6, 6);
+    for (int axis = 0; axis < 3; ++axis) {
+      const std::string what = std::string(to_string(dtype)) + " axis " + std::to_string(axis);
+      Tensor y = Tensor::empty_like(x);
+      ops::softmax(x, axis, y);
+      expect_near_all(values_of(y), reference_softmax(x, axis, false), tolerance(dtype), what);
+      ops::log_softmax(x, axis - 3, y);  // negative axes count from the last
+      expect_near_all(values_of(y), reference_softmax(x, axis, true), 8 * tolerance(dtype),
+                      what + " log");
+    }
+  }
+}
+
+TEST(NnLayers, HugeLogitsStayFiniteAndInPlaceWorks) {
+  Tensor x = make_tensor({2, 3}, DType::f32, {1e4, 1e4 + 1, 1e4 - 2, -3e4, -3e4, -3e4 + 5});
+  const std::vector<double> want = reference_softmax(x, 1, false);
+  ops::softmax(x, 1, x);  // y may be x
+  expect_near_all(values_of(x), want, 2e-6, "in place");
+  Tensor empty = Tensor::empty({0, 4}, DType::f32);
+  ops::softmax(empty, 1, empty);  // nothing to do
+}
+
+TEST(NnLayers, CausalSoftmaxIsTheMaskedSoftmax) {
+  const Tensor x = uniform_tensor({2, 5, 5}, DType::f64, 3, -4, 4);
+  Tensor y = Tensor::empty_like(x);
+  ops::causal_softmax(x, y);
+  const std::vector<double> v = values_of(x);
+  const std::vector<double> got = values_of(y);
+  for (int b = 0; b < 2; ++b) {
+    for (int q = 0; q < 5; ++q) {
+      double m = -INFINITY, sum = 0;
+      for (int j = 0; j <= q; ++j) m = std::max(m, v[(b * 5 + q) * 5 + j]);
+      for (int j = 0; j <= q; ++j) sum += std::exp(v[(b * 5 + q) * 5 + j] - m);
+      for (int j = 0; j < 5; ++j) {
+        const double want = j <= q ? std::exp(v[(b * 5 + q) * 5 + j] - m) / sum : 0.0;
+        EXPECT_NEAR(got[(b * 5 + q) * 5 + j], want, 1e-15) << b << " " << q << " " << j;
+      }
+    }
+  }
+  // Its gradient through softmax_grad: masked elements get 0.
+  const Tensor dy = uniform_tensor({2, 5, 5}, DType::f64, 4, -1, 1);
+  Tensor dx = Tensor::empty_like(x);
+  ops::softmax_grad(y, dy, -1, dx);
+  EXPECT_EQ(values_of(dx)[1], 0.0) << "row 0, key 1 is masked";
+}
+
+TEST(NnLayers, SoftmaxGradientsFollowTheirFormulas) {
+  const Tensor x = uniform_tensor({4, 6}, DType::f64, 5, -3, 3);
+  const Tensor dy = uniform_tensor({4, 6}, DType::f64, 6, -1, 1);
+  for (const bool log : {false, true}) {
+    Tensor y = Tensor::empty_like(x);
+    Tensor dx = Tensor::empty_like(x);
+    if (log) {
+      ops::log_softmax(x, 1, y);
+      ops::log_softmax_grad(y, dy, 1, dx);
+    } else {
+      ops::softmax(x, 1, y);
+      ops::softmax_grad(y, dy, 1, dx);
+    }
+    const std::vector<double> yv = values_of(y), g = values_of(dy), got = values_of(dx);
+    for (int r = 0; r < 4; ++r) {
+      double s = 0;
+      for (int j = 0; j < 6; ++j) s += log ? g[r * 6 + j] : g[r * 6 + j] * yv[r * 6 + j];
+      for (int j = 0; j < 6; ++j) {
+        const int k = r * 6 + j;
+        const double want = log ? g[k] - std::exp(yv[k]) * s : yv[k] * (g[k] - s);
+        EXPECT_NEAR(got[k], want, 1e-15) << (log ? "log " : "") << k;
+      }
+    }
+  }
+}
+
+TEST(NnLayers, LayerNormAndItsGradientsMatchTheFormulas) {
+  for (const DType dtype : kFloats) {
+    const DType master = dtype == DType::f64 ? DType::f64 : DType::f32;
+    const Tensor x = uniform_tensor({3, 2, 7}, dtype, 7, -5, 5);
+    const Tensor w = uniform_tensor({7}, master, 8, 0.5, 1.5);
+    const Tensor b = uniform_tensor({7}, master, 9, -1, 1);
+    Tensor y = Tensor::empty_like(x);
+    Tensor mean = Tensor::empty({6}, master);
+    Tensor rstd = Tensor::empty({6}, master);
+    ops::layer_norm(x, w, b, 1e-5, y, mean, rstd);
+    const std::vector<double> xv = values_of(x), wv = values_of(w), bv = values_of(b);
+    const std::vector<double> got = values_of(y);
+    for (int r = 0; r < 6; ++r) {
+      double mu = 0, var = 0;
+      for (int j = 0; j < 7; ++j) mu += xv[r * 7 + j] / 7;
+      for (int j = 0; j < 7; ++j) var += (xv[r * 7 + j] - mu) * (xv[r * 7 + j] - mu) / 7;
+      const double inv = 1 / std::sqrt(var + 1e-5);
+      EXPECT_NEAR(values_of(mean)[r], mu, 1e-6 * (1 + std::fabs(mu)));
+      EXPECT_NEAR(values_of(rstd)[r], inv, 1e-5 * inv);
+      for (int j = 0; j < 7; ++j) {
+        const double want = (xv[r * 7 + j] - mu) * inv * wv[j] + bv[j];
+        ASSERT_NEAR(got[r * 7 + j], want, 4 * tolerance(dtype) * (1 + std::fabs(want)))
+            << to_string(dtype) << " " << r << " " << j;
+      }
+    }
+  }
+  // The gradients in f64: the parameter sums over rows, the input's formula.
+  const Tensor x = uniform_tensor({5, 4}, DType::f64, 10, -2, 2);
+  const Tensor w = uniform_tensor({4}, DType::f64, 11, 0.5, 1.5);
+  const Tensor dy = uniform_tensor({5, 4}, DType::f64, 12, -1, 1);
+  Tensor y = Tensor::empty_like(x), mean = Tensor::empty({5}, DType::f64),
+         rstd = Tensor::empty({5}, DType::f64);
+  ops::layer_norm(x, w, Tensor(), 1e-5, y, mean, rstd);
+  Tensor dw = Tensor::empty({4}, DType::f64), db = Tensor::empty({4}, DType::f64);
+  ops::layer_norm_grad_params(dy, x, mean, rstd, dw, db);
+  Tensor dx = Tensor::empty_like(x);
+  ops::layer_norm_grad_input(dy, x, w, mean, rstd, dx);
+  const std::vector<double> xv = values_of(x), g = values_of(dy), m = values_of(mean),
+                            s = values_of(rstd), wv = values_of(w), dxv = values_of(dx);
+  for (int j = 0; j < 4; ++j) {
+    double sw = 0, sb = 0;
+    for (int r = 0; r < 5; ++r) {
+      sw += g[r * 4 + j] * (xv[r * 4 + j] - m[r]) * s[r];
+      sb += g[r * 4 + j];
+    }
+    EXPECT_NEAR(values_of(dw)[j], sw, 1e-14);
+    EXPECT_NEAR(values_of(db)[j], sb, 1e-14);
+  }
+  for (int r = 0; r < 5; ++r) {
+    double mg = 0, mgx = 0;
+    for (int j = 0; j < 4; ++j) {
+      mg += g[r * 4 + j] * wv[j] / 4;
+      mgx += g[r * 4 + j] * wv[j] * (xv[r * 4 + j] - m[r]) * s[r] / 4;
+    }
+    for (int j = 0; j < 4; ++j) {
+      const double xhat = (xv[r * 4 + j] - m[r]) * s[r];
+      EXPECT_NEAR(dxv[r * 4 + j], s[r] * (g[r * 4 + j] * wv[j] - mg - xhat * mgx), 1e-13);
+    }
+  }
+}
+
+TEST(NnLayers, LayerNormRefusesBadOperands) {
+  const Tensor x = uniform_tensor({2, 4}, DType::f16, 1, -1, 1);
+  Tensor y = Tensor::empty_like(x);
+  Tensor mean = Tensor::empty({2}, DType::f32), rstd = Tensor::empty({2}, DType::f32);
+  const Tensor half_w = Tensor::empty({4}, DType::f16);
+  expect_contains(usage_error([&] { ops::layer_norm(x, half_w, Tensor(), 1e-5, y, mean, rstd); }),
+                  {"layer_norm", "weight", "f32[4]", "master weights"});
+  expect_contains(usage_error([&] { ops::layer_norm(x, Tensor(), Tensor(), 0.0, y, mean, rstd); }),
+                  {"eps"});
+  Tensor short_mean = Tensor::empty({1}, DType::f32);
+  expect_contains(
+      usage_error([&] { ops::layer_norm(x, Tensor(), Tensor(), 1e-5, y, short_mean, rstd); }),
+      {"mean", "f32[2]"});
+  expect_contains(usage_error([&] { ops::layer_norm(x, Tensor(), Tensor(), 1e-5, x, mean, rstd); }),
+                  {"overlaps"});
+}
+
+TEST(NnLayers, EmbeddingGathersAndItsGradientSumsRepeatsInOrder) {
+  for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
+    const Tensor table = uniform_tensor({5, 3}, dtype, 2, -1, 1);
+    const Tensor indices = make_tensor({2, 2}, DType::i64, {4, 0, 4, 2});
+    Tensor out = Tensor::empty({2, 2, 3}, dtype);
+    ops::embedding(table, indices, out);
+    const std::vector<double> t = values_of(table), o = values_of(out);
+    const int rows[] = {4, 0, 4, 2};
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 3; ++j) EXPECT_EQ(o[i * 3 + j], t[rows[i] * 3 + j]);
+    }
+    const Tensor dy = make_tensor({2, 2, 3}, dtype, {1, 2, 3, 4, 5, 6, 0.5, 0.25, 0.125, 7, 8, 9});
+    Tensor dw = Tensor::empty_like(table);
+    ops::fill(dw, 99);  // overwritten
+    ops::embedding_grad(indices, dy, dw);
+    EXPECT_EQ(values_of(dw),
+              (std::vector<double>{4, 5, 6, 0, 0, 0, 7, 8, 9, 0, 0, 0, 1.5, 2.25, 3.125}));
+  }
+}
+
+TEST(NnLayers, AnIndexOutsideTheTableIsRefusedBeforeAnythingIsWritten) {
+  const Tensor table = uniform_tensor({5, 3}, DType::f32, 2, -1, 1);
+  const Tensor indices = make_tensor({3}, DType::i64, {1, 5, 0});
+  Tensor out = Tensor::empty({3, 3}, DType::f32);
+  ops::fill(out, 7);
+  expect_contains(usage_error([&] { ops::embedding(table, indices, out); }),
+                  {"indices[1]", "is 5", "[0, 5)"});
+  EXPECT_EQ(values_of(out), std::vector<double>(9, 7.0));
+  Tensor dw = Tensor::empty_like(table);
+  ops::fill(dw, 7);
+  const Tensor dy = Tensor::empty({3, 3}, DType::f32);
+  expect_contains(usage_error([&] { ops::embedding_grad(indices, dy, dw); }), {"indices[1]"});
+  EXPECT_EQ(values_of(dw), std::vector<double>(15, 7.0));
+  const Tensor narrow_ids = Tensor::empty({3}, DType::i32);
+  expect_contains(usage_error([&] { ops::embedding(table, narrow_ids, out); }), {"i64"});
+}
+
+TEST(NnLayers, GeluTanhAndItsDerivative) {
+  const std::vector<double> xs = {-40, -6, -1.5, -0.01, 0, 0.3, 2.5, 9, 40};
+  const Tensor x = make_tensor({9}, DType::f64, xs);
+  const std::vector<double> y = values_of(ops::gelu_tanh(x));
+  const std::vector<double> dy = values_of(ops::gelu_tanh_grad(x));
+  const auto f = [](double v) {
+    return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  };
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_NEAR(y[i], f(xs[i]), 1e-15 * (1 + std::fabs(xs[i]))) << xs[i];
+    const double h = 1e-6;
+    EXPECT_NEAR(dy[i], (f(xs[i] + h) - f(xs[i] - h)) / (2 * h), 1e-8) << xs[i];
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor edges = make_tensor({3}, DType::f32, {-inf, inf, std::nan("")});
+  const std::vector<double> e = values_of(ops::gelu_tanh(edges));
+  EXPECT_EQ(e[0], 0.0);
+  EXPECT_TRUE(std::signbit(e[0])) << "-0 at -inf";
+  EXPECT_EQ(e[1], inf);
+  EXPECT_TRUE(std::isnan(e[2]));
+  const std::vector<double> de = values_of(ops::gelu_tanh_grad(edges));
+  EXPECT_EQ(de[0], 0.0);
+  EXPECT_EQ(de[1], 1.0);
+  EXPECT_TRUE(std::isnan(de[2]));
+}
+
+TEST(NnLayers, SoftmaxRefusesBadAxesAndShapes) {
+  const Tensor x = Tensor::empty({2, 3}, DType::f32);
+  Tensor y = Tensor::empty({2, 3}, DType::f32);
+  expect_contains(usage_error([&] { ops::softmax(x, 2, y); }), {"softmax", "axis"});
+  Tensor other = Tensor::empty({3, 2}, DType::f32);
+  expect_contains(usage_error([&] { ops::softmax(x, 1, other); }), {"softmax"});
+  expect_contains(usage_error([&] { ops::causal_softmax(x, y); }), {"[T, T]"});
+  const Tensor ints = Tensor::empty({2, 3}, DType::i64);
+  expect_contains(usage_error([&] { ops::softmax(ints, 1, ints); }), {"softmax"});
+}
+
+}  // namespace
+}  // namespace tenax
