@@ -27,9 +27,11 @@ class CausalSelfAttention : public Module {
   /// x [batch, T, d] (the parameters' dtype, or f16/bf16 against f32 ones) -> [batch, T, d].
   [[nodiscard]] autodiff::Variable forward(const autodiff::Variable& x) const;
 
-  /// The layers and sizes.
+  /// The Linear(d, 3d) that makes q, k and v.
   [[nodiscard]] const Linear& qkv() const noexcept { return qkv_; }
+  /// The Linear(d, d) after the heads are joined.
   [[nodiscard]] const Linear& proj() const noexcept { return proj_; }
+  /// The number of heads.
   [[nodiscard]] std::int64_t heads() const noexcept { return heads_; }
   /// The Philox offset after the layers' draws.
   [[nodiscard]] std::uint64_t end_offset() const noexcept { return proj_.end_offset(); }

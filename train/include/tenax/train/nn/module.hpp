@@ -44,10 +44,13 @@ struct NamedVariable {
 class Module {
  public:
   virtual ~Module() = default;
-  /// Copies and moves are handles to the same tree (see the file description).
+  /// A handle to the same tree (see the file description).
   Module(const Module&) = default;
+  /// Takes over the handle.
   Module(Module&&) noexcept = default;
-  Module& operator=(const Module&) = default;
+  /// Refers to `other`'s tree from now on.
+  Module& operator=(const Module& other) = default;
+  /// Takes over the handle.
   Module& operator=(Module&&) noexcept = default;
 
   /// @name The tree's tensors
