@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tenax builds with, when any is missing. Non-interactive; needs
+# Installs the Debian packages tenax builds with, when any is missing (and the fortunes, the
+# text train_gpt learns by default). Non-interactive; needs
 # root (or sudo) only when something has to be installed.
 #   scripts/install-deps.sh              what the build and the demo need
 #   scripts/install-deps.sh --for-tests  also what the tests use beyond the build: Chromium
 #                                        (tenax report's pages rendered in a real browser) and
 #                                        tmux (tenax watch in a real terminal) and Doxygen
-#                                        (the API reference, built by a test)
+#                                        (the API reference, built by a test) and PyTorch
+#                                        (the reference train_gpt is compared with)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache pkg-config python3 python3-numpy python3-h5py
           libeigen3-dev libhdf5-dev hdf5-tools libopenmpi-dev openmpi-bin
           libgtest-dev libgmock-dev libbenchmark-dev
-          libcli11-dev libfmt-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev)
+          libcli11-dev libfmt-dev nlohmann-json3-dev libopenblas-dev zlib1g-dev
+          fortunes)
 case "${1:-}" in
-  --for-tests) packages+=(chromium tmux doxygen) ;;
+  --for-tests) packages+=(chromium tmux doxygen python3-torch) ;;
   "") ;;
   *) echo "install-deps: unknown option '$1'; use --for-tests or nothing" >&2; exit 2 ;;
 esac

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/program_runs.hpp"
 #include "tenax/io/dataset_file.hpp"
 #include "tenax/io/state_file.hpp"
 
@@ -30,11 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Training {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-  json summary;        // the --json line (null when absent)
-};
+using Training = testing::ProgramRun;
 
 // A small, fast configuration: 512-sample spirals, batch 64 in grains of 8, and a 2x16 MLP.
 constexpr const char* kSmallData =
@@ -43,66 +40,26 @@ const std::string kSmall = std::string(kSmallData) + " --layers 16,16 --steps 12
 
 class TrainMlp : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("tenax-train-mlp-" + std::to_string(::getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
+  static void SetUpTestSuite() { runs_ = new testing::ProgramRuns(TRAIN_MLP_PATH, "train-mlp"); }
+  static void TearDownTestSuite() {
+    delete runs_;
+    runs_ = nullptr;
   }
-  static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  // Runs train_mlp with `args` in its own run directory, writing `name`.h5 (under `tenax run`
-  // when supervised), with TENAX_FAULTS=`faults` and extra environment `environment`.
+  // Runs train_mlp with `args` (and --json) in its own run directory, writing `name`.h5 (under
+  // `tenax run` when supervised), with TENAX_FAULTS=`faults` and extra environment `environment`.
   static Training run(const std::string& name, const std::string& args, bool supervised = false,
                       const std::string& faults = "", const std::string& environment = "") {
-    const fs::path dir = root_ / name;
-    fs::remove_all(dir);
-    std::string command = environment + " TENAX_FAULTS='" + faults + "' ";
-    if (supervised) {
-      command += std::string(TENAX_CLI_PATH) +
-                 " run --restart-delay 0 --max-restarts 5 --run-dir " + dir.string() + " -- ";
-    }
-    command += std::string(TRAIN_MLP_PATH) + " --device cpu --progress quiet --json --run-dir " +
-               dir.string() + " --output " + output_of(name).string() + " " + args;
-    const fs::path log = root_ / (name + ".log");
-    command += " >" + log.string() + " 2>&1";
-    const int status = std::system(command.c_str());
-    Training result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    std::ifstream in(log);
-    result.output.assign(std::istreambuf_iterator<char>(in), {});
-    std::istringstream lines(result.output);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.starts_with("{\"steps\"")) result.summary = json::parse(line);
-    }
-    return result;
+    return runs_->run(name, "--json " + args, supervised, faults, environment);
   }
-
-  static fs::path output_of(const std::string& name) { return root_ / (name + ".h5"); }
-
-  // Every dataset of the output file (parameters and loss), as raw bytes by name.
-  static std::vector<std::pair<std::string, std::string>> contents(const std::string& name) {
-    std::vector<std::pair<std::string, std::string>> out;
-    const StateDict state = io::read_state_file(output_of(name));
-    for (const auto& [key, value] : state.entries()) {
-      const Tensor& t = std::get<Tensor>(value);
-      out.emplace_back(key, std::string(static_cast<const char*>(t.data()), t.nbytes()));
-    }
-    return out;
-  }
-
+  static fs::path output_of(const std::string& name) { return runs_->output_of(name); }
+  static const fs::path& root() { return runs_->root(); }
   static void expect_bitwise_equal(const std::string& reference, const std::string& other,
                                    const std::string& what) {
-    const auto want = contents(reference);
-    const auto got = contents(other);
-    ASSERT_EQ(want.size(), got.size()) << what;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(want[i].first, got[i].first) << what;
-      EXPECT_TRUE(want[i].second == got[i].second)
-          << what << ": " << want[i].first << " differs from the reference run";
-    }
+    runs_->expect_bitwise_equal(reference, other, what);
   }
 
-  static inline fs::path root_;
+  static inline testing::ProgramRuns* runs_ = nullptr;
 };
 
 TEST_F(TrainMlp, ReachesTheStatedLossOnBothTasksInEveryPrecision) {
@@ -167,7 +124,7 @@ TEST_F(TrainMlp, OverflowedStepsAreSkippedAndTheScaleBacksOffAndGrowsBack) {
         "completed at step 10: 2 steps skipped on overflow, 2 loss-scale raises"}) {
     EXPECT_NE(skipped.output.find(said), std::string::npos) << said << "\n" << skipped.output;
   }
-  std::ifstream log(root_ / "overflow-5-6" / "events.jsonl");
+  std::ifstream log(root() / "overflow-5-6" / "events.jsonl");
   std::vector<json> told;
   for (std::string line; std::getline(log, line);) {
     const json event = json::parse(line);
@@ -204,7 +161,7 @@ TEST_F(TrainMlp, OverflowAtTheMinimumScaleStopsWithAdviceAndLosesNothing) {
     EXPECT_NE(stopped.output.find(part), std::string::npos) << part << "\n" << stopped.output;
   }
   // Run again once the cause is gone: it resumes at step 6 and ends as if never stopped.
-  const fs::path dir = root_ / "min-scale";
+  const fs::path dir = root() / "min-scale";
   const std::string resume =
       std::string(TRAIN_MLP_PATH) + " --device cpu --progress quiet --run-dir " + dir.string() +
       " --output " + output_of("min-scale").string() + " " + args + " >/dev/null 2>&1";
@@ -228,7 +185,7 @@ TEST_F(TrainMlp, OutOfMemoryAtEveryAllocationOfAStepChangesNothing) {
       const Training faulty = run(name, args, false, "oom@alloc=" + std::to_string(n) + "x2");
       ASSERT_EQ(faulty.exit_code, 0) << "allocation " << n << "\n" << faulty.output;
       expect_bitwise_equal(reference, name, "oom at allocation " + std::to_string(n));
-      fs::remove_all(root_ / name);
+      fs::remove_all(root() / name);
     }
   }
 }
@@ -285,7 +242,7 @@ TEST_F(TrainMlp, OutputLayoutIsPyTorchsAndInitAndDataReadIt) {
   EXPECT_EQ(out.tensor("loss").dtype(), DType::f32);
 
   // Own data (plain HDF5 datasets) and a starting point from the first run's output.
-  const fs::path data = root_ / "data.h5";
+  const fs::path data = root() / "data.h5";
   Tensor x = Tensor::empty(Shape{256, 2}, DType::f32);
   Tensor y = Tensor::empty(Shape{256}, DType::i64);
   for (std::int64_t i = 0; i < 256; ++i) {
@@ -319,16 +276,17 @@ TEST_F(TrainMlp, OutputLayoutIsPyTorchsAndInitAndDataReadIt) {
     datasets.emplace_back(name, out.tensor(name));
   }
   datasets.emplace_back("params/fc3.weight", out.tensor("params/fc2.weight"));
-  const fs::path extra = root_ / "extra-layer.h5";
+  const fs::path extra = root() / "extra-layer.h5";
   io::write_datasets(extra, datasets);
   const Training extra_run = run("init-extra", small + " --steps 0 --init " + extra.string());
   EXPECT_EQ(extra_run.exit_code, 1) << extra_run.output;
-  EXPECT_NE(extra_run.output.find("holds /params/fc3.weight, which the model does not have"), std::string::npos)
+  EXPECT_NE(extra_run.output.find("holds /params/fc3.weight, which the model does not have"),
+            std::string::npos)
       << extra_run.output;
 }
 
 TEST_F(TrainMlp, AnomalyModeNamesTheOpThatMadeTheNan) {
-  const fs::path data = root_ / "nan-data.h5";
+  const fs::path data = root() / "nan-data.h5";
   Tensor x = Tensor::empty(Shape{64, 2}, DType::f32);
   Tensor y = Tensor::empty(Shape{64, 1}, DType::f32);
   for (std::int64_t i = 0; i < 64; ++i) {
@@ -384,19 +342,19 @@ TEST_F(TrainMlp, NonFiniteDataAndStrayLabelsAreRefusedAtLoadNamingTheSample) {
     EXPECT_EQ(run_.output.find("rolling back"), std::string::npos) << run_.output;
   };
 
-  const fs::path nan_x = root_ / "nan-x.h5";
+  const fs::path nan_x = root() / "nan-x.h5";
   Tensor poisoned = x.clone();
   poisoned.data_as<float>()[2 * 37 + 1] = std::nanf("");
   io::write_datasets(nan_x, {{"x", poisoned}, {"y", y}});
   refused("nan-x", "--data " + nan_x.string(), {"/x[37, 1] (sample 37) is nan"});
 
-  const fs::path inf_y = root_ / "inf-y.h5";
+  const fs::path inf_y = root() / "inf-y.h5";
   Tensor targets = y.clone();
   targets.data_as<float>()[5] = -std::numeric_limits<float>::infinity();
   io::write_datasets(inf_y, {{"x", x}, {"y", targets}});
   refused("inf-y", "--data " + inf_y.string(), {"/y[5, 0] (sample 5) is -inf"});
 
-  const fs::path stray = root_ / "stray-label.h5";
+  const fs::path stray = root() / "stray-label.h5";
   Tensor strayed = labels.clone();
   strayed.data_as<std::int64_t>()[17] = 1'000'000;
   io::write_datasets(stray, {{"x", x}, {"y", strayed}});
@@ -405,13 +363,13 @@ TEST_F(TrainMlp, NonFiniteDataAndStrayLabelsAreRefusedAtLoadNamingTheSample) {
       {"label 1000000 of sample 17 implies 1000001 classes for 64 samples", "--classes 1000001"});
   refused("stray-classes", "--classes 2 --data " + stray.string(),
           {"label 1000000 of sample 17 is outside the 2 classes of --classes"});
-  const fs::path regression = root_ / "regression.h5";
+  const fs::path regression = root() / "regression.h5";
   io::write_datasets(regression, {{"x", x}, {"y", y}});
   refused("classes-regression", "--classes 3 --data " + regression.string(),
           {"--classes 3 with regression targets"});
 
   // --classes above the largest label + 1 is honoured: a 5-class model on labels 0 and 1.
-  const fs::path two = root_ / "two-labels.h5";
+  const fs::path two = root() / "two-labels.h5";
   io::write_datasets(two, {{"x", x}, {"y", labels}});
   const Training five = run("five-classes", "--classes 5 --data " + two.string() + args);
   ASSERT_EQ(five.exit_code, 0) << five.output;
@@ -439,7 +397,7 @@ TEST_F(TrainMlp, EventsAreSaidOnTheConsoleAndTheMicroBatchReportedIsTheOneThatRa
   ASSERT_EQ(micro.exit_code, 0) << micro.output;
   EXPECT_EQ(micro.summary.at("micro_batch"), 8) << micro.output;
   EXPECT_NE(micro.output.find("micro-batch 8"), std::string::npos) << micro.output;
-  std::ifstream events(root_ / "micro-7" / "events.jsonl");
+  std::ifstream events(root() / "micro-7" / "events.jsonl");
   std::string started;
   std::getline(events, started);
   EXPECT_EQ(json::parse(started).at("micro_batch"), 8) << started;
