@@ -13,7 +13,7 @@ docs/flags.md`; the `docs/flags_reference` test fails when this page and the pro
 Every program also reads its settings from `--config FILE` and the environment variable
 `TENAX_ARGS`; `--print-config` shows each value and where it came from.
 HEAD
-for program in heat2d gray_scott poisson train_mlp heat_equation tutorial_cooling tutorial_fit \
+for program in heat2d gray_scott poisson train_mlp train_gpt heat_equation tutorial_cooling tutorial_fit \
   tutorial_membrane; do
   printf '\n## %s\n\n```text\n' "$program"
   "$bin/$program" --help
