@@ -14,7 +14,7 @@ Every program also reads its settings from `--config FILE` and the environment v
 `TENAX_ARGS`; `--print-config` shows each value and where it came from.
 HEAD
 for program in heat2d gray_scott poisson train_mlp train_gpt heat_equation tutorial_cooling tutorial_fit \
-  tutorial_membrane; do
+  tutorial_membrane tutorial_model; do
   printf '\n## %s\n\n```text\n' "$program"
   "$bin/$program" --help
   printf '```\n'
