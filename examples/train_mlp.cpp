@@ -46,6 +46,7 @@
 #include "tenax/train/precision.hpp"
 #include "tenax/train/sample_order.hpp"
 #include "tenax/train/training.hpp"
+#include "tenax/train/training_workload.hpp"
 
 namespace {
 
@@ -246,228 +247,43 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
   return widths;
 }
 
-// ---- the workload ----
+// ---- the job: the model, the batch of a step, its loss ----
 
-class TrainMlp : public runtime::Workload {
- public:
-  TrainMlp(const Settings& o, ArrayData data, Device device, runtime::Communicator& comm)
-      : o_(o),
-        data_(std::move(data)),
-        device_(device),
-        policy_(o.training.precision()),
-        order_(data_.size(), o.seed(), o.shuffle()),
-        loss_divisor_(static_cast<double>(o.batch()) *
-                      (data_.classification() ? 1.0 : static_cast<double>(data_.d_out()))) {
-    std::vector<std::int64_t> widths{data_.d_in()};
-    for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
-    widths.push_back(data_.d_out());
-    mlp_ = std::make_unique<nn::MLP>(widths, nn::parse_activation(o.activation()),
-                                     policy_.master_dtype(), device_, o.seed());
-    params_ = mlp_->parameters();
-    train::TrainingRecipe recipe = o.training.recipe(o.steps());
-    train::TrainerOptions& trainer = recipe.trainer;
-    trainer.batch = o.batch();
-    trainer.grain = std::min(o.grain(), o.batch());
-    trainer.loss_divisor = loss_divisor_;
-    trainer.comm = &comm;
-    trainer.rank = comm.rank();
-    trainer.reduction =
-        o.reduction() == "fast" ? train::GradientReduction::fast : train::GradientReduction::exact;
-    training_ = std::make_unique<train::Training>(params_, recipe);
-    speaks_ = comm.rank() == 0;
-    loss_history_ = Tensor::empty(Shape{std::max<std::int64_t>(o.steps(), 1)}, DType::f32);
-  }
-
-  void init() override {
-    if (!o_.init().empty()) {
-      nn::load_parameter_file(*mlp_, o_.init());
-    }
-    loss_count_ = 0;
-    skipped_ = 0;
-  }
-
-  std::int64_t work_units() const override { return o_.batch(); }
-
-  void step(std::int64_t step, std::int64_t micro_batch) override {
-    // Allocation numbers of the second step taken in this process (for fault-injection tests:
-    // oom@alloc=N with N in that range fails inside a training step).
-    const std::uint64_t allocations_before = allocations_served();
-    const std::int64_t rows =
-        std::min(micro_batch, o_.micro_batch() > 0 ? o_.micro_batch() : o_.batch());
-    const Batch batch = gather(step);
-    const train::TrainStepResult result =
-        training_->step(step, rows, [&](std::int64_t begin, std::int64_t end) {
-          const autodiff::Variable x = autodiff::Variable::constant(batch.x.slice(begin, end));
-          const autodiff::Variable out = mlp_->forward(x);
-          const autodiff::LossOptions loss{.divisor = loss_divisor_};
-          if (data_.classification()) {
-            return autodiff::cross_entropy(out, batch.labels.slice(begin, end), loss);
-          }
-          return autodiff::mse_loss(out, autodiff::Variable::constant(batch.y.slice(begin, end)),
-                                    loss);
-        });
-    // Nothing above changed the state when it threw; the step waits for commit_step().
-    staged_ = result;
-    staged_step_ = step + 1;
-    if (++steps_in_process_ == 2) {
-      step_allocations_ = {allocations_before + 1, allocations_served()};
-    }
-  }
-
-  // Several ranks: the gradients of every rank's grains combined (the single-process bits with
-  // --reduction exact); the step's loss and decision are known from here on.
-  std::optional<std::string> combine_step() override {
-    std::optional<std::string> anomaly = training_->combine();
-    if (!anomaly) staged_ = training_->last_result();
-    return anomaly;
-  }
-
-  void commit_step() override {
-    training_->commit();
-    const train::TrainStepResult& result = *staged_;
-    loss_history_.data_as<float>()[loss_count_++] = static_cast<float>(result.loss);
-    // The Runner says a skipped step and a loss-scale change (the Trainer tells it).
-    if (result.scaler.skip_step) ++skipped_;
-    last_ = result;
-    if (speaks_ && o_.log_every() > 0 && staged_step_ % o_.log_every() == 0) {
-      std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
-                   static_cast<long long>(staged_step_), result.loss, result.grad_norm, result.lr,
-                   result.scaler.scale_after, result.scaler.skip_step ? " (skipped)" : "");
-    }
-    staged_.reset();
-  }
-
-  void discard_step() override {
-    training_->discard();
-    staged_.reset();
-  }
-
-  // The loss, gradient norm and learning rate of the committed step, and the loss scale after it
-  // (with loss scaling). A skipped step is the Runner's event (step_skipped), told by the Trainer.
-  std::vector<runtime::StepMetric> step_metrics() const override {
-    std::vector<runtime::StepMetric> metrics{
-        {"loss", last_.loss}, {"grad_norm", last_.grad_norm}, {"lr", last_.lr}};
-    if (policy_.uses_loss_scaling()) metrics.push_back({"loss_scale", last_.scaler.scale_after});
-    return metrics;
-  }
-
-  StateDict save_state() const override {
-    StateDict state;
-    state.merge("params", mlp_->state_dict());
-    state.merge("training", training_->state_dict());
-    // A view of the history (the Runner writes or snapshots it before the next step).
-    state.set("loss", loss_history_.slice(0, loss_count_));
-    state.set("skipped_steps", skipped_);
-    return state;
-  }
-
-  void load_state(const StateDict& state) override {
-    mlp_->load_state_dict(state.scope("params"));
-    training_->load_state_dict(state.scope("training"));
-    const Tensor& loss = state.tensor("loss");
-    if (loss.numel() > loss_history_.numel()) {  // a checkpoint of a longer run
-      loss_history_ = Tensor::empty(Shape{loss.numel()}, DType::f32);
-    }
-    loss_count_ = loss.numel();
-    tenax::ops::copy(loss_history_.slice(0, loss_count_), loss);
-    skipped_ = state.integer("skipped_steps");
-  }
-
-  Device device() const override { return device_; }
-  // Every rank holds the whole model, optimizer and scaler (data parallel): a run resumes on
-  // any number of ranks.
-  bool replicated_state() const override { return true; }
-
-  void write_output(const std::string& path) const {
-    StateDict out = nn::parameter_file_entries(*mlp_);
-    out.set("loss", loss_history_.slice(0, loss_count_));
-    tenax::io::write_state_file(path, out, {});
-  }
-
-  // The loss of every optimizer step so far.
-  std::vector<float> losses() const {
-    const float* first = loss_history_.data_as<float>();
-    return {first, first + loss_count_};
-  }
-  std::int64_t skipped() const { return skipped_; }
-  const train::Trainer& trainer() const { return training_->trainer(); }
-  const train::TrainStepResult& last() const { return last_; }
-  // [first, last] allocation numbers of the second step of this process ({0, 0} if none).
-  std::pair<std::uint64_t, std::uint64_t> step_allocations() const { return step_allocations_; }
-  std::int64_t parameter_count() const {
-    std::int64_t n = 0;
-    for (const auto& p : params_) n += p.value().numel();
-    return n;
-  }
-
- private:
-  struct Batch {
-    Tensor x;       // [B, d_in] compute dtype, on the device
-    Tensor y;       // [B, d_out] f32 (regression)
-    Tensor labels;  // [B] i64 (classification)
-  };
-
-  // The global batch of optimizer step `step`, on the device, inputs in the compute dtype.
-  Batch gather(std::int64_t step) {
-    const std::int64_t b = o_.batch();
-    const std::int64_t d_in = data_.d_in();
-    Tensor x = Tensor::empty(Shape{b, d_in}, DType::f32);
-    const float* xs = data_.x.data_as<float>();
-    float* xb = x.data_as<float>();
-    std::vector<std::int64_t> rows(static_cast<std::size_t>(b));
-    for (std::int64_t r = 0; r < b; ++r)
-      rows[static_cast<std::size_t>(r)] = order_.sample(step * b + r);
-    for (std::int64_t r = 0; r < b; ++r) {
-      std::copy_n(xs + rows[static_cast<std::size_t>(r)] * d_in, d_in, xb + r * d_in);
-    }
-    Batch batch;
-    const DType compute = policy_.compute_dtype();
-    batch.x = (compute == DType::f32 ? x : ops::cast(x, compute)).to(device_);
-    if (data_.classification()) {
-      Tensor labels = Tensor::empty(Shape{b}, DType::i64);
-      const std::int64_t* ys = data_.y.data_as<std::int64_t>();
-      for (std::int64_t r = 0; r < b; ++r)
-        labels.data_as<std::int64_t>()[r] = ys[rows[static_cast<std::size_t>(r)]];
-      batch.labels = labels.to(device_);
+// The global batch of optimizer step `step`: samples k B .. k B + B - 1 of the order, on the
+// device, inputs in the compute dtype; targets f32 (regression) or i64 labels.
+train::Batch gather(const ArrayData& data, train::SampleOrder& order, std::int64_t step,
+                    std::int64_t b, DType compute, Device device) {
+  const std::int64_t d_in = data.d_in();
+  const std::int64_t d_out = data.classification() ? 1 : data.d_out();
+  Tensor x = Tensor::empty(Shape{b, d_in}, DType::f32);
+  Tensor y = data.classification() ? Tensor::empty(Shape{b}, DType::i64)
+                                   : Tensor::empty(Shape{b, d_out}, DType::f32);
+  for (std::int64_t r = 0; r < b; ++r) {
+    const std::int64_t row = order.sample(step * b + r);
+    std::copy_n(data.x.data_as<float>() + row * d_in, d_in, x.data_as<float>() + r * d_in);
+    if (data.classification()) {
+      y.data_as<std::int64_t>()[r] = data.y.data_as<std::int64_t>()[row];
     } else {
-      const std::int64_t d_out = data_.d_out();
-      Tensor y = Tensor::empty(Shape{b, d_out}, DType::f32);
-      const float* ys = data_.y.data_as<float>();
-      for (std::int64_t r = 0; r < b; ++r) {
-        std::copy_n(ys + rows[static_cast<std::size_t>(r)] * d_out, d_out,
-                    y.data_as<float>() + r * d_out);
-      }
-      batch.y = y.to(device_);
+      std::copy_n(data.y.data_as<float>() + row * d_out, d_out, y.data_as<float>() + r * d_out);
     }
-    return batch;
   }
+  return {(compute == DType::f32 ? x : ops::cast(x, compute)).to(device), y.to(device)};
+}
 
-  const Settings& o_;
-  ArrayData data_;
-  Device device_;
-  train::PrecisionPolicy policy_;
-  train::SampleOrder order_;
-  // What the losses divide by: the samples of the global batch (times the outputs for MSE, whose
-  // mean is over both), so each micro-batch's loss is its share of the batch mean.
-  double loss_divisor_;
-  std::unique_ptr<nn::MLP> mlp_;
-  std::vector<autodiff::Variable> params_;
-  std::unique_ptr<train::Training> training_;  // optimizer, schedule, loss scaler, Trainer
-  // Loss per optimizer step, allocated for the whole run so that a step never allocates for it.
-  Tensor loss_history_;
-  std::int64_t loss_count_ = 0;
-  std::int64_t skipped_ = 0;
-  bool speaks_ = true;  // rank 0 says what changes the run
-  train::TrainStepResult last_;
-  std::optional<train::TrainStepResult> staged_;  // computed, not yet committed
-  std::int64_t staged_step_ = 0;
-  std::int64_t steps_in_process_ = 0;
-  std::pair<std::uint64_t, std::uint64_t> step_allocations_{0, 0};
-
-  std::uint64_t allocations_served() const {
-    return static_cast<std::uint64_t>(tenax::memory_stats(device_).active_blocks.total);
+// "samples 640..703 of the data order: rows 17, 933, ..." (every row for batches up to 32).
+std::string rows_of(train::SampleOrder& order, std::int64_t step, std::int64_t b) {
+  std::string text = "samples " + std::to_string(step * b) + ".." +
+                     std::to_string(step * b + b - 1) + " of the data order: rows";
+  const std::int64_t shown = std::min<std::int64_t>(b, 32);
+  for (std::int64_t r = 0; r < shown; ++r) {
+    text += (r == 0 ? " " : ", ") + std::to_string(order.sample(step * b + r));
   }
-};
+  return shown < b ? text + ", ..." : text;
+}
+
+std::uint64_t allocations_served(Device device) {
+  return static_cast<std::uint64_t>(tenax::memory_stats(device).active_blocks.total);
+}
 
 // The checks between settings (each setting checks its own value).
 void validate(const Settings& o) {
@@ -507,27 +323,91 @@ void expect_model_fits(const Settings& o, const ArrayData& data, Device device) 
 int run(const Settings& o, tenax::app::Job& job) {
   validate(o);
   const Device device = job.device();
-  ArrayData data = o.data().empty() ? (o.task() == "regression"
-                                           ? regression_set(o.samples(), o.noise(), o.seed())
-                                           : spirals_set(o.samples(), o.noise(), o.seed()))
-                                    : train::read_array_data(o.data(), o.classes(), "--classes");
+  // A run that skips the steps that fail again (a bad sample) keeps non-finite data.
+  const bool skips = job.runner_options().repeated_anomaly == runtime::RepeatedAnomaly::skip;
+  ArrayData data =
+      o.data().empty()
+          ? (o.task() == "regression" ? regression_set(o.samples(), o.noise(), o.seed())
+                                      : spirals_set(o.samples(), o.noise(), o.seed()))
+          : train::read_array_data(
+                o.data(), o.classes(), "--classes",
+                skips ? train::NonFiniteValues::keep : train::NonFiniteValues::refuse);
   tenax::runtime::Communicator* comm = &job.comm();
   expect_model_fits(o, data, device);
-  // Data with NaN or Inf makes every step's loss non-finite: rollbacks could only repeat it.
-  {
-    const std::int64_t bad =
-        ops::count_nonfinite(data.x) + (data.classification() ? 0 : ops::count_nonfinite(data.y));
-    TENAX_EXPECTS(
-        bad == 0, UsageError,
+  // Data with NaN or Inf makes the steps that read it fail at every try: refused here, unless
+  // the run skips such steps (--on-repeated-anomaly skip), which then names their samples.
+  const std::int64_t bad =
+      ops::count_nonfinite(data.x) + (data.classification() ? 0 : ops::count_nonfinite(data.y));
+  if (bad > 0) {
+    const std::string what =
         std::to_string(bad) + " non-finite value(s) in the " +
-            (o.data().empty() ? "synthetic data (" + o.noise.given() + " overflows f32's range)"
-                              : "data of --data " + o.data()),
-        o.data().empty() ? "give --noise a standard deviation the data can hold, e.g. 0.1"
-                         : "clean the data file: every input and target must be finite");
+        (o.data().empty() ? "synthetic data (" + o.noise.given() + " overflows f32's range)"
+                          : "data of --data " + o.data());
+    TENAX_EXPECTS(skips, UsageError, what,
+                  o.data().empty() ? "give --noise a standard deviation the data can hold, e.g. 0.1"
+                                   : "clean the data file (every input and target must be "
+                                     "finite), or skip the steps that read them: "
+                                     "--on-repeated-anomaly skip");
+    if (comm->rank() == 0) {
+      std::fprintf(stderr,
+                   "train_mlp: %s: the steps that read them will fail and be skipped "
+                   "(--on-repeated-anomaly skip)\n",
+                   what.c_str());
+    }
   }
-  TrainMlp workload(o, std::move(data), device, *comm);
+  const train::PrecisionPolicy policy = o.training.precision();
+  std::vector<std::int64_t> widths{data.d_in()};
+  for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
+  widths.push_back(data.d_out());
+  nn::MLP mlp(widths, nn::parse_activation(o.activation()), policy.master_dtype(), device,
+              o.seed());
+  if (!o.init().empty()) nn::load_parameter_file(mlp, o.init());
+  train::SampleOrder order(data.size(), o.seed(), o.shuffle());
+
+  // Allocation numbers of the second step taken in this process (for fault-injection tests:
+  // oom@alloc=N with N in that range fails inside a training step).
+  std::uint64_t allocations_before = 0;
+  std::int64_t steps_in_process = 0;
+  std::pair<std::uint64_t, std::uint64_t> step_allocations{0, 0};
+  const bool speaks = comm->rank() == 0;
+  train::TrainingJob spec;
+  spec.batch = [&](std::int64_t step) {
+    allocations_before = allocations_served(device);
+    return gather(data, order, step, o.batch(), policy.compute_dtype(), device);
+  };
+  spec.loss = [&](const train::Batch& b, const autodiff::LossOptions& options) {
+    const autodiff::Variable out = mlp.forward(autodiff::Variable::constant(b[0]));
+    if (data.classification()) return autodiff::cross_entropy(out, b[1], options);
+    return autodiff::mse_loss(out, autodiff::Variable::constant(b[1]), options);
+  };
+  spec.describe = [&](std::int64_t step) { return rows_of(order, step, o.batch()); };
+  spec.committed = [&](std::int64_t step, const train::TrainStepResult& result) {
+    if (++steps_in_process == 2)
+      step_allocations = {allocations_before + 1, allocations_served(device)};
+    if (speaks && o.log_every() > 0 && (step + 1) % o.log_every() == 0) {
+      std::fprintf(stderr, "train_mlp: step %lld loss %.6g grad-norm %.4g lr %.4g scale %g%s\n",
+                   static_cast<long long>(step + 1), result.loss, result.grad_norm, result.lr,
+                   result.scaler.scale_after, result.scaler.skip_step ? " (skipped)" : "");
+    }
+  };
+  train::TrainingRecipe recipe = o.training.recipe(o.steps());
+  recipe.trainer.reduction =
+      o.reduction() == "fast" ? train::GradientReduction::fast : train::GradientReduction::exact;
+  // What the losses divide by: the samples of the global batch (times the outputs for MSE, whose
+  // mean is over both).
+  train::TrainingWorkload workload(
+      mlp, spec,
+      {.batch = o.batch(),
+       .micro_batch = o.micro_batch(),
+       .grain = o.grain_run(),
+       .steps = o.steps(),
+       .terms_per_sample = data.classification() ? 1.0 : static_cast<double>(data.d_out()),
+       .recipe = recipe,
+       .weight_decay_on = train::WeightDecayOn::all,
+       .comm = comm,
+       .device = device});
   runtime::RunnerOptions options = job.runner_options();
-  options.min_micro_batch = std::min(o.grain(), o.batch());
+  options.min_micro_batch = o.grain_run();
   // --micro-batch rounded down to whole grains (one at least), as the trainer runs it.
   options.max_micro_batch =
       o.micro_batch() == 0
@@ -538,8 +418,8 @@ int run(const Settings& o, tenax::app::Job& job) {
   options.regrow_micro_batch_after = o.regrow_after();
   if (comm->size() > 1) {
     // Which share of every step each rank computes, said once by each rank.
-    const train::GrainRange& grains = workload.trainer().grains();
-    const std::int64_t grain = std::min(o.grain(), o.batch());
+    const train::GrainRange& grains = workload.training().trainer().grains();
+    const std::int64_t grain = o.grain_run();
     std::fprintf(stderr,
                  "train_mlp [rank %d/%d]: data parallel: grains [%lld, %lld) of every step's "
                  "%lld (rows [%lld, %lld) of the batch of %lld), --reduction %s\n",
@@ -550,10 +430,19 @@ int run(const Settings& o, tenax::app::Job& job) {
                  static_cast<long long>(std::min(o.batch(), grains.end * grain)),
                  static_cast<long long>(o.batch()), o.reduction().c_str());
   }
+  const auto write_output = [&] {
+    StateDict out = nn::parameter_file_entries(mlp);
+    const std::vector<double> losses = workload.losses();
+    Tensor loss = Tensor::empty(Shape{static_cast<std::int64_t>(losses.size())}, DType::f32);
+    for (std::size_t k = 0; k < losses.size(); ++k) {
+      loss.data_as<float>()[k] = static_cast<float>(losses[k]);
+    }
+    out.set("loss", loss);
+    tenax::io::write_state_file(o.output(), out, {});
+  };
   if (o.steps() == 0) {
     // No training: the initial (or --init) parameters, written out. No run to checkpoint.
-    workload.init();
-    if (comm->rank() == 0 && !o.output().empty()) workload.write_output(o.output());
+    if (comm->rank() == 0 && !o.output().empty()) write_output();
     std::printf("train_mlp: --steps 0: the initial parameters%s, nothing trained\n",
                 o.output().empty() ? "" : (" written to " + o.output()).c_str());
     return 0;
@@ -564,27 +453,28 @@ int run(const Settings& o, tenax::app::Job& job) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result.status != runtime::RunStatus::completed) return result.exit_code;
   if (comm->rank() != 0) return 0;  // every rank holds the same model; rank 0 reports
-  if (!o.output().empty()) workload.write_output(o.output());
-  const std::vector<float> losses = workload.losses();
+  if (!o.output().empty()) write_output();
+  const std::vector<double> losses = workload.losses();
   const double final_loss = losses.empty() ? 0.0 : losses.back();
   std::printf(
       "train_mlp: %s, %lld parameters, %s on %s: %lld steps, final loss %.6g, %lld skipped, "
       "micro-batch %lld\n",
       o.data().empty() ? o.task().c_str() : o.data().c_str(),
-      static_cast<long long>(workload.parameter_count()),
-      std::string(train::to_string(o.training.precision().precision)).c_str(),
-      tenax::to_string(device).c_str(), static_cast<long long>(losses.size()), final_loss,
-      static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch));
+      static_cast<long long>(mlp.parameter_count()),
+      std::string(train::to_string(policy.precision)).c_str(), tenax::to_string(device).c_str(),
+      static_cast<long long>(losses.size()), final_loss,
+      static_cast<long long>(workload.skipped_steps()), static_cast<long long>(result.micro_batch));
   if (o.json()) {
     std::printf(
-        "{\"steps\":%lld,\"final_loss\":%.9g,\"skipped_steps\":%lld,\"micro_batch\":%lld,"
-        "\"seconds\":%.6f,\"loss_scale\":%g,\"step_allocations\":{\"first\":%llu,"
-        "\"last\":%llu}}\n",
+        "{\"steps\":%lld,\"final_loss\":%.9g,\"skipped_steps\":%lld,\"skipped_batches\":%lld,"
+        "\"micro_batch\":%lld,\"seconds\":%.6f,\"loss_scale\":%g,\"step_allocations\":"
+        "{\"first\":%llu,\"last\":%llu}}\n",
         static_cast<long long>(losses.size()), final_loss,
-        static_cast<long long>(workload.skipped()), static_cast<long long>(result.micro_batch),
-        seconds, workload.last().scaler.scale_after,
-        static_cast<unsigned long long>(workload.step_allocations().first),
-        static_cast<unsigned long long>(workload.step_allocations().second));
+        static_cast<long long>(workload.skipped_steps()),
+        static_cast<long long>(workload.skipped_batches().size()),
+        static_cast<long long>(result.micro_batch), seconds, workload.last().scaler.scale_after,
+        static_cast<unsigned long long>(step_allocations.first),
+        static_cast<unsigned long long>(step_allocations.second));
   }
   return 0;
 }

@@ -220,6 +220,21 @@ class FaultWalk {
       run_.faults.push_back(std::move(fault));
       anomaly_.reset();
       last_step_ = to;
+    } else if (kind == event::anomalous_step_skipped) {
+      SurvivedFault fault;
+      const std::string inputs = event.field("inputs");
+      fault.what = "step " + step_text(event) + " failed again after a rollback, with the same " +
+                   "inputs" + (inputs.empty() ? std::string() : " (" + inputs + ")") + ": " +
+                   event.field("reason");
+      fault.action =
+          "skipped the step for good (the repeated-anomaly policy: skip); the run "
+          "went on from the state before it";
+      fault.step = event.step;
+      fault.time = event.time;
+      fault.compute_lost_seconds = anomaly_lost_;
+      fault.marker = "skipped";
+      run_.faults.push_back(std::move(fault));
+      anomaly_.reset();
     } else if (kind == event::checkpoint_failed) {
       SurvivedFault fault;
       fault.what =

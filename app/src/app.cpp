@@ -155,6 +155,7 @@ runtime::RunnerOptions Job::runner_options() const {
   options.async_checkpoints = (*s.async)();
   options.progress = runtime::parse_progress_mode((*s.progress)());
   options.anomaly_check_every = (*s.anomaly_check_every)();
+  options.repeated_anomaly = runtime::parse_repeated_anomaly((*s.on_repeated_anomaly)());
   options.digest_every = (*s.digest_every)();
   options.telemetry_seconds = (*s.telemetry_seconds)();
   options.profile_path = (*s.profile)();
@@ -261,6 +262,13 @@ App::App(std::string program, std::string description, RunDefaults defaults)
            .at_least(0)
            .not_recorded()
            .sets_option("RunnerOptions::anomaly_check_every");
+  standard_.on_repeated_anomaly =
+      &setting("on-repeated-anomaly", "stop",
+               "a step that fails again after a rollback, with the same inputs (a bad sample): "
+               "stop the run, or skip the step and go on")
+           .one_of({"stop", "skip"})
+           .not_recorded()
+           .sets_option("RunnerOptions::repeated_anomaly");
   standard_.digest_every =
       &setting("digest-every", std::int64_t{-1},
                "steps between state digests the ranks compare, to catch silent data corruption "

@@ -21,7 +21,6 @@ namespace {
 // 128-bit unsigned counts (a GNU extension, so -Wpedantic is told so).
 __extension__ using Wide = unsigned __int128;
 
-
 constexpr int kMaxGhostWidth = 8;
 // Tags of the halo messages: kHaloTag + (field * 3 + axis) * (2 ghost) + ghost slot; of gathers
 // and scatters.

@@ -17,6 +17,17 @@
 
 namespace tenax::runtime {
 
+std::string_view to_string(RepeatedAnomaly policy) noexcept {
+  return policy == RepeatedAnomaly::skip ? "skip" : "stop";
+}
+
+RepeatedAnomaly parse_repeated_anomaly(std::string_view text) {
+  if (text == "stop") return RepeatedAnomaly::stop;
+  if (text == "skip") return RepeatedAnomaly::skip;
+  throw UsageError("--on-repeated-anomaly " + std::string(text) + " is not a policy",
+                   "use stop (the run stops) or skip (the step is skipped)");
+}
+
 std::string_view to_string(RunStatus status) noexcept {
   switch (status) {
     case RunStatus::completed:
@@ -55,6 +66,8 @@ std::string describe(const RunEvents& events) {
   add(events.peer_retries, "step computed again for another rank",
       "steps computed again for other ranks");
   add(events.steps_skipped, "step skipped on overflow", "steps skipped on overflow");
+  add(events.anomalous_steps_skipped, "step skipped after a repeated anomaly",
+      "steps skipped after repeated anomalies");
   add(events.loss_scale_changes, "loss-scale raise", "loss-scale raises");
   add(events.checkpoint_failures, "checkpoint failed", "checkpoints failed");
   add(events.checkpoints_skipped, "invalid checkpoint skipped", "invalid checkpoints skipped");

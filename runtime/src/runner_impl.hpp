@@ -101,9 +101,16 @@ struct Runner::Impl {
   [[nodiscard]] std::string peer_report(const StepAgreement& agreed, const Outcome& mine) const;
   // An agreed restart or stop: the result the run ends with (or a rethrown usage error).
   RunResult end_step(const StepAgreement& outcome, const Outcome& mine);
-  // The anomaly policy after an agreed rollback; a RunResult when the run stops.
+  // The anomaly policy after an agreed rollback; a RunResult when the run stops. `staged`: the
+  // anomaly was found before the step's commit (the state is still that of the step before), so
+  // a repeated one may be skipped (RunnerOptions::repeated_anomaly); then the step counts as
+  // taken and nothing is rolled back.
   std::optional<RunResult> roll_back(std::int64_t anomalous_step, const std::string& reason,
-                                     const std::string& where);
+                                     const std::string& where, bool staged = false);
+  // A repeated anomaly (anomaly_policy.hpp): the step skipped when the policy and the workload
+  // allow it (nullopt: the run goes on), else the run's end.
+  std::optional<RunResult> on_repeated_anomaly(std::int64_t anomalous_step,
+                                               const std::string& reason, bool staged);
   // The state agreement after a commit (or at the start): health, signals, the checkpoint
   // trigger, finished(), timing. `clock`: the step's (nullptr outside a step).
   // `digest`: this rank's digest parts travel with it (the ranks compare them).

@@ -323,14 +323,15 @@ RunResult Runner::Impl::run_steps() {
       if (combined) {
         workload.discard_step();
         anomaly = combined;
-        if (auto stopped = roll_back(step + 1, *anomaly, "")) return *stopped;
+        if (auto stopped = roll_back(step + 1, *anomaly, "", /*staged=*/true)) return *stopped;
         state = agree_on_state(false, nullptr, anomaly);
         continue;
       }
     } else if (outcome.decision == StepDecision::rollback) {
       const bool mine_asked = mine.proposal.decision == StepDecision::rollback;
       anomaly = mine_asked ? mine.report : peer_report(outcome, mine);
-      if (auto stopped = roll_back(step + 1, *anomaly, mine_asked ? mine.where : "")) {
+      if (auto stopped =
+              roll_back(step + 1, *anomaly, mine_asked ? mine.where : "", /*staged=*/true)) {
         return *stopped;
       }
       state = agree_on_state(false, nullptr, anomaly);

@@ -182,10 +182,12 @@ RunResult Runner::Impl::end_step(const StepAgreement& outcome, const Outcome& mi
 
 std::optional<RunResult> Runner::Impl::roll_back(std::int64_t anomalous_step,
                                                  const std::string& reason,
-                                                 const std::string& where) {
+                                                 const std::string& where, bool staged) {
   events->append(event::anomaly, {{"step", anomalous_step}, {"reason", reason}, {"where", where}});
   record_telemetry("anomaly");
-  if (!anomalies.on_anomaly(anomalous_step)) {
+  using Verdict = detail::AnomalyPolicy::Verdict;
+  const Verdict verdict = anomalies.on_anomaly(anomalous_step);
+  if (verdict == Verdict::exhausted) {
     console.say("anomaly at step %lld (%s), the %d rollbacks allowed are spent; stopping",
                 static_cast<long long>(anomalous_step), reason.c_str(), anomalies.max_retries());
     return finish(RunStatus::anomaly,
@@ -194,10 +196,45 @@ std::optional<RunResult> Runner::Impl::roll_back(std::int64_t anomalous_step,
                       " rollbacks; the last good checkpoint is kept. fix: lower the time "
                       "step or learning rate, or check the input data");
   }
+  if (verdict == Verdict::repeated) return on_repeated_anomaly(anomalous_step, reason, staged);
   console.say("anomaly at step %lld (%s); rolling back", static_cast<long long>(anomalous_step),
               reason.c_str());
   rewind(anomalous_step);
   return std::nullopt;
+}
+
+std::optional<RunResult> Runner::Impl::on_repeated_anomaly(std::int64_t anomalous_step,
+                                                           const std::string& reason, bool staged) {
+  const std::string inputs = workload.describe_step(anomalous_step - 1);
+  const std::string what = "step " + std::to_string(anomalous_step) +
+                           (inputs.empty() ? std::string() : " (" + inputs + ")") +
+                           " failed again after a rollback, with the same inputs: " + reason;
+  const bool skip = options.repeated_anomaly == RepeatedAnomaly::skip;
+  if (skip && staged && workload.skip_step(anomalous_step - 1)) {
+    ++counted.anomalous_steps_skipped;
+    ++step;  // the step counts as taken; the state is still that of the step before
+    anomalies.on_skipped();
+    events->append(event::anomalous_step_skipped,
+                   {{"step", anomalous_step}, {"reason", reason}, {"inputs", inputs}});
+    console.say(
+        "%s; skipped it (RunnerOptions::repeated_anomaly = skip): the state stays that of "
+        "step %lld",
+        what.c_str(), static_cast<long long>(anomalous_step - 1));
+    return std::nullopt;
+  }
+  const std::string why =
+      !staged ? "the state turned unhealthy after the step was applied, the same way every time, "
+                "so the run stops rather than roll back again"
+              : (!skip ? "it would fail the same way every time, so the run stops rather than "
+                         "roll back again"
+                       : "the workload cannot skip a step (Workload::skip_step)");
+  console.say("%s; %s", what.c_str(), why.c_str());
+  const std::string fix =
+      staged && !skip ? "clean the input data, or skip the step: RunnerOptions::repeated_anomaly "
+                        "= skip"
+                      : "check the input data, or lower the time step or learning rate";
+  return finish(RunStatus::anomaly,
+                what + "; " + why + ". The last good checkpoint is kept. fix: " + fix);
 }
 
 void Runner::Impl::rewind(std::int64_t bad_step) {

@@ -321,6 +321,59 @@ TEST_F(TrainMlp, AnomalyModeNamesTheOpThatMadeTheNan) {
 
 // A NaN in --data was found only as a non-finite loss after three rollbacks, naming no sample;
 // a stray label built a model of a million classes. Both are refused at load, naming the sample.
+// The bad-data policy: a NaN planted in one sample of the data makes the step that reads it fail
+// at every try. Refused at load by default (the fix names the way to skip); with
+// --on-repeated-anomaly skip the step fails, is rolled back once, fails again with the same
+// samples and is skipped for good, naming them; the run trains on the rest, the closing line
+// counts it, and the report lists it among the faults the run survived.
+TEST_F(TrainMlp, ABatchWithANanSampleIsSkippedOnceNamingItsSamples) {
+  Tensor x = Tensor::empty(Shape{256, 2}, DType::f32);
+  Tensor y = Tensor::empty(Shape{256}, DType::i64);
+  for (std::int64_t i = 0; i < 256; ++i) {
+    x.data_as<float>()[2 * i] = static_cast<float>(i % 16) / 16.0f - 0.5f;
+    x.data_as<float>()[2 * i + 1] = static_cast<float>(i / 16) / 16.0f - 0.5f;
+    y.data_as<std::int64_t>()[i] = (i % 16 < 8) == (i / 16 < 8) ? 1 : 0;
+  }
+  x.data_as<float>()[2 * 37 + 1] = std::nanf("");  // read by step 2: rows 32..63 in file order
+  const fs::path data = root() / "one-nan.h5";
+  io::write_datasets(data, {{"x", x}, {"y", y}});
+  const std::string args = "--data " + data.string() +
+                           " --batch 32 --grain 8 --no-shuffle --steps 4 --layers 8 "
+                           "--checkpoint-every 1";
+  const Training refused = run("nan-refused", args);
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  for (const char* part : {"/x[37, 1] (sample 37) is nan", "--on-repeated-anomaly"}) {
+    EXPECT_NE(refused.output.find(part), std::string::npos) << part << "\n" << refused.output;
+  }
+
+  const Training skipped = run("nan-skipped", args + " --on-repeated-anomaly skip");
+  ASSERT_EQ(skipped.exit_code, 0) << skipped.output;
+  for (const char* part :
+       {"step 2 (samples 32..63 of the data order: rows 32, 33, 34, 35, 36, 37, 38",
+        "failed again after a rollback, with the same inputs: non-finite loss", "skipped it",
+        "1 step skipped after a repeated anomaly"}) {
+    EXPECT_NE(skipped.output.find(part), std::string::npos) << part << "\n" << skipped.output;
+  }
+  EXPECT_EQ(skipped.summary.value("skipped_batches", -1), 1) << skipped.output;
+  EXPECT_EQ(skipped.summary.value("steps", -1), 3) << "steps 1, 3 and 4 trained";
+  const std::string report_command =
+      std::string(TENAX_CLI_PATH) + " report " + (root() / "nan-skipped").string() + " 2>&1";
+  std::string report;
+  if (FILE* pipe = ::popen(report_command.c_str(), "r")) {
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) {
+      report.append(buffer, n);
+    }
+    EXPECT_EQ(::pclose(pipe), 0) << report;
+  }
+  const std::string page = [&] {
+    std::ifstream in(root() / "nan-skipped" / "report.html");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  EXPECT_NE(page.find("skipped the step for good"), std::string::npos) << report;
+  EXPECT_NE(page.find("rows 32, 33, 34, 35, 36, 37"), std::string::npos);
+}
+
 TEST_F(TrainMlp, NonFiniteDataAndStrayLabelsAreRefusedAtLoadNamingTheSample) {
   Tensor x = Tensor::empty(Shape{64, 2}, DType::f32);
   Tensor y = Tensor::empty(Shape{64, 1}, DType::f32);

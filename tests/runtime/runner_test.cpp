@@ -474,27 +474,112 @@ TEST_F(RunnerTest, OutOfMemoryAtTheSmallestMicroBatchCheckpointsAndStops) {
   EXPECT_EQ(lines.back().at("step"), 4);
 }
 
-TEST_F(RunnerTest, AnAnomalyThrownByAStepRollsBackAndAPersistentOneStops) {
+TEST_F(RunnerTest, AnAnomalyThrownByAStepRollsBackAndARepeatedOneStopsAtOnce) {
   ToyWorkload toy(kSize);
-  // Step 5 fails once (a transient NaN loss), step 8 every time.
+  // Step 5 fails once (a transient NaN loss), step 8 every time (a bad sample, say).
   toy.anomaly = [](std::int64_t step, int attempt, std::int64_t) {
     return (step == 5 && attempt == 0) || step == 8;
   };
   RunnerOptions o = options(10);
   o.checkpoint_every = 3;
-  o.max_anomaly_retries = 2;
+  o.max_anomaly_retries = 5;
   Runner runner(toy, o);
   const RunResult result = runner.run();
   EXPECT_EQ(result.status, RunStatus::anomaly);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.message.find("toy non-finite loss at step 8"), std::string::npos)
-      << result.message;
+  // No futile rollbacks: the second failure of step 8, with the same inputs, stops the run,
+  // naming the step, its inputs, the error and how to skip it instead.
+  for (const char* part :
+       {"step 8 (the toy inputs of step 8) failed again after a rollback, with the same inputs",
+        "toy non-finite loss at step 8", "RunnerOptions::repeated_anomaly = skip"}) {
+    EXPECT_NE(result.message.find(part), std::string::npos) << part << "\n" << result.message;
+  }
   // Step 5 was redone from the checkpoint of step 3; step 8 never completed.
   EXPECT_EQ(toy.completions[5], 1);
   EXPECT_EQ(toy.completions.count(8), 0u);
-  EXPECT_EQ(toy.attempts[8], 3) << "the first try and two retries";
+  EXPECT_EQ(toy.attempts[8], 2) << "the first try and the one after the rollback";
   EXPECT_EQ(toy.values(), toy_expected(kSize, 7)) << "the step that threw changed nothing";
-  EXPECT_EQ(only(events(), "anomaly").size(), 4u);
+  EXPECT_EQ(only(events(), "anomaly").size(), 3u);
+  EXPECT_EQ(only(events(), "rollback").size(), 2u);
+  EXPECT_TRUE(toy.skipped.empty());
+}
+
+// The same step failing again after a rollback is skipped for good under
+// RepeatedAnomaly::skip: the run goes on from the state before it, says so, logs it, counts it,
+// and ends with the bits of a run that never took that step.
+TEST_F(RunnerTest, ARepeatedAnomalyIsSkippedWhenThePolicySaysSo) {
+  ToyWorkload toy(kSize);
+  toy.can_skip = true;
+  toy.anomaly = [](std::int64_t step, int, std::int64_t) { return step == 8; };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 3;
+  o.repeated_anomaly = RepeatedAnomaly::skip;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  ASSERT_EQ(result.status, RunStatus::completed) << result.message;
+  EXPECT_EQ(toy.skipped, std::vector<std::int64_t>{8});
+  EXPECT_EQ(toy.attempts[8], 2);
+  EXPECT_EQ(result.events.anomalous_steps_skipped, 1);
+  EXPECT_EQ(result.events.rollbacks, 1);
+  // x as if step 8 was never taken.
+  std::vector<double> expected = toy_expected(kSize, 7);
+  for (std::int64_t s = 9; s <= 10; ++s) {
+    for (std::int64_t i = 0; i < kSize; ++i) {
+      auto& v = expected[static_cast<std::size_t>(i)];
+      v = test::toy_update(v, i, s);
+    }
+  }
+  EXPECT_EQ(toy.values(), expected);
+  const std::vector<json> skipped = only(events(), "anomalous_step_skipped");
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].at("step"), 8);
+  EXPECT_EQ(skipped[0].at("inputs"), "the toy inputs of step 8");
+  EXPECT_NE(skipped[0].at("reason").get<std::string>().find("toy non-finite loss at step 8"),
+            std::string::npos);
+  EXPECT_NE(describe(result.events).find("1 step skipped after a repeated anomaly"),
+            std::string::npos)
+      << describe(result.events);
+  const io::LoadedCheckpoint last = newest();
+  ASSERT_TRUE(last.found);
+  EXPECT_EQ(last.step, 10);
+  const Tensor& x = last.state.tensor("workload/x");
+  EXPECT_EQ(std::vector<double>(x.data_as<double>(), x.data_as<double>() + kSize), expected);
+}
+
+// Skipping needs a workload that can skip (the default refuses) and a step that failed before
+// its commit: otherwise the repeated anomaly stops the run, saying why.
+TEST_F(RunnerTest, ARepeatedAnomalyThatCannotBeSkippedStops) {
+  {
+    ToyWorkload toy(kSize);
+    toy.anomaly = [](std::int64_t step, int, std::int64_t) { return step == 4; };
+    RunnerOptions o = options(6);
+    o.checkpoint_every = 2;
+    o.repeated_anomaly = RepeatedAnomaly::skip;
+    Runner runner(toy, o);
+    const RunResult result = runner.run();
+    EXPECT_EQ(result.status, RunStatus::anomaly);
+    EXPECT_NE(result.message.find("the workload cannot skip a step (Workload::skip_step)"),
+              std::string::npos)
+        << result.message;
+  }
+  std::filesystem::remove_all(dir_);
+  {
+    ToyWorkload toy(kSize);
+    toy.can_skip = true;
+    toy.nan = [](std::int64_t step, int, std::int64_t) { return step == 4; };  // after the commit
+    RunnerOptions o = options(6);
+    o.checkpoint_every = 2;
+    o.repeated_anomaly = RepeatedAnomaly::skip;
+    Runner runner(toy, o);
+    const RunResult result = runner.run();
+    EXPECT_EQ(result.status, RunStatus::anomaly);
+    EXPECT_NE(result.message.find("turned unhealthy after the step was applied"), std::string::npos)
+        << result.message;
+    EXPECT_TRUE(toy.skipped.empty());
+  }
+  EXPECT_EQ(parse_repeated_anomaly("skip"), RepeatedAnomaly::skip);
+  EXPECT_EQ(to_string(RepeatedAnomaly::stop), "stop");
+  EXPECT_THROW((void)parse_repeated_anomaly("ignore"), UsageError);
 }
 
 TEST_F(RunnerTest, OverflowAtTheMinimumScaleCheckpointsTheLastGoodStateAndStops) {
@@ -770,7 +855,7 @@ TEST_F(RunnerTest, AnomalyScansEveryNSteps) {
   EXPECT_THROW(Runner(toy, bad), UsageError);
 }
 
-TEST_F(RunnerTest, PersistentNanStopsAfterMaxAnomalyRetries) {
+TEST_F(RunnerTest, PersistentNanStopsWhenItRepeatsAfterARollback) {
   ToyWorkload toy(kSize);
   toy.nan = [](std::int64_t step, int, std::int64_t) { return step == 7; };
   RunnerOptions o = options(10);
@@ -780,17 +865,36 @@ TEST_F(RunnerTest, PersistentNanStopsAfterMaxAnomalyRetries) {
   const RunResult result = runner.run();
   EXPECT_EQ(result.status, RunStatus::anomaly);
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.message.find("anomaly at step 7"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("step 7"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("failed again after a rollback"), std::string::npos)
+      << result.message;
   EXPECT_NE(result.message.find("fix:"), std::string::npos) << result.message;
-  // Two rollbacks; the third failure ends the run. Step 6 in between was healthy every time.
-  EXPECT_EQ(toy.attempts[7], 3);
-  EXPECT_EQ(toy.completions[6], 3);
+  // One rollback; the second failure of the same step ends the run. Step 6 in between was
+  // healthy both times.
+  EXPECT_EQ(toy.attempts[7], 2);
+  EXPECT_EQ(toy.completions[6], 2);
   const std::vector<json> lines = events();
-  EXPECT_EQ(only(lines, "anomaly").size(), 3u);
-  EXPECT_EQ(only(lines, "rollback").size(), 2u);
+  EXPECT_EQ(only(lines, "anomaly").size(), 2u);
+  EXPECT_EQ(only(lines, "rollback").size(), 1u);
   EXPECT_EQ(lines.back().at("status"), "anomaly");
   EXPECT_EQ(committed().front(), 5);  // the bad state was never checkpointed
   expect_newest_checkpoint(5, kSize);
+}
+
+// Anomalies at different steps in a row are bounded by max_anomaly_retries.
+TEST_F(RunnerTest, AnomaliesAtOtherStepsInARowStopAfterMaxAnomalyRetries) {
+  ToyWorkload toy(kSize);
+  // Step 7 fails on its first try, step 6 on its second and third: never past step 7.
+  toy.anomaly = [](std::int64_t step, int attempt, std::int64_t) {
+    return (step == 7 && attempt == 0) || (step == 6 && attempt >= 1);
+  };
+  RunnerOptions o = options(10);
+  o.checkpoint_every = 5;
+  o.max_anomaly_retries = 2;
+  Runner runner(toy, o);
+  const RunResult result = runner.run();
+  EXPECT_EQ(result.status, RunStatus::anomaly);
+  EXPECT_NE(result.message.find("step 6"), std::string::npos) << result.message;
 }
 
 // A state that starts unhealthy has no checkpoint to roll back to: the run is refused before

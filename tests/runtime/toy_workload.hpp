@@ -69,6 +69,7 @@ class ToyWorkload : public Workload {
   Hook sigterm;       // raise(SIGTERM) in the middle of the step, which then completes
   std::function<std::optional<std::string>(std::int64_t step)> problem;  // check() after step
   bool nan_at_init = false;  // init() writes NaN into x[2] (an initial file holding one)
+  bool can_skip = false;     // skip_step() skips the step (else it refuses, as the default)
 
   void init() override {
     ++init_calls;
@@ -159,6 +160,23 @@ class ToyWorkload : public Workload {
     staged_ = -1;
   }
 
+  // Skips step `step` + 1 for good when can_skip: x stays, the next step is the one after.
+  [[nodiscard]] bool skip_step(std::int64_t step) override {
+    if (!can_skip) return false;
+    if (step != step_) {
+      throw UsageError("toy workload asked to skip step " + std::to_string(step + 1) +
+                           " while its state is at step " + std::to_string(step_),
+                       "the runner lost track of the step");
+    }
+    skipped.push_back(step + 1);
+    step_ = step + 1;
+    staged_ = -1;
+    return true;
+  }
+  [[nodiscard]] std::string describe_step(std::int64_t step) const override {
+    return "the toy inputs of step " + std::to_string(step + 1);
+  }
+
   [[nodiscard]] StateDict save_state() const override {
     StateDict state;
     state.set("x", x_);  // a view of the live state
@@ -195,6 +213,7 @@ class ToyWorkload : public Workload {
   std::int64_t finish_at = -1;
   [[nodiscard]] bool finished() const override { return finish_at >= 0 && step_ >= finish_at; }
 
+  std::vector<std::int64_t> skipped;  // the steps skip_step() skipped
   int init_calls = 0;
   int loads = 0;
   std::map<std::int64_t, int> attempts;     // calls of step() per step taken

@@ -36,14 +36,17 @@ void expect_finite(const std::string& file, const char* dataset, const Tensor& v
     throw UsageError(file + ": /" + dataset + "[" + std::to_string(k / columns) + ", " +
                          std::to_string(k % columns) + "] (sample " + std::to_string(k / columns) +
                          ") is " + std::to_string(data[k]),
-                     "replace or drop that sample: training needs finite inputs and targets");
+                     "replace or drop that sample: training needs finite inputs and targets (or "
+                     "read the file with NonFiniteValues::keep and skip the steps that read it: "
+                     "RunnerOptions::repeated_anomaly = skip)");
   }
 }
 
 }  // namespace
 
 ArrayData read_array_data(const std::filesystem::path& path, std::int64_t classes,
-                          std::string_view classes_flag) {
+                          std::string_view classes_flag, NonFiniteValues non_finite) {
+  const bool refuse = non_finite == NonFiniteValues::refuse;
   const std::string file = path.string();
   const std::string setting = classes_setting(classes_flag);
   TENAX_EXPECTS(classes >= 0, UsageError, classes_given(classes_flag, classes) + " for " + file,
@@ -56,7 +59,7 @@ ArrayData read_array_data(const std::filesystem::path& path, std::int64_t classe
       UsageError, file + ": /x is " + kind(x),
       "store the inputs as /x of shape [N, d_in] (float32), N and d_in >= 1");
   d.x = x.dtype() == DType::f32 ? x : ops::cast(x, DType::f32);
-  expect_finite(file, "x", d.x);
+  if (refuse) expect_finite(file, "x", d.x);
   const std::int64_t n = x.shape()[0];
   if (y.dtype() == DType::i64 || y.dtype() == DType::i32) {
     TENAX_EXPECTS(
@@ -102,7 +105,7 @@ ArrayData read_array_data(const std::filesystem::path& path, std::int64_t classe
                   classes_given(classes_flag, classes) + " with regression targets in " + file,
                   "give no class count, or store class labels as int64 /y of shape [N]");
     d.y = y.dtype() == DType::f32 ? y : ops::cast(y, DType::f32);
-    expect_finite(file, "y", d.y);
+    if (refuse) expect_finite(file, "y", d.y);
   }
   return d;
 }

@@ -95,6 +95,7 @@ void TrainingWorkload::step(std::int64_t step, std::int64_t micro_batch) {
                   "return the step's samples, TrainingWorkloadOptions::batch of them, on the "
                   "first axis of every tensor");
   }
+  staged_step_ = step;
   const autodiff::LossOptions loss_options{.divisor = divisor_};
   staged_ =
       training_->step(step, std::min(micro_batch, cap), [&](std::int64_t begin, std::int64_t end) {
@@ -147,6 +148,7 @@ void TrainingWorkload::commit_step() {
   if (staged_val_loss_) val_loss_ = staged_val_loss_;
   published_val_loss_ = staged_val_loss_.has_value();
   staged_.reset();
+  if (job_.committed) job_.committed(staged_step_, last_);
 }
 
 void TrainingWorkload::discard_step() {
@@ -161,6 +163,11 @@ StateDict TrainingWorkload::save_state() const {
   state.merge("training", training_->state_dict());
   state.set("loss", loss_history_.slice(0, loss_count_));  // a view: written before the next step
   state.set("skipped_steps", skipped_);
+  Tensor skipped_batches =
+      Tensor::empty(Shape{static_cast<std::int64_t>(skipped_batches_.size())}, DType::i64);
+  std::copy(skipped_batches_.begin(), skipped_batches_.end(),
+            skipped_batches.data_as<std::int64_t>());
+  state.set("skipped_batches", skipped_batches);
   if (val_loss_) state.set("val_loss", *val_loss_);
   return state;
 }
@@ -178,9 +185,31 @@ void TrainingWorkload::load_state(const StateDict& state) {
   loss_count_ = loss.numel();
   ops::copy(loss_history_.slice(0, loss_count_), loss.to(Device::cpu()));
   skipped_ = state.integer("skipped_steps");
+  const Tensor skipped_batches = state.tensor("skipped_batches").to(Device::cpu());
+  TENAX_EXPECTS(skipped_batches.dtype() == DType::i64 && skipped_batches.shape().rank() == 1,
+                UsageError,
+                "TrainingWorkload: the saved skipped_batches is " + skipped_batches.describe(),
+                "resume from a checkpoint written by a TrainingWorkload");
+  skipped_batches_.assign(skipped_batches.data_as<std::int64_t>(),
+                          skipped_batches.data_as<std::int64_t>() + skipped_batches.numel());
   val_loss_.reset();
   if (state.contains("val_loss")) val_loss_ = state.real("val_loss");
   if (loss_count_ > 0) last_.loss = loss_history_.data_as<double>()[loss_count_ - 1];
+}
+
+bool TrainingWorkload::skip_step(std::int64_t step) {
+  training_->discard();
+  staged_.reset();
+  staged_val_loss_.reset();
+  skipped_batches_.push_back(step);
+  return true;
+}
+
+std::string TrainingWorkload::describe_step(std::int64_t step) const {
+  if (job_.describe) return job_.describe(step);
+  const std::int64_t first = step * options_.batch;
+  return "samples " + std::to_string(first) + ".." + std::to_string(first + options_.batch - 1) +
+         " of the sample order";
 }
 
 std::vector<runtime::StepMetric> TrainingWorkload::step_metrics() const {

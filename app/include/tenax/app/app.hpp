@@ -124,6 +124,7 @@ class App {
     Setting<std::string>* inject;             ///< `--inject`
     Setting<std::string>* progress;           ///< `--progress`
     Setting<std::int64_t>* anomaly_check_every;              ///< `--anomaly-check-every`
+    Setting<std::string>* on_repeated_anomaly;               ///< `--on-repeated-anomaly`
     Setting<std::int64_t>* digest_every;                     ///< `--digest-every`
     Setting<std::vector<std::string>>* allow_config_change;  ///< `--allow-config-change`
     Setting<std::string>* device;                            ///< `--device`

@@ -58,6 +58,10 @@ inline constexpr std::string_view peer_retry = "peer_retry";
 /// A training step whose gradients overflowed in reduced precision was skipped (the loss scale
 /// was lowered; nothing is lost): `step`, `loss_scale`.
 inline constexpr std::string_view step_skipped = "step_skipped";
+/// A step that failed again after a rollback, with the same inputs, was skipped for good
+/// (RunnerOptions::repeated_anomaly = skip; the state stayed that of the step before): `step`,
+/// `reason`, `inputs` (what the step read: Workload::describe_step, possibly empty).
+inline constexpr std::string_view anomalous_step_skipped = "anomalous_step_skipped";
 /// The training loss scale changed: `step`, `loss_scale`, `previous_loss_scale`.
 inline constexpr std::string_view loss_scale_changed = "loss_scale_changed";
 /// A fault that ends the process or the run (kill, hang, device, comm, ...): `kind`, `step`,

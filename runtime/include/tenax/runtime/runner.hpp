@@ -65,6 +65,18 @@ enum class ProgressMode { automatic, terminal, log, quiet };
 /// "auto", "terminal", "log" or "quiet" (a `--progress` flag); UsageError naming them otherwise.
 [[nodiscard]] ProgressMode parse_progress_mode(std::string_view text);
 
+/// What the Runner does with an anomaly that repeats at the same step after a rollback
+/// (RunnerOptions::repeated_anomaly).
+enum class RepeatedAnomaly : std::uint8_t {
+  stop,  ///< stop the run at once (nothing is lost: the last good checkpoint is kept)
+  skip   ///< skip the step (Workload::skip_step) and go on
+};
+
+/// "stop" or "skip".
+[[nodiscard]] std::string_view to_string(RepeatedAnomaly policy) noexcept;
+/// "stop" or "skip" (a `--on-repeated-anomaly` flag); UsageError naming them otherwise.
+[[nodiscard]] RepeatedAnomaly parse_repeated_anomaly(std::string_view text);
+
 /// What a Runner does, and where. The Runner's constructor checks them (UsageError naming the
 /// option); the ranks of a job pass the same values.
 struct RunnerOptions {
@@ -77,6 +89,15 @@ struct RunnerOptions {
   int keep_last = 3;                  ///< committed checkpoints kept, >= 1
   bool async_checkpoints = false;     ///< write checkpoints on a background thread (1 rank only)
   int max_anomaly_retries = 3;        ///< consecutive rollbacks before the run stops
+  /// What a step that fails again after a rollback, at the same step with the same data, does:
+  /// such an anomaly is deterministic (a bad sample, say), so another rollback could only repeat
+  /// it. stop (the default) stops the run at once, naming the step and what it read
+  /// (Workload::describe_step); skip asks the workload to skip the step (Workload::skip_step:
+  /// its state stays that of the step before) and goes on, a fault the run survived (said on the
+  /// console, an event, counted in the closing line and the report). Only a step that failed
+  /// before its commit (a non-finite loss or gradients) can be skipped; a state that turned
+  /// unhealthy after the commit stops the run either way. `--on-repeated-anomaly`.
+  RepeatedAnomaly repeated_anomaly = RepeatedAnomaly::stop;
   /// Steps between scans of the state's tensors for NaN/Inf: 1 scans after every step (a NaN is
   /// caught at the step that made it); N > 1 every N steps; 0 only before checkpoints, at the end
   /// and on a signal. A scan reads the whole state, as much memory traffic as a memory-bound
@@ -157,15 +178,17 @@ enum class RunStatus {
 /// What changed a run on its way, as this process saw it (a resumed process counts from its
 /// resume). Each is also a line on the console and an event in events.jsonl when it happens.
 struct RunEvents {
-  std::int64_t resumes = 0;              ///< 1 when the run started from a checkpoint
-  std::int64_t rollbacks = 0;            ///< anomalies and corruptions rolled back
-  std::int64_t corruptions = 0;          ///< ranks' state digests that disagreed (rolled back)
-  std::int64_t steps_recomputed = 0;     ///< steps computed again after those rollbacks
-  std::int64_t oom_retries = 0;          ///< out-of-memory: cache emptied, the step tried again
-  std::int64_t backoffs = 0;             ///< out-of-memory: the micro-batch halved
-  std::int64_t regrowths = 0;            ///< the micro-batch doubled again after clean steps
-  std::int64_t peer_retries = 0;         ///< a step computed again for another rank's fault
-  std::int64_t steps_skipped = 0;        ///< training steps skipped on overflow (Trainer)
+  std::int64_t resumes = 0;           ///< 1 when the run started from a checkpoint
+  std::int64_t rollbacks = 0;         ///< anomalies and corruptions rolled back
+  std::int64_t corruptions = 0;       ///< ranks' state digests that disagreed (rolled back)
+  std::int64_t steps_recomputed = 0;  ///< steps computed again after those rollbacks
+  std::int64_t oom_retries = 0;       ///< out-of-memory: cache emptied, the step tried again
+  std::int64_t backoffs = 0;          ///< out-of-memory: the micro-batch halved
+  std::int64_t regrowths = 0;         ///< the micro-batch doubled again after clean steps
+  std::int64_t peer_retries = 0;      ///< a step computed again for another rank's fault
+  std::int64_t steps_skipped = 0;     ///< training steps skipped on overflow (Trainer)
+  /// Steps skipped after repeating an anomaly (RunnerOptions::repeated_anomaly = skip).
+  std::int64_t anomalous_steps_skipped = 0;
   std::int64_t loss_scale_changes = 0;   ///< loss-scale raises after clean steps (Trainer)
   std::int64_t checkpoint_failures = 0;  ///< checkpoints that could not be written
   std::int64_t checkpoints_skipped = 0;  ///< invalid checkpoints passed over when loading

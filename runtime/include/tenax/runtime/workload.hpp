@@ -108,6 +108,19 @@ class Workload {
   /// Runner also scans every floating tensor of the state for NaN/Inf.
   [[nodiscard]] virtual std::optional<std::string> check() const { return std::nullopt; }
 
+  /// Skips step `step` (counted from 0) for good: the step failed again after a rollback, with
+  /// the same inputs, and the run's policy is to skip it (RunnerOptions::repeated_anomaly). The
+  /// state stays that of the step before, and the next step() is `step` + 1. Return true when
+  /// done; false (the default) when the workload cannot go on without the step, and the run stops
+  /// as if the policy were stop. Called on every rank alike, between steps (the staged step was
+  /// discarded).
+  [[nodiscard]] virtual bool skip_step(std::int64_t /*step*/) { return false; }
+
+  /// What step `step` (counted from 0) computes from, for the messages about it (a training
+  /// step: its samples, "samples 2048..2111 of the data order"); "" (the default) when there is
+  /// nothing to name.
+  [[nodiscard]] virtual std::string describe_step(std::int64_t /*step*/) const { return {}; }
+
   /// Whether the job reached its goal before RunnerOptions::total_steps (a solve that converged):
   /// the Runner then stops taking steps, checkpoints and reports completion. Checked before every
   /// step, including the first after a resume.

@@ -32,14 +32,23 @@ struct ArrayData {
   [[nodiscard]] std::int64_t d_out() const { return classification() ? classes : y.shape()[1]; }
 };
 
+/// What read_array_data does with a NaN or an infinity among the inputs or regression targets.
+enum class NonFiniteValues : std::uint8_t {
+  refuse,  ///< a UsageError naming the first one's sample (the default)
+  /// kept as they are: every step whose batch holds such a sample fails, and a run that skips
+  /// such steps (runtime::RunnerOptions::repeated_anomaly = skip) trains on the rest
+  keep
+};
+
 /// Reads /x and /y of `path` (see the file). `classes`: the class count of a classification set,
 /// or 0 to take the largest label + 1 (refused when that is more classes than samples, which a
 /// stray label such as 1000000 among 0 and 1 would imply, or fewer than 2); must be 0 for
 /// regression targets. `classes_flag` names the program's flag for `classes` in the fixes (e.g.
 /// "--classes"), or is empty. Throws IoError when the file or a dataset cannot be read, and
-/// UsageError naming the file, the dataset, the sample and the fix for a shape, a non-finite
-/// value or a label that breaks the rules.
+/// UsageError naming the file, the dataset, the sample and the fix for a shape, a label that
+/// breaks the rules or (`non_finite` = refuse) a non-finite value.
 [[nodiscard]] ArrayData read_array_data(const std::filesystem::path& path, std::int64_t classes = 0,
-                                        std::string_view classes_flag = {});
+                                        std::string_view classes_flag = {},
+                                        NonFiniteValues non_finite = NonFiniteValues::refuse);
 
 }  // namespace tenax::train

@@ -57,6 +57,12 @@ struct TrainingJob {
   /// gradients, every TrainingWorkloadOptions::evaluate_every steps and by evaluate(). Asked for
   /// once, when first evaluated.
   std::function<Batch()> validation;
+  /// What step `step` reads, for the messages about it (optional): e.g. the data rows of its
+  /// samples. Without it: "samples kB..kB+B-1 of the sample order".
+  std::function<std::string(std::int64_t step)> describe;
+  /// Called after each step is committed with its result (optional): a job's own log line. It
+  /// runs inside the commit, so it must not allocate from the memory pool.
+  std::function<void(std::int64_t step, const TrainStepResult& result)> committed;
 };
 
 /// Which parameters the optimizer's weight decay applies to.
@@ -115,11 +121,18 @@ class TrainingWorkload final : public runtime::Workload {
   void commit_step() override;
   /// Drops the staged update.
   void discard_step() override;
-  /// "model/...", "training/...", "loss" (the loss of every step so far), "skipped_steps" and,
-  /// once evaluated, "val_loss".
+  /// "model/...", "training/...", "loss" (the loss of every step taken so far), "skipped_steps",
+  /// "skipped_batches" (the steps skipped for repeated anomalies) and, once evaluated,
+  /// "val_loss".
   [[nodiscard]] StateDict save_state() const override;
   /// Restores a save_state() (strict).
   void load_state(const StateDict& state) override;
+  /// Skips the step for good (a repeated anomaly, RunnerOptions::repeated_anomaly = skip): the
+  /// model and optimizer stay as they are, no loss is recorded, and the step is listed in
+  /// skipped_batches(). Always true.
+  [[nodiscard]] bool skip_step(std::int64_t step) override;
+  /// TrainingJob::describe, or the step's sample positions.
+  [[nodiscard]] std::string describe_step(std::int64_t step) const override;
   /// True: every rank holds the whole model (a run resumes on any number of ranks).
   [[nodiscard]] bool replicated_state() const override { return true; }
   /// loss, grad_norm and lr of the last committed step, loss_scale under f16, and val_loss after
@@ -132,13 +145,17 @@ class TrainingWorkload final : public runtime::Workload {
   /// @name Results
   ///@{
 
-  /// The loss of every committed step, in order.
+  /// The loss of every committed step, in order (a step skipped for a repeated anomaly has none).
   [[nodiscard]] std::vector<double> losses() const;
   /// The result of the last committed step (after a resume, only its loss is known until a step
   /// runs).
   [[nodiscard]] const TrainStepResult& last() const noexcept { return last_; }
   /// Steps skipped on f16 overflow so far.
   [[nodiscard]] std::int64_t skipped_steps() const noexcept { return skipped_; }
+  /// The steps (counted from 0) skipped for good after a repeated anomaly, in order.
+  [[nodiscard]] const std::vector<std::int64_t>& skipped_batches() const noexcept {
+    return skipped_batches_;
+  }
   /// The optimizer, schedule, loss scaler and Trainer.
   [[nodiscard]] Training& training() noexcept { return *training_; }
   /// The precision's dtypes (compute the forward pass in compute_dtype()).
@@ -163,6 +180,8 @@ class TrainingWorkload final : public runtime::Workload {
   Tensor loss_history_;  // f64 [steps], allocated once so that a commit never allocates
   std::int64_t loss_count_ = 0;
   std::int64_t skipped_ = 0;
+  std::vector<std::int64_t> skipped_batches_;
+  std::int64_t staged_step_ = 0;  // the step staged by step(), for TrainingJob::committed
   std::optional<TrainStepResult> staged_;
   TrainStepResult last_;
   Batch validation_;                       // asked for once
