@@ -52,16 +52,6 @@ void check_indices(const char* op, const Tensor& indices, std::int64_t vocab) {
   }
 }
 
-template <class S>
-const compute_t<S>* optional_data(const Tensor& t) {
-  return t.defined() ? static_cast<const compute_t<S>*>(t.data()) : nullptr;
-}
-
-template <class S>
-compute_t<S>* optional_out(const Tensor& t) {
-  return t.defined() ? static_cast<compute_t<S>*>(t.data()) : nullptr;
-}
-
 }  // namespace
 
 void softmax_cross_entropy(CpuContext& context, const SoftmaxCrossEntropyArgs& args) {
@@ -120,8 +110,8 @@ void layer_norm(CpuContext& context, const LayerNormArgs& args) {
     using S = typename decltype(tag)::type;
     using C = compute_t<S>;
     const LayerNormBody<S> body{static_cast<const S*>(args.x.data()),
-                                optional_data<S>(args.weight),
-                                optional_data<S>(args.bias),
+                                optional_data<const C>(args.weight),
+                                optional_data<const C>(args.bias),
                                 static_cast<S*>(args.y.data()),
                                 static_cast<C*>(args.mean.data()),
                                 static_cast<C*>(args.rstd.data()),
@@ -137,7 +127,7 @@ void layer_norm_grad_input(CpuContext& context, const LayerNormGradInputArgs& ar
     using C = compute_t<S>;
     const LayerNormGradInputBody<S> body{static_cast<const S*>(args.dy.data()),
                                          static_cast<const S*>(args.x.data()),
-                                         optional_data<S>(args.weight),
+                                         optional_data<const C>(args.weight),
                                          static_cast<const C*>(args.mean.data()),
                                          static_cast<const C*>(args.rstd.data()),
                                          static_cast<S*>(args.dx.data()),
@@ -154,8 +144,8 @@ void layer_norm_grad_params(CpuContext& context, const LayerNormGradParamsArgs& 
                                           static_cast<const S*>(args.x.data()),
                                           static_cast<const C*>(args.mean.data()),
                                           static_cast<const C*>(args.rstd.data()),
-                                          optional_out<S>(args.dweight),
-                                          optional_out<S>(args.dbias),
+                                          optional_data<C>(args.dweight),
+                                          optional_data<C>(args.dbias),
                                           args.rows,
                                           args.d};
     // Columns over the threads: each sums its rows in order.

@@ -36,20 +36,6 @@ void softmax_cross_entropy_grad(const SoftmaxCrossEntropyGradArgs& args) {
   });
 }
 
-namespace {
-
-template <class S>
-const compute_t<S>* optional_data(const Tensor& t) {
-  return t.defined() ? static_cast<const compute_t<S>*>(t.data()) : nullptr;
-}
-
-template <class S>
-compute_t<S>* optional_out(const Tensor& t) {
-  return t.defined() ? static_cast<compute_t<S>*>(t.data()) : nullptr;
-}
-
-}  // namespace
-
 void softmax(const SoftmaxArgs& args) {
   kernels::detail::dispatch_float(args.x.dtype(), "softmax", [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -79,8 +65,8 @@ void layer_norm(const LayerNormArgs& args) {
     using C = compute_t<S>;
     detail::for_each(
         args.x.device(), args.rows,
-        LayerNormBody<S>{static_cast<const S*>(args.x.data()), optional_data<S>(args.weight),
-                         optional_data<S>(args.bias), static_cast<S*>(args.y.data()),
+        LayerNormBody<S>{static_cast<const S*>(args.x.data()), optional_data<const C>(args.weight),
+                         optional_data<const C>(args.bias), static_cast<S*>(args.y.data()),
                          static_cast<C*>(args.mean.data()), static_cast<C*>(args.rstd.data()),
                          args.d, static_cast<C>(args.eps)},
         "layer_norm kernel");
@@ -95,7 +81,7 @@ void layer_norm_grad_input(const LayerNormGradInputArgs& args) {
         args.x.device(), args.rows,
         LayerNormGradInputBody<S>{
             static_cast<const S*>(args.dy.data()), static_cast<const S*>(args.x.data()),
-            optional_data<S>(args.weight), static_cast<const C*>(args.mean.data()),
+            optional_data<const C>(args.weight), static_cast<const C*>(args.mean.data()),
             static_cast<const C*>(args.rstd.data()), static_cast<S*>(args.dx.data()), args.d},
         "layer_norm_grad_input kernel");
   });
@@ -110,7 +96,7 @@ void layer_norm_grad_params(const LayerNormGradParamsArgs& args) {
         LayerNormGradParamsBody<S>{
             static_cast<const S*>(args.dy.data()), static_cast<const S*>(args.x.data()),
             static_cast<const C*>(args.mean.data()), static_cast<const C*>(args.rstd.data()),
-            optional_out<S>(args.dweight), optional_out<S>(args.dbias), args.rows, args.d},
+            optional_data<C>(args.dweight), optional_data<C>(args.dbias), args.rows, args.d},
         "layer_norm_grad_params kernel");
   });
 }

@@ -23,14 +23,7 @@ testing::CommandOutput model(const fs::path& run_dir, const std::string& flags =
 }
 
 TEST(TutorialModel, ThePageShowsTheProgramAsItIs) {
-  const std::string page = read_text(kSource / "docs/tutorial-model.md");
-  const std::string code = read_text(kSource / "docs/tutorial/model.cpp");
-  EXPECT_TRUE(testing::quotes_whole(page, code))
-      << "docs/tutorial-model.md must quote docs/tutorial/model.cpp whole, in a cpp block";
-  EXPECT_NE(read_text(kSource / "docs/tutorial.md").find("(tutorial-model.md)"), std::string::npos)
-      << "docs/tutorial.md must link the page";
-  EXPECT_NE(read_text(kSource / "README.md").find("(docs/tutorial-model.md)"), std::string::npos)
-      << "README.md must link the page";
+  testing::expect_linked_page_quoting("tutorial-model.md", "tutorial/model.cpp");
 }
 
 TEST(TutorialModel, LearnsAndResumesToTheSameBits) {

@@ -85,6 +85,19 @@ inline bool quotes_whole(const std::string& page, const std::string& code) {
   return !code.empty() && page.find("```cpp\n" + code + "```") != std::string::npos;
 }
 
+// A tutorial page of docs/ (`page`, e.g. "tutorial-model.md") quotes its program
+// (`program`, e.g. "tutorial/model.cpp") whole, and docs/tutorial.md and README.md link it.
+inline void expect_linked_page_quoting(const std::string& page, const std::string& program) {
+  const fs::path docs = fs::path(TENAX_SOURCE_DIR) / "docs";
+  EXPECT_TRUE(quotes_whole(read_text(docs / page), read_text(docs / program)))
+      << "docs/" << page << " must quote docs/" << program << " whole, in a cpp block";
+  EXPECT_NE(read_text(docs / "tutorial.md").find("(" + page + ")"), std::string::npos)
+      << "docs/tutorial.md must link the page";
+  EXPECT_NE(read_text(fs::path(TENAX_SOURCE_DIR) / "README.md").find("(docs/" + page + ")"),
+            std::string::npos)
+      << "README.md must link the page";
+}
+
 // The newest checkpoint of a run directory (expected to exist).
 inline io::LoadedCheckpoint final_checkpoint(const fs::path& run_dir) {
   io::LoadedCheckpoint loaded = io::CheckpointStore(run_dir).load_latest();

@@ -80,14 +80,7 @@ double continuous_centre() {
 }
 
 TEST(TutorialSolve, ThePageShowsTheProgramAsItIs) {
-  const std::string page = read_text(kSource / "docs/tutorial-solve.md");
-  const std::string code = read_text(kSource / "docs/tutorial/membrane.cpp");
-  EXPECT_TRUE(testing::quotes_whole(page, code))
-      << "docs/tutorial-solve.md must quote docs/tutorial/membrane.cpp whole, in a cpp block";
-  EXPECT_NE(read_text(kSource / "docs/tutorial.md").find("(tutorial-solve.md)"), std::string::npos)
-      << "docs/tutorial.md must link the page";
-  EXPECT_NE(read_text(kSource / "README.md").find("(docs/tutorial-solve.md)"), std::string::npos)
-      << "README.md must link the page";
+  testing::expect_linked_page_quoting("tutorial-solve.md", "tutorial/membrane.cpp");
 }
 
 // A whole solve: converged to the tolerance by the residual computed here from the checkpointed

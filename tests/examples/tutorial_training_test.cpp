@@ -23,15 +23,7 @@ testing::CommandOutput fit(const fs::path& run_dir, const std::string& flags = "
 }
 
 TEST(TutorialTraining, ThePageShowsTheProgramAsItIs) {
-  const std::string page = read_text(kSource / "docs/tutorial-training.md");
-  const std::string code = read_text(kSource / "docs/tutorial/fit.cpp");
-  EXPECT_TRUE(testing::quotes_whole(page, code))
-      << "docs/tutorial-training.md must quote docs/tutorial/fit.cpp whole, in a cpp block";
-  EXPECT_NE(read_text(kSource / "docs/tutorial.md").find("(tutorial-training.md)"),
-            std::string::npos)
-      << "docs/tutorial.md must link the page";
-  EXPECT_NE(read_text(kSource / "README.md").find("(docs/tutorial-training.md)"), std::string::npos)
-      << "README.md must link the page";
+  testing::expect_linked_page_quoting("tutorial-training.md", "tutorial/fit.cpp");
 }
 
 // A whole run learns: the loss of its last step is a small fraction of the first step's (both read

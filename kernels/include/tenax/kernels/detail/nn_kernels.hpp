@@ -115,6 +115,13 @@ struct EmbeddingGradArgs {
   std::int64_t vocab = 0;
 };
 
+/// The data of an operand the op may go without (layer_norm's weight and bias, its gradients),
+/// as C* (the compute type of its op): nullptr for an undefined tensor.
+template <class C>
+[[nodiscard]] C* optional_data(const Tensor& t) {
+  return t.defined() ? static_cast<C*>(t.data()) : nullptr;
+}
+
 }  // namespace tenax::kernels
 
 // X(name, Args) for every kernel; declares each backend and generates the stubs.
