@@ -40,6 +40,11 @@ struct Settings {
                                 "samples per forward pass (0: the batch); halved on out-of-memory")
                         .at_least(0)
                         .not_recorded()),
+        dropout(app.setting("dropout", 0.0,
+                            "dropout probability after the embeddings and on the "
+                            "residual branches (0: none)")
+                    .at_least(0.0)
+                    .expect([](const double& p) { return p < 1; }, "a probability below 1")),
         weight_decay(app.setting("weight-decay", 0.01,
                                  "AdamW's decoupled weight decay (of the "
                                  "weight matrices and embeddings)")
@@ -67,7 +72,7 @@ struct Settings {
   tenax::app::Setting<double>& val_fraction;
   tenax::app::Setting<bool>& sequential;
   tenax::app::Setting<std::int64_t>&layers, &d_model, &heads, &context, &batch, &micro_batch;
-  tenax::app::Setting<double>& weight_decay;
+  tenax::app::Setting<double>&dropout, &weight_decay;
   tenax::app::Setting<std::int64_t>&warmup, &eval_every;
   tenax::app::Setting<std::uint64_t>& seed;
   tenax::app::Setting<std::string>&init, &output;
@@ -77,9 +82,10 @@ struct Settings {
 };
 
 // N bytes drawn one after the other from the model's next-byte distribution, after the prompt.
-std::string generate(const nn::GptModel& model, const Settings& o, tenax::Device device) {
+std::string generate(nn::GptModel& model, const Settings& o, tenax::Device device) {
   std::string text = o.prompt().empty() ? std::string(" ") : o.prompt();
   const ad::NoGradScope no_grad;
+  model.eval();  // no dropout
   for (std::int64_t i = 0; i < o.sample(); ++i) {
     const auto t = std::min<std::int64_t>(static_cast<std::int64_t>(text.size()), o.context());
     Tensor tokens = Tensor::empty({1, t}, tenax::DType::i64);
@@ -109,7 +115,8 @@ int run(const Settings& o, tenax::app::Job& job) {
                              .context = o.context(),
                              .layers = o.layers(),
                              .d_model = o.d_model(),
-                             .heads = o.heads()};
+                             .heads = o.heads(),
+                             .dropout = o.dropout()};
   nn::GptModel model(config, tenax::DType::f32, device, o.seed());
   if (!o.init().empty()) nn::load_parameter_file(model, o.init());
   train::SampleOrder order(text.windows(train::TextPart::training), o.seed(), true);

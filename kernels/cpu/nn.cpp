@@ -180,6 +180,23 @@ void embedding_grad(CpuContext& context, const EmbeddingGradArgs& args) {
   });
 }
 
+void dropout(CpuContext& context, const DropoutArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "dropout", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    const DropoutBody<S> body{static_cast<const S*>(args.x.data()),
+                              static_cast<S*>(args.y.data()),
+                              args.per_sample,
+                              args.first_sample,
+                              args.seed,
+                              args.step,
+                              args.stream,
+                              static_cast<float>(args.p),
+                              static_cast<C>(1.0 / (1.0 - args.p))};
+    for_each_row(context, args.x.numel(), 1, body);
+  });
+}
+
 // The context-free overloads use the process's CPU context.
 #define TENAX_NN_ON_INSTANCE(name, Args) \
   void name(const Args& args) { name(CpuContext::instance(), args); }

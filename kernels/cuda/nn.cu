@@ -129,4 +129,17 @@ void embedding_grad(const EmbeddingGradArgs& args) {
   });
 }
 
+void dropout(const DropoutArgs& args) {
+  kernels::detail::dispatch_float(args.x.dtype(), "dropout", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    detail::for_each(
+        args.x.device(), args.x.numel(),
+        DropoutBody<S>{static_cast<const S*>(args.x.data()), static_cast<S*>(args.y.data()),
+                       args.per_sample, args.first_sample, args.seed, args.step, args.stream,
+                       static_cast<float>(args.p), static_cast<C>(1.0 / (1.0 - args.p))},
+        "dropout kernel");
+  });
+}
+
 }  // namespace tenax::kernels::cuda

@@ -348,4 +348,27 @@ void embedding_grad(const Tensor& indices, const Tensor& dy, const Tensor& dweig
                                  dweight.shape()[0]});
 }
 
+void dropout(const Tensor& x, double p, const DropoutKey& key, const Tensor& y) {
+  constexpr std::string_view op = "dropout";
+  detail::check_defined(op, "x", x);
+  detail::check_floating(op, "x", x);
+  detail::check_compatible(op, "x", x, "y", y);
+  TENAX_EXPECTS(x.shape().rank() >= 1, UsageError,
+                std::string(op) + ": x is " + x.describe() +
+                    ", a scalar, but samples are its "
+                    "first axis",
+                "pass x of shape [samples, ...]");
+  TENAX_EXPECTS(p >= 0.0 && p < 1.0, UsageError,
+                std::string(op) + ": p = " + std::to_string(p) + " is outside [0, 1)",
+                "pass the probability of zeroing an element, 0 <= p < 1");
+  TENAX_EXPECTS(key.first_sample >= 0, UsageError,
+                std::string(op) + ": the first sample is " + std::to_string(key.first_sample),
+                "pass the global index of x's first sample, >= 0");
+  if (y.data() != x.data()) check_no_overlap(op, "y", y, "x", x);
+  if (x.numel() == 0) return;
+  const std::int64_t per_sample = x.numel() / x.shape()[0];
+  run(x.device(), &kernels::cpu::dropout, &kernels::cuda::dropout,
+      kernels::DropoutArgs{x, y, per_sample, key.first_sample, key.seed, key.step, key.stream, p});
+}
+
 }  // namespace tenax::ops

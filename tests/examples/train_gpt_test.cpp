@@ -113,6 +113,20 @@ TEST_F(TrainGpt, MicroBatchesKillsBackoffAndNansChangeNoBitInEveryPrecision) {
   }
 }
 
+// Dropout masks are keyed by (seed, step, global sample, element): micro-batches and a kill
+// change no bit with dropout on either, and validation runs without it.
+TEST_F(TrainGpt, WithDropoutMicroBatchesAndAKillChangeNoBit) {
+  const std::string args = kSmall + " --dropout 0.2";
+  ASSERT_EQ(runs_->run("drop-ref", args).exit_code, 0);
+  ASSERT_EQ(runs_->run("drop-micro", args + " --micro-batch 8").exit_code, 0);
+  runs_->expect_bitwise_equal("drop-ref", "drop-micro", "--dropout 0.2 --micro-batch 8");
+  const testing::ProgramRun killed = runs_->run("drop-kill", args, true, "kill@step=7");
+  ASSERT_EQ(killed.exit_code, 0) << killed.output;
+  runs_->expect_bitwise_equal("drop-ref", "drop-kill", "--dropout 0.2, killed at step 7");
+  ASSERT_EQ(runs_->run("no-drop", kSmall).exit_code, 0);
+  EXPECT_NE(losses("drop-ref"), losses("no-drop")) << "dropout changes the training";
+}
+
 TEST_F(TrainGpt, AnF16OverflowSkipsTheStep) {
   const testing::ProgramRun run =
       runs_->run("overflow", kSmall + " --precision f16", false, "overflow@step=4");

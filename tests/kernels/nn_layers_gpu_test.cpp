@@ -127,5 +127,17 @@ TEST_F(NnLayersGpu, GeluTanhAgreesWithTheCpu) {
   }
 }
 
+TEST_F(NnLayersGpu, DropoutIsBitwiseTheCpus) {
+  for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
+    const Tensor x = uniform_tensor({37, 513}, dtype, 11, -2, 2);
+    const ops::DropoutKey key{5, 2, 9, 100};
+    Tensor y = Tensor::empty_like(x);
+    Tensor gy = Tensor::empty(x.shape(), dtype, gpu());
+    ops::dropout(x, 0.3, key, y);
+    ops::dropout(x.to(gpu()), 0.3, key, gy);
+    EXPECT_EQ(values_of(y), values_of(gy.to(Device::cpu()))) << to_string(dtype);
+  }
+}
+
 }  // namespace
 }  // namespace tenax

@@ -4,6 +4,7 @@
 // edge cases (huge logits, in place, empty) and the errors of bad operands (nothing written).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -298,6 +299,41 @@ TEST(NnLayers, SoftmaxRefusesBadAxesAndShapes) {
   expect_contains(usage_error([&] { ops::causal_softmax(x, y); }), {"[T, T]"});
   const Tensor ints = Tensor::empty({2, 3}, DType::i64);
   expect_contains(usage_error([&] { ops::softmax(ints, 1, ints); }), {"softmax"});
+}
+
+TEST(NnLayers, DropoutKeepsAboutOneMinusPScaledAndItsMaskIsAFunctionOfTheKey) {
+  const std::int64_t samples = 64;
+  const std::int64_t per = 1000;
+  Tensor x = Tensor::empty({samples, per}, DType::f32);
+  ops::fill(x, 1.0);
+  Tensor y = Tensor::empty_like(x);
+  const ops::DropoutKey key{7, 3, 11, 0};
+  ops::dropout(x, 0.25, key, y);
+  const std::vector<double> v = values_of(y);
+  std::int64_t kept = 0;
+  for (const double e : v) {
+    ASSERT_TRUE(e == 0.0 || e == static_cast<double>(1.0f / 0.75f)) << e;
+    kept += e != 0.0 ? 1 : 0;
+  }
+  // 64000 Bernoulli(0.75) draws: within 5 standard deviations (110) of 48000.
+  EXPECT_NEAR(static_cast<double>(kept), 48000.0, 550.0);
+  // The same key gives the same mask for the samples however they are split.
+  Tensor tail = Tensor::empty({samples - 24, per}, DType::f32);
+  ops::dropout(x.slice(24, samples), 0.25, {7, 3, 11, 24}, tail);
+  const std::vector<double> t = values_of(tail);
+  EXPECT_TRUE(std::equal(t.begin(), t.end(), v.begin() + 24 * per)) << "a split of the batch";
+  // Another stream, step or seed: another mask; p = 0 copies.
+  for (const ops::DropoutKey other :
+       {ops::DropoutKey{7, 4, 11, 0}, ops::DropoutKey{7, 3, 12, 0}, ops::DropoutKey{8, 3, 11, 0}}) {
+    Tensor z = Tensor::empty_like(x);
+    ops::dropout(x, 0.25, other, z);
+    EXPECT_NE(values_of(z), v);
+  }
+  Tensor copy = Tensor::empty_like(x);
+  ops::dropout(x, 0.0, key, copy);
+  EXPECT_EQ(values_of(copy), values_of(x));
+  expect_contains(usage_error([&] { ops::dropout(x, 1.0, key, y); }), {"dropout", "p = 1"});
+  expect_contains(usage_error([&] { ops::dropout(x, -0.1, key, y); }), {"[0, 1)"});
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "tenax/train/autodiff/layer_ops.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/nn/attention.hpp"
+#include "tenax/train/nn/dropout.hpp"
 #include "tenax/train/nn/embedding.hpp"
 #include "tenax/train/nn/layer_norm.hpp"
 #include "train/gradient_check.hpp"
@@ -201,6 +202,9 @@ TEST(LayerOpsGradients, EmbeddingGeluBatchedMatmulAndShapes) {
                   [](const std::vector<Variable>& p) {
                     return weighted_sum(batched_matmul(p[0], p[1], ops::Transpose::yes, 1.3), 22);
                   });
+  check_gradients({random_tensor({4, 6}, 30)}, [](const std::vector<Variable>& p) {
+    return weighted_sum(dropout(p[0], 0.4, 9, 1), 31);  // outside a Runner: step 0, one mask
+  });
   check_gradients({random_tensor({2, 3, 4}, 23)}, [](const std::vector<Variable>& p) {
     const Variable moved = permute(p[0], {2, 0, 1});
     return weighted_sum(reshape(narrow(moved, 0, 1, 3), Shape{2, 6}), 24);
@@ -220,8 +224,8 @@ TEST(LayerOpsGradients, LinearAndCrossEntropyOverSequences) {
 
 // ---- micro-batches ----
 
-// A small sequence model: token embedding, layer norm, attention, a linear head and the mean
-// cross-entropy over every position; its parameter gradients summed over micro-batches of the
+// A small sequence model: token embedding, layer norm, attention, dropout, a linear head and the
+// mean cross-entropy over every position; its parameter gradients summed over micro-batches of the
 // sizes given, grain by grain (one sample a grain), as the Trainer runs them.
 std::vector<std::vector<double>> gradients_in_micro_batches(
     const std::vector<std::int64_t>& sizes) {
@@ -232,6 +236,7 @@ std::vector<std::vector<double>> gradients_in_micro_batches(
   ops::copy(norm.weight().value(), formula({8}, 3, 1, 7));
   nn::CausalSelfAttention attention(8, 2, DType::f32, Device::cpu(), 3, tokens.end_offset());
   const nn::Linear head(8, 7, DType::f32, Device::cpu(), 3, attention.end_offset());
+  const nn::Dropout drop(0.3, 5, 0);  // its mask keyed by the global sample
   Tensor ids = Tensor::empty({batch, t}, DType::i64);
   Tensor next = Tensor::empty({batch, t}, DType::i64);
   for (std::int64_t i = 0; i < batch * t; ++i) {
@@ -243,7 +248,7 @@ std::vector<std::vector<double>> gradients_in_micro_batches(
   for (const std::int64_t size : sizes) {
     GrainScope::set_row_offset(begin);
     const Variable x = norm.forward(tokens.forward(ids.slice(begin, begin + size)));
-    const Variable logits = head.forward(attention.forward(x));
+    const Variable logits = head.forward(drop.forward(attention.forward(x)));
     backward(cross_entropy(logits, next.slice(begin, begin + size),
                            LossOptions{.divisor = static_cast<double>(batch * t)}));
     begin += size;
@@ -297,6 +302,7 @@ TEST(LayerOpsErrors, BadOperandsAreRefusedNamingThem) {
       usage_error([] { nn::CausalSelfAttention bad(10, 4, DType::f32, Device::cpu(), 1); }),
       {"heads = 4", "split d evenly"});
   expect_contains(usage_error([] { nn::LayerNorm bad(0, DType::f32, Device::cpu()); }), {"d = 0"});
+  expect_contains(usage_error([] { nn::Dropout bad(1.0, 1, 0); }), {"p = 1"});
   expect_contains(usage_error([] { nn::Embedding bad(5, 3, DType::bf16, Device::cpu(), 1); }),
                   {"bf16"});
 }

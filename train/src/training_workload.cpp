@@ -123,6 +123,13 @@ double TrainingWorkload::evaluate() {
   const std::int64_t samples = validation_[0].shape()[0];
   const autodiff::LossOptions sum_options{.divisor = 1.0};  // each grain's loss sum
   const autodiff::NoGradScope no_grad;
+  // In evaluation mode (no dropout), back to training mode however it ends.
+  struct EvalMode {
+    nn::Module& model;
+    bool was_training;
+    ~EvalMode() { model.train(was_training); }
+  } mode{model_, model_.is_training()};
+  model_.eval();
   double total = 0;
   for (std::int64_t begin = 0; begin < samples; begin += grain_) {
     const std::int64_t end = std::min(samples, begin + grain_);

@@ -55,6 +55,11 @@ GrainScope::~GrainScope() { state() = GrainState{}; }
 
 std::int64_t GrainScope::rows() noexcept { return state().grain_rows; }
 
+std::int64_t GrainScope::row_offset() noexcept {
+  const GrainState& s = state();
+  return s.grain_rows > 0 ? s.row_offset : 0;
+}
+
 void GrainScope::set_row_offset(std::int64_t row) {
   GrainState& s = state();
   TENAX_EXPECTS(s.grain_rows > 0 && row >= 0 && row % s.grain_rows == 0, UsageError,

@@ -13,6 +13,7 @@
 #include "tenax/kernels/ops_linalg.hpp"
 #include "tenax/kernels/ops_nn.hpp"
 #include "tenax/kernels/ops_shape.hpp"
+#include "tenax/runtime/step_notices.hpp"
 #include "tenax/train/autodiff/grain.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 
@@ -193,6 +194,21 @@ Variable embedding(const Variable& weight, const Tensor& indices) {
         ops::embedding_grad(index_rows.slice(begin, end), g_rows.slice(begin, end), dw);
         Tape::accumulate_grain_grad(weight, dw, GrainScope::grain_index(begin));
       });
+    };
+  });
+}
+
+Variable dropout(const Variable& x, double p, std::uint64_t seed, std::uint32_t stream) {
+  check_defined("dropout", "x", x);
+  const ops::DropoutKey key{seed, stream, static_cast<std::uint32_t>(runtime::current_step()),
+                            GrainScope::row_offset()};
+  Tensor value = Tensor::empty_like(x.value());
+  ops::dropout(x.value(), p, key, value);
+  return finish("dropout", {&x}, std::move(value), [&] {
+    return [x, p, key](const Tensor& g) {
+      Tensor dx = Tensor::empty_like(g);
+      ops::dropout(g, p, key, dx);  // the same mask, the same scale
+      Tape::accumulate_grad(x, dx);
     };
   });
 }

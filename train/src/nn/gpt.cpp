@@ -48,22 +48,27 @@ Variable GptMlp::forward(const Variable& x) const {
   return proj_.forward(autodiff::gelu(fc_.forward(x), gelu_));
 }
 
-GptBlock::GptBlock(const GptConfig& config, DType dtype, Device device, std::uint64_t seed,
-                   std::uint64_t offset)
+// The dropout streams: 0 after the embeddings, 1 + 2 i and 2 + 2 i in block i.
+GptBlock::GptBlock(const GptConfig& config, std::int64_t index, DType dtype, Device device,
+                   std::uint64_t seed, std::uint64_t offset)
     : Module("GptBlock"),
       ln1_(config.d_model, dtype, device, config.layer_norm_eps),
       attn_(config.d_model, config.heads, dtype, device, seed, offset),
       ln2_(config.d_model, dtype, device, config.layer_norm_eps),
-      mlp_(config.d_model, config.gelu, dtype, device, seed, attn_.end_offset()) {
+      mlp_(config.d_model, config.gelu, dtype, device, seed, attn_.end_offset()),
+      attn_drop_(config.dropout, seed, static_cast<std::uint32_t>(1 + 2 * index)),
+      mlp_drop_(config.dropout, seed, static_cast<std::uint32_t>(2 + 2 * index)) {
   register_module("ln1", ln1_);
   register_module("attn", attn_);
   register_module("ln2", ln2_);
   register_module("mlp", mlp_);
+  register_module("attn_drop", attn_drop_);
+  register_module("mlp_drop", mlp_drop_);
 }
 
 Variable GptBlock::forward(const Variable& x) const {
-  const Variable h = autodiff::add(x, attn_.forward(ln1_.forward(x)));
-  return autodiff::add(h, mlp_.forward(ln2_.forward(h)));
+  const Variable h = autodiff::add(x, attn_drop_.forward(attn_.forward(ln1_.forward(x))));
+  return autodiff::add(h, mlp_drop_.forward(mlp_.forward(ln2_.forward(h))));
 }
 
 GptModel::GptModel(const GptConfig& config, DType dtype, Device device, std::uint64_t seed)
@@ -73,17 +78,19 @@ GptModel::GptModel(const GptConfig& config, DType dtype, Device device, std::uin
       tok_emb_(config.vocab, config.d_model, dtype, device, seed, 0, kEmbeddingStd),
       pos_emb_(config.context, config.d_model, dtype, device, seed, tok_emb_.end_offset(),
                kEmbeddingStd),
+      drop_(config.dropout, seed, 0),
       ln_f_(config.d_model, dtype, device, config.layer_norm_eps),
       // Drawn before the blocks (the order of the draws is the model's own).
       head_(Linear::without_bias(config.d_model, config.vocab, dtype, device, seed,
                                  pos_emb_.end_offset())) {
   std::uint64_t next = head_.end_offset();
   for (std::int64_t i = 0; i < config.layers; ++i) {
-    blocks_.push_back(GptBlock(config, dtype, device, seed, next));
+    blocks_.push_back(GptBlock(config, i, dtype, device, seed, next));
     next = blocks_[static_cast<std::size_t>(i)].end_offset();
   }
   register_module("tok_emb", tok_emb_);
   register_module("pos_emb", pos_emb_);
+  register_module("drop", drop_);
   register_module("blocks", blocks_);
   register_module("ln_f", ln_f_);
   register_module("head", head_);
@@ -104,6 +111,7 @@ Variable GptModel::forward(const Tensor& tokens, DType compute) const {
   for (std::int64_t i = 0; i < batch * t; ++i) positions.data_as<std::int64_t>()[i] = i % t;
   Variable x = autodiff::add(tok_emb_.forward(tokens), pos_emb_.forward(positions.to(device_)));
   if (x.value().dtype() != compute) x = autodiff::cast(x, compute);
+  x = drop_.forward(x);
   for (const GptBlock& block : blocks_) x = block.forward(x);
   return head_.forward(ln_f_.forward(x));
 }

@@ -27,6 +27,8 @@
 /// throws NotCompiledError for CUDA tensors.
 #pragma once
 
+#include <cstdint>
+
 #include "tenax/core/tensor.hpp"
 
 namespace tenax::ops {
@@ -101,6 +103,26 @@ void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out);
 /// dtype of dweight) whose index is v, added in the order of the indices; rows no index names are
 /// 0. dweight is overwritten.
 void embedding_grad(const Tensor& indices, const Tensor& dy, const Tensor& dweight);
+///@}
+
+/// @name Dropout
+///@{
+
+/// What a dropout mask is a function of, besides the element: the element's position is
+/// (sample, element of the sample), the sample counted in the whole batch.
+struct DropoutKey {
+  std::uint64_t seed = 0;         ///< the run's seed
+  std::uint32_t stream = 0;       ///< which dropout of the model (each its own mask)
+  std::uint32_t step = 0;         ///< the optimizer step (the mask changes every step)
+  std::int64_t first_sample = 0;  ///< the global index of x's first sample (x's first axis)
+};
+
+/// y = x * keep / (1 - p): x of any floating dtype and shape [samples, ...] (rank >= 1), element
+/// e of sample first_sample + s kept when its uniform, drawn by Philox from (key.seed,
+/// key.stream, key.step, global sample, e), is >= p. So the mask is the same for any
+/// micro-batch, any number of ranks and after a resume, and the same call on the output
+/// gradient is the backward. 0 <= p < 1 (UsageError otherwise; p = 0 copies). y may be x.
+void dropout(const Tensor& x, double p, const DropoutKey& key, const Tensor& y);
 ///@}
 
 }  // namespace tenax::ops

@@ -163,7 +163,7 @@ class TrainingWorkload final : public runtime::Workload {
   /// What the loss divides by: batch * terms_per_sample.
   [[nodiscard]] double loss_divisor() const noexcept { return divisor_; }
   /// The mean loss over the validation set (TrainingJob::validation) with the model as it is,
-  /// without gradients, one grain of samples at a time, the grains' sums added in order: the same
+  /// in evaluation mode (Module::eval: no dropout), without gradients, one grain of samples at a time, the grains' sums added in order: the same
   /// bits for any micro-batch, and memory for one grain only. UsageError without a validation set.
   [[nodiscard]] double evaluate();
   /// The validation loss of the last evaluation in a step (nullopt before the first).

@@ -13,6 +13,7 @@
 
 #include "tenax/core/half.hpp"
 #include "tenax/core/host_device.hpp"
+#include "tenax/core/philox.hpp"
 #include "tenax/kernels/detail/elementwise_bodies.hpp"
 
 namespace tenax::kernels {
@@ -322,6 +323,37 @@ struct EmbeddingGradBody {
       S& target = dweight[index * d + j];
       store(target, load(target) + load(dy[i * d + j]));
     }
+  }
+};
+
+/// Dropout of x viewed as [samples, per_sample]: element e of sample first_sample + i / per_sample
+/// is kept, scaled by 1 / (1 - p), when its uniform u >= p, and zeroed otherwise, where u comes
+/// from one Philox block keyed by the seed, counter (e, sample, step, 0x80000000 | stream): a
+/// pure function of (seed, stream, step, global sample, element), whatever the micro-batch, the
+/// rank or the backend. (The high bit of counter word 3 keeps these blocks apart from the draws
+/// of ops::random_uniform/normal, whose word 3 is 0.) Applied to a gradient with the same key it
+/// is the dropout's backward.
+template <class S>
+struct DropoutBody {
+  const S* x;
+  S* y;
+  std::int64_t per_sample;
+  std::int64_t first_sample;
+  std::uint64_t seed;
+  std::uint32_t step;
+  std::uint32_t stream;
+  float p;
+  compute_t<S> scale;  // 1 / (1 - p)
+
+  TENAX_HD void operator()(std::int64_t i) const {
+    using C = compute_t<S>;
+    const auto element = static_cast<std::uint32_t>(i % per_sample);
+    const auto sample = static_cast<std::uint32_t>(first_sample + i / per_sample);
+    const Uint32x4 bits = philox4x32_10(
+        Uint32x4{element, sample, step, 0x80000000u | stream},
+        Uint32x2{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)});
+    const float u = static_cast<float>(bits.v[0] >> 8) * 0x1p-24f;
+    store(y[i], u >= p ? load(x[i]) * scale : C(0));
   }
 };
 

@@ -115,6 +115,18 @@ struct EmbeddingGradArgs {
   std::int64_t vocab = 0;
 };
 
+/// y = dropout(x) viewed as [samples, per_sample] (DropoutBody).
+struct DropoutArgs {
+  Tensor x;
+  Tensor y;
+  std::int64_t per_sample = 1;
+  std::int64_t first_sample = 0;
+  std::uint64_t seed = 0;
+  std::uint32_t step = 0;
+  std::uint32_t stream = 0;
+  double p = 0;
+};
+
 /// The data of an operand the op may go without (layer_norm's weight and bias, its gradients),
 /// as C* (the compute type of its op): nullptr for an undefined tensor.
 template <class C>
@@ -134,7 +146,8 @@ template <class C>
   X(layer_norm_grad_input, LayerNormGradInputArgs)           \
   X(layer_norm_grad_params, LayerNormGradParamsArgs)         \
   X(embedding, EmbeddingArgs)                                \
-  X(embedding_grad, EmbeddingGradArgs)
+  X(embedding_grad, EmbeddingGradArgs)                       \
+  X(dropout, DropoutArgs)
 
 #define TENAX_NN_DECLARE_KERNEL(name, Args) void name(const ::tenax::kernels::Args& args);
 #define TENAX_NN_DECLARE_CPU_KERNEL_WITH_CONTEXT(name, Args) \

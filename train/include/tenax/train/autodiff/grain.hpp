@@ -57,6 +57,9 @@ class GrainScope {
   /// The row of the whole batch where the rows the next ops see begin (the micro-batch's first
   /// row, a multiple of rows(): UsageError otherwise); 0 when the scope starts.
   static void set_row_offset(std::int64_t row);
+  /// The row of the whole batch where the current rows begin (set_row_offset's); 0 without a
+  /// scope. Ops keyed by global sample index (dropout) add it to their local row.
+  [[nodiscard]] static std::int64_t row_offset() noexcept;
   /// The global index of the grain that starts at local row `local_row` of the current rows.
   [[nodiscard]] static std::int64_t grain_index(std::int64_t local_row) noexcept;
 

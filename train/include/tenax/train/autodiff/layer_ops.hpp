@@ -56,6 +56,15 @@ enum class GeluApproximation {
 /// index outside [0, vocab) is a UsageError on the CPU and a NaN row on CUDA.
 [[nodiscard]] Variable embedding(const Variable& weight, const Tensor& indices);
 
+/// Dropout of x [batch, ...] with probability p (0 <= p < 1): each element zeroed with
+/// probability p, the others scaled by 1 / (1 - p), by a mask that is a function of (seed,
+/// stream, the Runner's current step, the element's global sample -- its row in the micro-batch
+/// plus the GrainScope's row offset -- and its place in the sample): the same mask for any
+/// micro-batch, any number of ranks and after a resume (ops::dropout). `stream` tells a model's
+/// dropouts apart. The gradient is the same mask applied to the output's gradient.
+[[nodiscard]] Variable dropout(const Variable& x, double p, std::uint64_t seed,
+                               std::uint32_t stream);
+
 /// alpha * a b for a [..., m, k] and b [..., k, n], or alpha * a bᵀ for b [..., n, k] when
 /// transpose_b is Transpose::yes, with the same leading axes (the batch of matrices) -> [..., m,
 /// n]. One GEMM per matrix of the batch, in the operands' dtype (f16/bf16 with f32 accumulation).

@@ -7,7 +7,8 @@
 ///                                                             proj Linear(4d, d)
 /// logits = head(ln_f(x))                          head: Linear(d, vocab) without bias
 /// ```
-/// attn is CausalSelfAttention (attention.hpp); no dropout. Names: `tok_emb.weight`,
+/// attn is CausalSelfAttention (attention.hpp); with GptConfig::dropout, nn::Dropout after the
+/// embeddings' sum and on the output of attn and of mlp (no dropout of the attention weights). Names: `tok_emb.weight`,
 /// `pos_emb.weight`, `blocks.{i}.ln1.weight|bias`, `blocks.{i}.attn.qkv.weight|bias`,
 /// `blocks.{i}.attn.proj.weight|bias`, `blocks.{i}.ln2.*`, `blocks.{i}.mlp.fc.*`,
 /// `blocks.{i}.mlp.proj.*`, `ln_f.*`, `head.weight`; weights [out, in] as PyTorch stores them.
@@ -27,6 +28,7 @@
 #include "tenax/train/autodiff/layer_ops.hpp"
 #include "tenax/train/autodiff/variable.hpp"
 #include "tenax/train/nn/attention.hpp"
+#include "tenax/train/nn/dropout.hpp"
 #include "tenax/train/nn/embedding.hpp"
 #include "tenax/train/nn/layer_norm.hpp"
 #include "tenax/train/nn/linear.hpp"
@@ -44,6 +46,9 @@ struct GptConfig {
   /// The MLP's nonlinearity: the exact GELU (default) or GPT-2's tanh form.
   autodiff::GeluApproximation gelu = autodiff::GeluApproximation::none;
   double layer_norm_eps = 1e-5;  ///< every LayerNorm's eps
+  /// Dropout probability (0: none, the default) after the embeddings and on each block's two
+  /// residual branches, as GPT-2; its masks are keyed by the model's seed (nn::Dropout).
+  double dropout = 0;
 };
 
 /// A block's MLP: fc Linear(d, 4d), GELU, proj Linear(4d, d) (registered as `fc` and `proj`).
@@ -66,9 +71,9 @@ class GptMlp : public Module {
 /// One pre-LayerNorm block: x + attn(ln1(x)), then + mlp(ln2(x)) (`ln1`, `attn`, `ln2`, `mlp`).
 class GptBlock : public Module {
  public:
-  /// A block of `config`'s sizes, drawn from (seed, offset).
-  GptBlock(const GptConfig& config, DType dtype, Device device, std::uint64_t seed,
-           std::uint64_t offset);
+  /// Block `index` of `config`'s sizes, drawn from (seed, offset).
+  GptBlock(const GptConfig& config, std::int64_t index, DType dtype, Device device,
+           std::uint64_t seed, std::uint64_t offset);
   /// x [batch, T, d] -> [batch, T, d].
   [[nodiscard]] autodiff::Variable forward(const autodiff::Variable& x) const;
   /// The Philox offset after the block's draws.
@@ -79,6 +84,8 @@ class GptBlock : public Module {
   CausalSelfAttention attn_;
   LayerNorm ln2_;
   GptMlp mlp_;
+  Dropout attn_drop_;
+  Dropout mlp_drop_;
 };
 
 /// The whole model (see the file description).
@@ -100,6 +107,7 @@ class GptModel : public Module {
   Device device_;
   Embedding tok_emb_;
   Embedding pos_emb_;
+  Dropout drop_;
   ModuleList<GptBlock> blocks_;
   LayerNorm ln_f_;
   Linear head_;
