@@ -10,7 +10,8 @@ backward, AdamW.
 
  - tenax: `train_gpt --steps W+N` per precision (f32, bf16, f16), each step's seconds read from
    its event log (`"event":"step"` lines: the whole step as the Runner times it, without
-   checkpoints: --checkpoint-every 0, --eval-every 0); the median of the last N.
+   checkpoints or validation: --checkpoint-every 0, --eval-every 0, --val-fraction 0); the
+   median of the last N.
  - PyTorch 1.13: the same model and batch shapes, f32, and bf16 through CPU autocast (its CPU
    autocast has no f16: that row has no peer); the median of N timed steps after W.
  - Layers: forward + backward of causal self-attention (batch 32, T 128, d 256, 4 heads: the
@@ -44,7 +45,8 @@ def tenax_steps(build, precision, steps, warmup, threads, sizes):
     with tempfile.TemporaryDirectory() as run_dir:
         command = [str(build / "bin" / "train_gpt"), "--device", "cpu", "--progress", "quiet",
                    "--run-dir", run_dir, "--steps", str(warmup + steps), "--checkpoint-every",
-                   "0", "--eval-every", "0", "--precision", precision, "--data", TEXT,
+                   "0", "--eval-every", "0", "--val-fraction", "0", "--precision", precision,
+                   "--data", TEXT,
                    "--layers", str(sizes["layers"]), "--d-model", str(sizes["d_model"]),
                    "--heads", str(sizes["heads"]), "--context", str(sizes["context"]),
                    "--batch", str(sizes["batch"])]

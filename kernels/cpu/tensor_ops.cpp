@@ -36,13 +36,42 @@ struct CpuLauncher {
 
 }  // namespace
 
+// Slabs and padded rows a row at a time (SlabRowCopyBody, PadRowBody): the same copies without
+// a division per element.
 void slab_copy(CpuContext& context, const SlabCopyArgs& args) {
-  kernels::detail::run_slab_copy(args, CpuLauncher{context});
+  kernels::detail::dispatch_raw(args.dst.dtype(), [&](auto tag) {
+    using R = typename decltype(tag)::type;
+    CpuLauncher{context}.each(args.outer,
+                              SlabRowCopyBody<R>{kernels::detail::slab_copy_body<R>(args)},
+                              "slab_copy kernel", args.count * args.inner);
+  });
 }
 void pad(CpuContext& context, const PadArgs& args) {
-  kernels::detail::run_pad(args, CpuLauncher{context});
+  const std::int64_t row = args.out_extent * args.inner;
+  if (row == 0) return;
+  kernels::detail::dispatch_raw(args.dst.dtype(), [&](auto tag) {
+    using R = typename decltype(tag)::type;
+    CpuLauncher{context}.each(args.dst.numel() / row,
+                              PadRowBody<R>{kernels::detail::pad_body<R>(args)}, "pad kernel", row);
+  });
 }
 void strided_copy(CpuContext& context, const StridedCopyArgs& args) {
+  const StridedLayout& layout = args.layout;
+  const int last = layout.rank - 1;
+  // Contiguous rows of 8 elements or more on both sides (a permutation that keeps the last
+  // axis, a view of whole rows): a row at a time.
+  if (layout.rank >= 2 && layout.src_stride[last] == 1 && layout.dst_stride[last] == 1 &&
+      layout.extent[last] >= 8) {
+    kernels::detail::dispatch_raw(args.dst.dtype(), [&](auto tag) {
+      using R = typename decltype(tag)::type;
+      CpuLauncher{context}.each(
+          args.count / layout.extent[last],
+          StridedRowCopyBody<R>{static_cast<const R*>(args.src.data()) + args.src_offset,
+                                static_cast<R*>(args.dst.data()) + args.dst_offset, layout},
+          "strided copy kernel", layout.extent[last]);
+    });
+    return;
+  }
   kernels::detail::run_strided_copy(args, CpuLauncher{context});
 }
 void gather(CpuContext& context, const GatherArgs& args) {

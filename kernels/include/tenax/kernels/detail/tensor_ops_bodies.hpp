@@ -68,6 +68,20 @@ struct SlabCopyBody {
   }
 };
 
+/// SlabCopyBody a slab at a time: slab o is count * inner contiguous elements on both sides,
+/// copied in order (the same element copies). The CPU backend runs it (no division per element).
+template <class R>
+struct SlabRowCopyBody {
+  SlabCopyBody<R> slab;
+
+  TENAX_HD void operator()(std::int64_t o) const {
+    const std::int64_t length = slab.count * slab.inner;
+    const R* from = slab.src + (o * slab.src_extent + slab.src_begin) * slab.inner;
+    R* to = slab.dst + (o * slab.dst_extent + slab.dst_begin) * slab.inner;
+    for (std::int64_t e = 0; e < length; ++e) to[e] = from[e];
+  }
+};
+
 /// The pad modes of ops::PadMode, as the bodies see them.
 enum class PadKind : int { constant = 0, periodic = 1, reflect = 2 };
 
@@ -114,6 +128,30 @@ struct PadBody {
   }
 };
 
+/// PadBody an outer row at a time: row o's out_extent * inner elements, in order (the same
+/// element values). The CPU backend runs it (no division per element).
+template <class R>
+struct PadRowBody {
+  PadBody<R> pad;
+
+  TENAX_HD void operator()(std::int64_t o) const {
+    R* out = pad.dst + o * pad.out_extent * pad.inner;
+    for (std::int64_t j = 0; j < pad.out_extent; ++j) {
+      std::int64_t k = j - pad.before;
+      R* run = out + j * pad.inner;
+      if (k < 0 || k >= pad.extent) {
+        if (pad.kind == PadKind::constant) {
+          for (std::int64_t i = 0; i < pad.inner; ++i) run[i] = pad.value;
+          continue;
+        }
+        k = pad_source(pad.kind, k, pad.extent);
+      }
+      const R* from = pad.src + (o * pad.extent + k) * pad.inner;
+      for (std::int64_t i = 0; i < pad.inner; ++i) run[i] = from[i];
+    }
+  }
+};
+
 /// Element e (row-major over extent[0, rank)) of a copy between two strided layouts: its
 /// coordinates times src_stride locate the element read, times dst_stride the element written.
 /// A permutation reads with x's strides reordered and writes row-major; a strided view's copy and
@@ -143,6 +181,31 @@ struct StridedCopyBody {
       to += c * layout.dst_stride[d];
     }
     dst[to] = src[from];
+  }
+};
+
+/// StridedCopyBody a row at a time, for a layout whose last extent is contiguous on both sides
+/// (unit strides): row r (r in [0, count / extent[rank - 1])) has its offsets computed once and
+/// its elements copied in order. The same element copies as StridedCopyBody's; the CPU backend
+/// runs it (fewer divisions), the CUDA one the element-wise body (coalesced accesses).
+template <class R>
+struct StridedRowCopyBody {
+  const R* src;
+  R* dst;
+  StridedLayout layout;
+
+  TENAX_HD void operator()(std::int64_t r) const {
+    std::int64_t rest = r;
+    std::int64_t from = 0;
+    std::int64_t to = 0;
+    for (int d = layout.rank - 2; d >= 0; --d) {
+      const std::int64_t c = rest % layout.extent[d];
+      rest /= layout.extent[d];
+      from += c * layout.src_stride[d];
+      to += c * layout.dst_stride[d];
+    }
+    const std::int64_t length = layout.extent[layout.rank - 1];
+    for (std::int64_t i = 0; i < length; ++i) dst[to + i] = src[from + i];
   }
 };
 

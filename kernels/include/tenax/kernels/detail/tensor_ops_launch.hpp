@@ -67,15 +67,39 @@ decltype(auto) dispatch_compare(ops::CompareOp op, F&& f) {
                    "pass one of the ops::CompareOp enumerators");
 }
 
+/// The body of a slab copy, for the arguments' element size R.
+template <class R>
+SlabCopyBody<R> slab_copy_body(const SlabCopyArgs& a) {
+  return {static_cast<const R*>(a.src.data()),
+          static_cast<R*>(a.dst.data()),
+          a.inner,
+          a.count,
+          a.src_extent,
+          a.src_begin,
+          a.dst_extent,
+          a.dst_begin};
+}
+
+/// The body of a pad, for the arguments' element size R.
+template <class R>
+PadBody<R> pad_body(const PadArgs& a) {
+  R value{};
+  std::memcpy(&value, &a.value_bits, sizeof(R));  // the low bytes, little-endian
+  return {static_cast<const R*>(a.src.data()),
+          static_cast<R*>(a.dst.data()),
+          value,
+          a.kind,
+          a.inner,
+          a.extent,
+          a.before,
+          a.out_extent};
+}
+
 template <class L>
 void run_slab_copy(const SlabCopyArgs& a, L&& launcher) {
   dispatch_raw(a.dst.dtype(), [&](auto tag) {
     using R = typename decltype(tag)::type;
-    launcher.each(
-        a.outer * a.count * a.inner,
-        SlabCopyBody<R>{static_cast<const R*>(a.src.data()), static_cast<R*>(a.dst.data()), a.inner,
-                        a.count, a.src_extent, a.src_begin, a.dst_extent, a.dst_begin},
-        "slab_copy kernel", 1);
+    launcher.each(a.outer * a.count * a.inner, slab_copy_body<R>(a), "slab_copy kernel", 1);
   });
 }
 
@@ -83,12 +107,7 @@ template <class L>
 void run_pad(const PadArgs& a, L&& launcher) {
   dispatch_raw(a.dst.dtype(), [&](auto tag) {
     using R = typename decltype(tag)::type;
-    R value{};
-    std::memcpy(&value, &a.value_bits, sizeof(R));  // the low bytes, little-endian
-    launcher.each(a.dst.numel(),
-                  PadBody<R>{static_cast<const R*>(a.src.data()), static_cast<R*>(a.dst.data()),
-                             value, a.kind, a.inner, a.extent, a.before, a.out_extent},
-                  "pad kernel", 1);
+    launcher.each(a.dst.numel(), pad_body<R>(a), "pad kernel", 1);
   });
 }
 
