@@ -148,8 +148,10 @@ void layer_norm_grad_params(CpuContext& context, const LayerNormGradParamsArgs& 
                                           optional_data<C>(args.dbias),
                                           args.rows,
                                           args.d};
-    // Columns over the threads: each sums its rows in order.
-    for_each_row(context, args.d, args.rows, body);
+    // Blocks of columns over the threads, each summing its rows in order, rows outer.
+    context.parallel_for(0, args.d, 64, [&body](std::int64_t first, std::int64_t last) {
+      body.columns(first, last);
+    });
   });
 }
 

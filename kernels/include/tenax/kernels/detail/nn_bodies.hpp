@@ -268,17 +268,32 @@ struct LayerNormGradParamsBody {
   std::int64_t rows;
   std::int64_t d;
 
-  TENAX_HD void operator()(std::int64_t j) const {
+  TENAX_HD void operator()(std::int64_t j) const { columns(j, j + 1); }
+
+  // Columns [first, last) at once, rows outer (the CPU's order of memory): each column's sums
+  // take the rows in order, with the same terms, so the bits are those of one column at a time.
+  TENAX_HD void columns(std::int64_t first, std::int64_t last) const {
     using C = compute_t<S>;
-    C sum_w = C(0);
-    C sum_b = C(0);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const C g = load(dy[r * d + j]);
-      sum_w += g * ((load(x[r * d + j]) - mean[r]) * rstd[r]);
-      sum_b += g;
+    constexpr std::int64_t kMax = 64;
+    C sum_w[kMax];
+    C sum_b[kMax];
+    for (std::int64_t begin = first; begin < last; begin += kMax) {
+      const std::int64_t width = last - begin < kMax ? last - begin : kMax;
+      for (std::int64_t c = 0; c < width; ++c) sum_w[c] = sum_b[c] = C(0);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const S* g_row = dy + r * d + begin;
+        const S* x_row = x + r * d + begin;
+        for (std::int64_t c = 0; c < width; ++c) {
+          const C g = load(g_row[c]);
+          sum_w[c] += g * ((load(x_row[c]) - mean[r]) * rstd[r]);
+          sum_b[c] += g;
+        }
+      }
+      for (std::int64_t c = 0; c < width; ++c) {
+        if (dweight != nullptr) dweight[begin + c] = sum_w[c];
+        if (dbias != nullptr) dbias[begin + c] = sum_b[c];
+      }
     }
-    if (dweight != nullptr) dweight[j] = sum_w;
-    if (dbias != nullptr) dbias[j] = sum_b;
   }
 };
 
