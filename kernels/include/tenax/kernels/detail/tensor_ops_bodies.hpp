@@ -163,6 +163,19 @@ struct StridedLayout {
   std::int64_t dst_stride[kMaxLayoutRank] = {};  ///< elements of dst between neighbours
 };
 
+/// The offsets in src (`from`) and dst (`to`) of index e, row-major over the layout's first
+/// `axes` extents.
+TENAX_HD inline void strided_offsets(const StridedLayout& layout, int axes, std::int64_t e,
+                                     std::int64_t& from, std::int64_t& to) {
+  std::int64_t rest = e;
+  for (int d = axes - 1; d >= 0; --d) {
+    const std::int64_t c = rest % layout.extent[d];
+    rest /= layout.extent[d];
+    from += c * layout.src_stride[d];
+    to += c * layout.dst_stride[d];
+  }
+}
+
 /// dst[dst offset(e)] = src[src offset(e)] for the layout.
 template <class R>
 struct StridedCopyBody {
@@ -171,15 +184,9 @@ struct StridedCopyBody {
   StridedLayout layout;
 
   TENAX_HD void operator()(std::int64_t e) const {
-    std::int64_t rest = e;
     std::int64_t from = 0;
     std::int64_t to = 0;
-    for (int d = layout.rank - 1; d >= 0; --d) {
-      const std::int64_t c = rest % layout.extent[d];
-      rest /= layout.extent[d];
-      from += c * layout.src_stride[d];
-      to += c * layout.dst_stride[d];
-    }
+    strided_offsets(layout, layout.rank, e, from, to);
     dst[to] = src[from];
   }
 };
@@ -195,15 +202,9 @@ struct StridedRowCopyBody {
   StridedLayout layout;
 
   TENAX_HD void operator()(std::int64_t r) const {
-    std::int64_t rest = r;
     std::int64_t from = 0;
     std::int64_t to = 0;
-    for (int d = layout.rank - 2; d >= 0; --d) {
-      const std::int64_t c = rest % layout.extent[d];
-      rest /= layout.extent[d];
-      from += c * layout.src_stride[d];
-      to += c * layout.dst_stride[d];
-    }
+    strided_offsets(layout, layout.rank - 1, r, from, to);
     const std::int64_t length = layout.extent[layout.rank - 1];
     for (std::int64_t i = 0; i < length; ++i) dst[to + i] = src[from + i];
   }
