@@ -9,6 +9,7 @@
 // and layouts) and the loss of every step (/loss); --init starts from such a file.
 #include <tenax/tenax.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -108,8 +109,32 @@ std::string generate(nn::GptModel& model, const Settings& o, tenax::Device devic
   return text;
 }
 
+// The smallest footprint of the run, checked before anything is allocated: the parameters with
+// their gradients and AdamW's two moments (16 bytes each), one grain's (8 samples') activations
+// (about 24 d per position and block, and the attention weights three times: heads T^2 per sample
+// and block; 4 bytes each) and a step's token ids. --layers 100000 or --batch 1e11 is refused here,
+// naming the settings, instead of after a long initialisation or a failed allocation.
+void expect_fits(const Settings& o, tenax::Device device) {
+  const long double d = o.d_model(), t = o.context(), layers = o.layers(), b = o.batch();
+  const long double parameters = 2 * 256 * d + t * d + layers * (12 * d * d + 13 * d) + 2 * d;
+  const long double grain = std::min<long double>(b, 8);
+  const long double bytes =
+      16 * parameters + grain * layers * (24 * t * d + 3 * o.heads() * t * t) * 4 + b * (t + 1) * 8;
+  const std::string what =
+      o.layers.given() + ", " + o.d_model.given() + ", " + o.context.given() + ", " +
+      o.batch.given() + " (" +
+      std::to_string(static_cast<long long>(std::min<long double>(parameters, 9e18L))) +
+      " parameters)";
+  const std::string fix =
+      "use fewer --layers, a smaller --d-model or --context, or a smaller --batch";
+  TENAX_EXPECTS(bytes < 0x1p62L, tenax::OutOfMemoryError,
+                what + " needs more bytes than 64 bits count", fix);
+  tenax::app::expect_fits_memory(device, static_cast<std::int64_t>(bytes), what, fix);
+}
+
 int run(const Settings& o, tenax::app::Job& job) {
   const tenax::Device device = job.device();
+  expect_fits(o, device);
   const train::ByteText text(o.data(), o.context(), o.val_fraction());
   const nn::GptConfig config{.vocab = 256,
                              .context = o.context(),

@@ -169,6 +169,15 @@ TEST_F(TrainGpt, BadSizesAreRefusedNamingThem) {
   const testing::ProgramRun context = runs_->run("bad-context", kSmall + " --context 0");
   EXPECT_NE(context.exit_code, 0);
   EXPECT_NE(context.output.find("--context"), std::string::npos) << context.output;
+  // Sizes that cannot fit are refused before anything is allocated, naming them.
+  for (const char* size : {" --layers 100000", " --batch 100000000000", " --d-model 1000000"}) {
+    const testing::ProgramRun huge = runs_->run("too-big", kSmall + size);
+    EXPECT_NE(huge.exit_code, 0) << size;
+    EXPECT_NE(huge.output.find(std::string(size).substr(1, std::string(size).find(' ', 1) - 1)),
+              std::string::npos)
+        << huge.output;
+    EXPECT_NE(huge.output.find("use fewer --layers"), std::string::npos) << huge.output;
+  }
   const testing::ProgramRun missing = runs_->run("bad-data", kSmall + " --data /no/such/text");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.output.find("/no/such/text"), std::string::npos) << missing.output;
