@@ -28,6 +28,8 @@ void RunTelemetry::record(const std::string& trigger, std::int64_t step, EventLo
   }
   sample.rank = rank_;
   sample.slowest_rank = interval_.slowest_rank;
+  sample.warm_up = !sampled_steps_;
+  if (interval_steps_ > 0) sampled_steps_ = true;
   sample.host_resident_bytes = host_resident_bytes();
   sample.device = workload_.device();
   sample.pool = memory_stats(sample.device);

@@ -48,7 +48,8 @@ class RunTelemetry {
   std::chrono::steady_clock::time_point started_at_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point sampled_at_ = started_at_;
   std::int64_t interval_steps_ = 0;
-  StepTimes interval_;  // summed over the interval (the slowest rank: the last step's)
+  bool sampled_steps_ = false;  // a sample with steps was taken: the warm-up is over
+  StepTimes interval_;          // summed over the interval (the slowest rank: the last step's)
 };
 
 }  // namespace tenax::runtime::detail

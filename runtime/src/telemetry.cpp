@@ -215,8 +215,10 @@ std::vector<TelemetryWarning> TelemetryMonitor::observe(const TelemetrySample& s
                    "an out-of-memory retry empties the cache, which defragments it"});
   }
   // Compute, not waits: a rank that waits for a slow peer would otherwise look as slow as it. A
-  // difference below slow_rank_min_seconds is noise, whatever the ratio of two tiny times.
-  const bool slow = s.slowest_rank != s.rank && s.compute_seconds > 0 &&
+  // difference below slow_rank_min_seconds is noise, whatever the ratio of two tiny times; so is
+  // the first interval of a process (seen: 2.6x between two ranks of equal work on a loaded
+  // 2-core machine, from one rank's first steps).
+  const bool slow = !s.warm_up && s.slowest_rank != s.rank && s.compute_seconds > 0 &&
                     s.slowest_compute_seconds > limits_.slow_rank_ratio * s.compute_seconds &&
                     s.slowest_compute_seconds - s.compute_seconds > limits_.slow_rank_min_seconds;
   if (starts("slow_rank", slow)) {

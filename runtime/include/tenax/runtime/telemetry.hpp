@@ -42,6 +42,9 @@ struct TelemetrySample {
   double slowest_compute_seconds = 0;  ///< the slowest rank's mean compute time over the interval
   int rank = 0;                        ///< this process's rank
   int slowest_rank = 0;                ///< the rank slowest in the last step of the interval
+  /// The interval holds the first steps of this process (first touches of memory, first
+  /// checkpoint): too few and too uneven for the slow-rank comparison, which skips it.
+  bool warm_up = false;
   std::int64_t host_resident_bytes = -1;   ///< -1 when the system does not say
   Device device;                           ///< the workload's device
   MemoryStats pool;                        ///< the device's memory pool (memory_stats())
