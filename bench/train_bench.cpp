@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "tenax/kernels/ops_elementwise.hpp"
-#include "tenax/train/loss_scaler.hpp"
-#include "tenax/train/trainer.hpp"
 #include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/loss_scaler.hpp"
 #include "tenax/train/nn/linear.hpp"
 #include "tenax/train/nn/lr_schedule.hpp"
 #include "tenax/train/nn/optimizer.hpp"
+#include "tenax/train/trainer.hpp"
 
 namespace {
 

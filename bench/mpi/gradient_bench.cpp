@@ -19,8 +19,8 @@
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/runtime/communicator.hpp"
-#include "tenax/train/gradient_exchange.hpp"
 #include "tenax/train/autodiff/grain.hpp"
+#include "tenax/train/gradient_exchange.hpp"
 
 namespace {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <utility>
 
-#include "tenax/kernels/checks.hpp"
 #include "tenax/core/text.hpp"
+#include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/optim_kernels.hpp"
 
 namespace tenax::ops {
@@ -18,8 +18,6 @@ namespace {
 
 using detail::check_no_overlap;
 using detail::NamedTensor;
-
-std::string format(double value) { return format_number(value); }
 
 // Every operand is defined and has the device, dtype (f64 or f32) and shape of the first.
 void check_operands(std::string_view op, std::initializer_list<NamedTensor> operands) {
@@ -37,7 +35,7 @@ void check_operands(std::string_view op, std::initializer_list<NamedTensor> oper
 void check_scalar(std::string_view op, std::string_view name, double value, bool non_negative) {
   const bool ok = std::isfinite(value) && (!non_negative || value >= 0.0);
   TENAX_EXPECTS(ok, UsageError,
-                std::string(op) + ": " + std::string(name) + " = " + format(value) +
+                std::string(op) + ": " + std::string(name) + " = " + format_number(value) +
                     " but it must be finite" + (non_negative ? " and >= 0" : ""),
                 "pass a finite " + std::string(non_negative ? "non-negative " : "") + "value for " +
                     std::string(name));
@@ -45,7 +43,7 @@ void check_scalar(std::string_view op, std::string_view name, double value, bool
 
 void check_beta(std::string_view op, std::string_view name, double beta) {
   TENAX_EXPECTS(beta >= 0.0 && beta < 1.0, UsageError,
-                std::string(op) + ": " + std::string(name) + " = " + format(beta) +
+                std::string(op) + ": " + std::string(name) + " = " + format_number(beta) +
                     " but it must lie in [0, 1)",
                 "pass a decay rate in [0, 1) for " + std::string(name) +
                     " (PyTorch's defaults are 0.9 and 0.999)");
@@ -59,8 +57,8 @@ void check_sgd_step(const SgdStep& s) {
   check_scalar(op, "weight_decay", s.weight_decay, true);
   check_scalar(op, "grad_scale", s.grad_scale, true);
   TENAX_EXPECTS(!s.nesterov || (s.momentum > 0.0 && s.dampening == 0.0), UsageError,
-                "sgd_update: nesterov is set with momentum = " + format(s.momentum) +
-                    " and dampening = " + format(s.dampening) +
+                "sgd_update: nesterov is set with momentum = " + format_number(s.momentum) +
+                    " and dampening = " + format_number(s.dampening) +
                     ", but Nesterov momentum needs momentum > 0 and dampening == 0",
                 "set momentum > 0 and dampening = 0, or turn nesterov off");
 }
@@ -87,7 +85,7 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
   check_sgd_step(s);
   if (s.momentum != 0.0) {
     TENAX_EXPECTS(momentum_buffer.defined(), UsageError,
-                  "sgd_update: momentum = " + format(s.momentum) +
+                  "sgd_update: momentum = " + format_number(s.momentum) +
                       " but momentum_buffer is an undefined tensor",
                   "allocate the buffer once with Tensor::empty_like(param) and pass it on every "
                   "step (its contents do not matter on the first step)");

@@ -61,8 +61,8 @@ std::int64_t ByteText::sequential_offset(std::int64_t position) const {
   TENAX_EXPECTS(position >= 0, UsageError, "sequential stream position " + std::to_string(position),
                 "ask for positions >= 0 (step k, row r of a batch of B: k B + r)");
   const auto modulus = static_cast<Wide>(training_size_ - context_ - 1);
-  return static_cast<std::int64_t>(static_cast<Wide>(position) *
-                                   static_cast<Wide>(context_) % modulus);
+  return static_cast<std::int64_t>(static_cast<Wide>(position) * static_cast<Wide>(context_) %
+                                   modulus);
 }
 
 Tensor ByteText::batch(TextPart part, const std::vector<std::int64_t>& offsets) const {

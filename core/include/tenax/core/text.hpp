@@ -55,7 +55,8 @@ template <class T>
 }
 
 /// `value` as messages and option text print it: 6 significant digits (`"1e-08"`,
-/// `"0.333333"`, `"inf"`, `"nan"`), so that a value named in an error reads the same in every layer.
+/// `"0.333333"`, `"inf"`, `"nan"`), so that a value named in an error reads the same in every
+/// layer.
 [[nodiscard]] inline std::string format_number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.6g", value);

@@ -163,8 +163,9 @@ class TrainingWorkload final : public runtime::Workload {
   /// What the loss divides by: batch * terms_per_sample.
   [[nodiscard]] double loss_divisor() const noexcept { return divisor_; }
   /// The mean loss over the validation set (TrainingJob::validation) with the model as it is,
-  /// in evaluation mode (Module::eval: no dropout), without gradients, one grain of samples at a time, the grains' sums added in order: the same
-  /// bits for any micro-batch, and memory for one grain only. UsageError without a validation set.
+  /// in evaluation mode (Module::eval: no dropout), without gradients, one grain of samples at a
+  /// time, the grains' sums added in order: the same bits for any micro-batch, and memory for one
+  /// grain only. UsageError without a validation set.
   [[nodiscard]] double evaluate();
   /// The validation loss of the last evaluation in a step (nullopt before the first).
   [[nodiscard]] std::optional<double> validation_loss() const noexcept { return val_loss_; }

@@ -103,10 +103,10 @@ struct LossOptions {
 /// on the logits' device; no gradient) -> shape [] (PyTorch's CrossEntropyLoss, reduction
 /// "mean", by default). Logits of a sequence, [batch, positions, classes] against labels [batch,
 /// positions], count every position: the mean is over batch * positions terms, and a grain's
-/// loss sum holds all the positions of its samples. Computed in f32 whatever the logits' dtype (f64 for f64 logits) and
-/// returned in that dtype; the logits' gradient is computed in that precision and rounded once
-/// to their dtype. A label outside [0, classes) is a UsageError on the CPU and a NaN loss on
-/// CUDA.
+/// loss sum holds all the positions of its samples. Computed in f32 whatever the logits' dtype (f64
+/// for f64 logits) and returned in that dtype; the logits' gradient is computed in that precision
+/// and rounded once to their dtype. A label outside [0, classes) is a UsageError on the CPU and a
+/// NaN loss on CUDA.
 [[nodiscard]] Variable cross_entropy(const Variable& logits, const Tensor& labels,
                                      const LossOptions& options = {});
 

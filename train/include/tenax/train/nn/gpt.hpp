@@ -8,10 +8,11 @@
 /// logits = head(ln_f(x))                          head: Linear(d, vocab) without bias
 /// ```
 /// attn is CausalSelfAttention (attention.hpp); with GptConfig::dropout, nn::Dropout after the
-/// embeddings' sum and on the output of attn and of mlp (no dropout of the attention weights). Names: `tok_emb.weight`,
-/// `pos_emb.weight`, `blocks.{i}.ln1.weight|bias`, `blocks.{i}.attn.qkv.weight|bias`,
-/// `blocks.{i}.attn.proj.weight|bias`, `blocks.{i}.ln2.*`, `blocks.{i}.mlp.fc.*`,
-/// `blocks.{i}.mlp.proj.*`, `ln_f.*`, `head.weight`; weights [out, in] as PyTorch stores them.
+/// embeddings' sum and on the output of attn and of mlp (no dropout of the attention weights).
+/// Names: `tok_emb.weight`, `pos_emb.weight`, `blocks.{i}.ln1.weight|bias`,
+/// `blocks.{i}.attn.qkv.weight|bias`, `blocks.{i}.attn.proj.weight|bias`, `blocks.{i}.ln2.*`,
+/// `blocks.{i}.mlp.fc.*`, `blocks.{i}.mlp.proj.*`, `ln_f.*`, `head.weight`; weights [out, in] as
+/// PyTorch stores them.
 ///
 /// Precision: the parameters are master weights (f32 or f64); with an f16/bf16 compute dtype the
 /// embeddings' sum is cast to it and every layer runs in it against the master weights (the
