@@ -172,9 +172,9 @@ Finding cpu_simd_setting(const std::string& value) {
   constexpr const char* kName = "env:TENAX_CPU_SIMD";
   try {
     const kernels::cpu::CpuSimd& simd = kernels::cpu::cpu_simd();
-    return ok(kName, fmt::format("{}: the CPU kernels use AVX2 {}, FMA {}, F16C {}", value,
-                                 simd.avx2 ? "yes" : "no", simd.fma ? "yes" : "no",
-                                 simd.f16c ? "yes" : "no"));
+    return ok(kName, fmt::format("{}: the CPU kernels use AVX2 {}, FMA {}, F16C {}, AVX-512 {}",
+                                 value, simd.avx2 ? "yes" : "no", simd.fma ? "yes" : "no",
+                                 simd.f16c ? "yes" : "no", simd.avx512 ? "yes" : "no"));
   } catch (const Error& e) {
     return problem(kName, e.cause(), e.fix(), value);
   }

@@ -17,6 +17,10 @@ CpuSimd native_simd() {
   simd.avx2 = __builtin_cpu_supports("avx2") != 0;
   simd.fma = simd.avx2 && __builtin_cpu_supports("fma") != 0;
   simd.f16c = simd.avx2 && __builtin_cpu_supports("f16c") != 0;
+  // libgcc sets the AVX-512 features only where XCR0 says the kernel saves the wider registers.
+  simd.avx512 = simd.avx2 && __builtin_cpu_supports("avx512f") != 0 &&
+                __builtin_cpu_supports("avx512vl") != 0 &&
+                __builtin_cpu_supports("avx512dq") != 0 && __builtin_cpu_supports("avx512bw") != 0;
 #endif
   return simd;
 }

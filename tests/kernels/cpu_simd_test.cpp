@@ -28,6 +28,10 @@ TEST(CpuSimd, FollowsTheEnvironment) {
     EXPECT_EQ(simd.avx2, __builtin_cpu_supports("avx2") != 0);
     EXPECT_EQ(simd.fma, simd.avx2 && __builtin_cpu_supports("fma") != 0);
     EXPECT_EQ(simd.f16c, simd.avx2 && __builtin_cpu_supports("f16c") != 0);
+    EXPECT_EQ(simd.avx512, simd.avx2 && __builtin_cpu_supports("avx512f") != 0 &&
+                               __builtin_cpu_supports("avx512vl") != 0 &&
+                               __builtin_cpu_supports("avx512dq") != 0 &&
+                               __builtin_cpu_supports("avx512bw") != 0);
 #else
     EXPECT_FALSE(simd.avx2);
 #endif
@@ -36,6 +40,7 @@ TEST(CpuSimd, FollowsTheEnvironment) {
     EXPECT_FALSE(simd.avx2);
     EXPECT_FALSE(simd.fma);
     EXPECT_FALSE(simd.f16c);
+    EXPECT_FALSE(simd.avx512);
   } else {
     // Not a setting: every call says so, naming the value and the fix.
     for (int call = 0; call < 2; ++call) {

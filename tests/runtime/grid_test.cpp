@@ -307,6 +307,18 @@ TEST(Grid, LongRowsRunTheirInteriorBranchFreeWithTheSameBits) {
   }
 }
 
+TEST(Grid, FieldsPastThePrefetchSizeGiveTheSameBits) {
+  // Two inputs and two outputs of 6 x 600000 stored points: 115 MB, past the size above which the
+  // CPU sweep's interior runs ask for the lines ahead of them.
+  const std::vector<std::int64_t> extents = {4, 600000};
+  ASSERT_GT(6.0 * 600000 * 4 * sizeof(double), kernels::detail::kPrefetchAboveBytes);
+  const Boundary b = Boundary::periodic();
+  const std::vector<double> expected = reference(extents, {b, b}, 1);
+  for (const int ranks : {1, 2}) {
+    EXPECT_EQ(on_grid(ranks, {.extents = extents, .boundaries = {b}}), expected) << ranks;
+  }
+}
+
 // A kernel that takes its point: a source that varies in space, by the global index.
 struct WithPoint {
   template <class Field>

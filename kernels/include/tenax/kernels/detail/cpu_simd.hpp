@@ -2,9 +2,10 @@
 ///
 /// The library is compiled for baseline x86-64; the kernels that gain from wider vectors carry a
 /// second copy compiled for AVX2 (element-wise bodies, the sparse products, the f16 conversions
-/// with F16C, Eigen's GEMM with AVX2 and FMA) and choose per call. Every copy but Eigen's GEMM
-/// gives the same bits (lane-wise IEEE operations, no contraction); GEMM with FMA rounds once per
-/// multiply-add.
+/// with F16C, Eigen's GEMM with AVX2 and FMA) and choose per call; the grid sweeps of
+/// grid_kernel.hpp carry a third for AVX-512 (whole 64-byte lines per store). Every copy but
+/// Eigen's GEMM gives the same bits (lane-wise IEEE operations, no contraction); GEMM with FMA
+/// rounds once per multiply-add.
 ///
 /// TENAX_CPU_SIMD=baseline runs every kernel's baseline copy, as on a CPU without the extensions:
 /// to rule a vector path out, or to test the baseline copies on a CPU that has AVX2. Unset, empty
@@ -17,6 +18,9 @@ struct CpuSimd {
   bool avx2 = false;  ///< AVX2 (and the AVX it implies)
   bool fma = false;   ///< FMA3 (only with avx2)
   bool f16c = false;  ///< F16C (only with avx2)
+  /// AVX-512 F, VL, DQ and BW with the operating system's support for the wider registers (only
+  /// with avx2)
+  bool avx512 = false;
 };
 
 /// What the CPU has, less what TENAX_CPU_SIMD turns off; read once. Throws UsageError for a
