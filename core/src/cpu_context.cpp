@@ -3,10 +3,18 @@
 // One parallel_for runs at a time (later callers wait for the pool). A job is published by
 // bumping a generation counter; worker w runs chunk w, the caller runs chunk 0, so the split and
 // the thread that runs each chunk never depend on timing.
+//
+// Waiting spins briefly before it sleeps: a worker watches the generation, and the caller the
+// count of chunks still running, for up to kSpinTime, then blocks on the condition variable (whose
+// predicate, checked under the mutex, stays the rule). A training step or a solver iteration runs
+// its ops microseconds apart, and a wake-up through the kernel costs tens of microseconds on a
+// virtual machine: spinning keeps the workers ready for the next op (bench/RESULTS.md).
 #include "tenax/core/context.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -51,6 +59,31 @@ int threads_from_environment() {
   return threads;
 }
 
+// How long a waiting thread spins before it sleeps.
+constexpr std::chrono::microseconds kSpinTime{50};
+
+// A hint to the core that this thread is spinning (frees the pipeline for its sibling).
+inline void relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until done() or kSpinTime passes; whether done() turned true.
+template <class Done>
+bool spin_until(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
 struct Chunking {
   std::int64_t begin = 0;
   std::int64_t count = 0;  // number of chunks
@@ -84,6 +117,7 @@ struct CpuContext::Impl {
     {
       std::lock_guard lock(mutex);
       stopping = true;
+      stop_requested.store(true, std::memory_order_release);
     }
     wake.notify_all();
     for (std::thread& worker : workers) worker.join();
@@ -93,6 +127,10 @@ struct CpuContext::Impl {
     inside_parallel_region = true;
     std::uint64_t seen = 0;
     for (;;) {
+      (void)spin_until([&] {
+        return published.load(std::memory_order_acquire) != seen ||
+               stop_requested.load(std::memory_order_acquire);
+      });
       std::unique_lock lock(mutex);
       wake.wait(lock, [&] { return stopping || generation != seen; });
       if (stopping) return;
@@ -109,7 +147,10 @@ struct CpuContext::Impl {
       }
       lock.lock();
       if (error) record(worker, std::move(error));
-      if (--pending == 0) done.notify_one();
+      if (--pending == 0) {
+        running.store(0, std::memory_order_release);
+        done.notify_one();
+      }
     }
   }
 
@@ -134,6 +175,11 @@ struct CpuContext::Impl {
   Chunking chunks;
   const std::function<void(std::int64_t, std::int64_t)>* body = nullptr;
   std::int64_t pending = 0;
+  // Copies of generation, stopping and pending != 0 for the spinning waits (written under the
+  // mutex, read without it).
+  std::atomic<std::uint64_t> published{0};
+  std::atomic<bool> stop_requested{false};
+  std::atomic<std::int64_t> running{0};
   std::exception_ptr first_error;
   std::int64_t first_error_chunk = 0;
 };
@@ -177,8 +223,10 @@ void CpuContext::parallel_for(std::int64_t begin, std::int64_t end, std::int64_t
     pool.chunks = chunks;
     pool.body = &body;
     pool.pending = chunks.count - 1;
+    pool.running.store(pool.pending, std::memory_order_relaxed);
     pool.first_error = nullptr;
     ++pool.generation;
+    pool.published.store(pool.generation, std::memory_order_release);
   }
   pool.wake.notify_all();
 
@@ -191,6 +239,7 @@ void CpuContext::parallel_for(std::int64_t begin, std::int64_t end, std::int64_t
   }
   inside_parallel_region = false;
 
+  (void)spin_until([&] { return pool.running.load(std::memory_order_acquire) == 0; });
   std::unique_lock lock(pool.mutex);
   pool.done.wait(lock, [&] { return pool.pending == 0; });
   if (own_error) pool.record(0, std::move(own_error));

@@ -46,11 +46,17 @@ constexpr std::int64_t kRowAlign = 48;
 // Floating-point operations below which a row range is not worth a worker thread.
 constexpr double kMinFlopsPerChunk = 4.0e6;
 
-// Eigen's rows for the CPU found at run time: the AVX2/FMA build (gemm_eigen_avx2.cpp) where the
-// CPU has both, the baseline x86-64 build otherwise.
+// Eigen's rows for the CPU found at run time: the AVX-512 build (gemm_eigen_avx512.cpp) where the
+// CPU has it and FMA, the AVX2/FMA build (gemm_eigen_avx2.cpp) where it has both, the baseline
+// x86-64 build otherwise.
 template <class T>
 void eigen_panel(const T* a, const T* b, T* c_panel, const GemmArgs& g, T alpha, T beta,
                  std::int64_t r0, std::int64_t r1) {
+#if TENAX_HAVE_EIGEN_AVX512
+  if (cpu_simd().avx512 && cpu_simd().fma) {
+    return eigen_gemm_rows_avx512(a, b, c_panel, g, alpha, beta, r0, r1);
+  }
+#endif
 #if TENAX_HAVE_EIGEN_AVX2
   if (cpu_simd().fma) return eigen_gemm_rows_avx2(a, b, c_panel, g, alpha, beta, r0, r1);
 #endif

@@ -1,7 +1,8 @@
 // Eigen's GEMM on row ranges (gemm.cpp splits C into them), compiled once per instruction set:
-// gemm_eigen_baseline.cpp for baseline x86-64 and gemm_eigen_avx2.cpp with -mavx2 -mfma, chosen
-// at run time. The AVX2 file renames the Eigen namespace before including Eigen, so that its
-// template instances (compiled for AVX2) never merge with the baseline ones in the same library.
+// gemm_eigen_baseline.cpp for baseline x86-64, gemm_eigen_avx2.cpp with -mavx2 -mfma and
+// gemm_eigen_avx512.cpp with AVX-512 (F, DQ, VL, BW) and FMA, chosen at run time. The AVX2 and
+// AVX-512 files rename the Eigen namespace before including Eigen, so that their template
+// instances never merge with another build's in the same library.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,10 @@ void eigen_gemm_rows_avx2(const float* a, const float* b, float* c_panel, const 
                           float alpha, float beta, std::int64_t r0, std::int64_t r1);
 void eigen_gemm_rows_avx2(const double* a, const double* b, double* c_panel, const GemmArgs& g,
                           double alpha, double beta, std::int64_t r0, std::int64_t r1);
+void eigen_gemm_rows_avx512(const float* a, const float* b, float* c_panel, const GemmArgs& g,
+                            float alpha, float beta, std::int64_t r0, std::int64_t r1);
+void eigen_gemm_rows_avx512(const double* a, const double* b, double* c_panel, const GemmArgs& g,
+                            double alpha, double beta, std::int64_t r0, std::int64_t r1);
 
 }  // namespace tenax::kernels::cpu
 

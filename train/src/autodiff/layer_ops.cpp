@@ -35,7 +35,7 @@ Variable softmax_family(const char* op, const Variable& x, int axis, Forward&& f
     return [x, y, axis, grad](const Tensor& g) {
       Tensor dx = Tensor::empty_like(y);
       grad(y, g, axis, dx);
-      Tape::accumulate_grad(x, dx);
+      Tape::accumulate_grad(x, std::move(dx));
     };
   });
 }
@@ -133,7 +133,7 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
         if (x.requires_grad()) {
           Tensor dx = Tensor::empty_like(xv);
           ops::layer_norm_grad_input(g, xv, weight.value(), mean, rstd, dx);
-          Tape::accumulate_grad(x, dx);
+          Tape::accumulate_grad(x, std::move(dx));
         }
         const bool want_w = weight.requires_grad();
         const bool want_b = bias.requires_grad();
@@ -162,7 +162,7 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
     return [x, mean, rstd](const Tensor& g) {
       Tensor dx = Tensor::empty_like(x.value());
       ops::layer_norm_grad_input(g, x.value(), Tensor(), mean, rstd, dx);
-      Tape::accumulate_grad(x, dx);
+      Tape::accumulate_grad(x, std::move(dx));
     };
   });
 }
@@ -208,7 +208,7 @@ Variable dropout(const Variable& x, double p, std::uint64_t seed, std::uint32_t 
     return [x, p, key](const Tensor& g) {
       Tensor dx = Tensor::empty_like(g);
       ops::dropout(g, p, key, dx);  // the same mask, the same scale
-      Tape::accumulate_grad(x, dx);
+      Tape::accumulate_grad(x, std::move(dx));
     };
   });
 }
@@ -263,26 +263,30 @@ Variable batched_matmul(const Variable& a, const Variable& b, Transpose transpos
       const Tensor B = tb ? matrices(b.value(), n, k) : matrices(b.value(), k, n);
       if (a.requires_grad()) {  // dA = alpha dC op(B)^T
         Tensor ga = Tensor::empty_like(a.value());
-        const Tensor GA = matrices(ga, m, k);
-        for (std::int64_t i = 0; i < count; ++i) {
-          ops::gemm(matrix(G, i), matrix(B, i), matrix(GA, i), alpha, 0.0, Transpose::no,
-                    tb ? Transpose::no : Transpose::yes);
+        {  // the views go before ga is handed over (then it is adopted, not copied)
+          const Tensor GA = matrices(ga, m, k);
+          for (std::int64_t i = 0; i < count; ++i) {
+            ops::gemm(matrix(G, i), matrix(B, i), matrix(GA, i), alpha, 0.0, Transpose::no,
+                      tb ? Transpose::no : Transpose::yes);
+          }
         }
-        Tape::accumulate_grad(a, ga);
+        Tape::accumulate_grad(a, std::move(ga));
       }
       if (b.requires_grad()) {  // dB = alpha A^T dC, or (dC^T A) for b used transposed
         Tensor gb = Tensor::empty_like(b.value());
-        const Tensor GB = tb ? matrices(gb, n, k) : matrices(gb, k, n);
-        for (std::int64_t i = 0; i < count; ++i) {
-          if (tb) {
-            ops::gemm(matrix(G, i), matrix(A, i), matrix(GB, i), alpha, 0.0, Transpose::yes,
-                      Transpose::no);
-          } else {
-            ops::gemm(matrix(A, i), matrix(G, i), matrix(GB, i), alpha, 0.0, Transpose::yes,
-                      Transpose::no);
+        {
+          const Tensor GB = tb ? matrices(gb, n, k) : matrices(gb, k, n);
+          for (std::int64_t i = 0; i < count; ++i) {
+            if (tb) {
+              ops::gemm(matrix(G, i), matrix(A, i), matrix(GB, i), alpha, 0.0, Transpose::yes,
+                        Transpose::no);
+            } else {
+              ops::gemm(matrix(A, i), matrix(G, i), matrix(GB, i), alpha, 0.0, Transpose::yes,
+                        Transpose::no);
+            }
           }
         }
-        Tape::accumulate_grad(b, gb);
+        Tape::accumulate_grad(b, std::move(gb));
       }
     };
   });

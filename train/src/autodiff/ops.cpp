@@ -39,12 +39,12 @@ Variable matmul(const Variable& a, const Variable& b) {
       if (a.requires_grad()) {  // dA = dC B^T
         Tensor ga = Tensor::empty_like(a.value());
         ops::gemm(g, b.value(), ga, 1.0, 0.0, Transpose::no, Transpose::yes);
-        Tape::accumulate_grad(a, ga);
+        Tape::accumulate_grad(a, std::move(ga));
       }
       if (b.requires_grad()) {  // dB = A^T dC
         Tensor gb = Tensor::empty_like(b.value());
         ops::gemm(a.value(), g, gb, 1.0, 0.0, Transpose::yes, Transpose::no);
-        Tape::accumulate_grad(b, gb);
+        Tape::accumulate_grad(b, std::move(gb));
       }
     };
   });
@@ -175,10 +175,11 @@ const char* binary_name(ops::BinaryOp op) {
   }
 }
 
-// The gradient `grad` (of the broadcast shape) reduced to v's shape, then accumulated.
-void accumulate_reduced(const Variable& v, const Tensor& grad) {
+// The gradient `grad` (of the broadcast shape) reduced to v's shape, then accumulated (handed
+// over: an op's fresh result becomes v's first gradient without a copy).
+void accumulate_reduced(const Variable& v, Tensor grad) {
   if (grad.shape() == v.value().shape()) {
-    Tape::accumulate_grad(v, grad);
+    Tape::accumulate_grad(v, std::move(grad));
   } else {
     Tape::accumulate_grad(v, ops::sum_to(grad, v.value().shape()));
   }

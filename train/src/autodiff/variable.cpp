@@ -138,6 +138,19 @@ void Tape::accumulate_grain_grad(const Variable& v, const Tensor& grad, std::int
   GrainScope::add_gradient(v, grad, grain);
 }
 
+void Tape::accumulate_grad(const Variable& v, Tensor&& grad) {
+  Variable::Impl& impl = *v.impl();
+  const bool sole_owner = grad.defined() && grad.buffer().use_count() == 1 && grad.offset() == 0 &&
+                          grad.nbytes() == grad.buffer()->bytes();
+  if (!impl.requires_grad || impl.grad.defined() || !sole_owner) {
+    accumulate_grad(v, static_cast<const Tensor&>(grad));
+    return;
+  }
+  scan_if_anomaly_mode(v, grad);
+  if (impl.leaf) GrainScope::note_plain_gradient(v);
+  impl.grad = std::move(grad);
+}
+
 void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
   Variable::Impl& impl = *v.impl();
   if (!impl.requires_grad) return;

@@ -15,6 +15,7 @@
 #include "tenax/core/host_device.hpp"
 #include "tenax/core/philox.hpp"
 #include "tenax/kernels/detail/elementwise_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
 
 namespace tenax::kernels {
 
@@ -181,9 +182,10 @@ struct SoftmaxGradBody {
   }
 };
 
-/// Layer normalisation of row r of x [rows, d]: mean and biased variance taken in C, two passes
-/// in order; rstd = 1 / sqrt(var + eps); y = (x - mean) rstd w + b (w, b of type C, nullptr for
-/// none). mean and rstd are saved per row for the gradient.
+/// Layer normalisation of row r of x [rows, d]: mean and biased variance taken in C, two passes,
+/// each sum in the order of reduction_order.hpp (ordered_sum); rstd = 1 / sqrt(var + eps);
+/// y = (x - mean) rstd w + b (w, b of type C, nullptr for none). mean and rstd are saved per row
+/// for the gradient.
 template <class S>
 struct LayerNormBody {
   const S* x;
@@ -198,14 +200,11 @@ struct LayerNormBody {
   TENAX_HD void operator()(std::int64_t r) const {
     using C = compute_t<S>;
     const S* row = x + r * d;
-    C sum = C(0);
-    for (std::int64_t j = 0; j < d; ++j) sum += load(row[j]);
-    const C mu = sum / C(d);
-    C squares = C(0);
-    for (std::int64_t j = 0; j < d; ++j) {
+    const C mu = ordered_sum<C>(d, [row](std::int64_t j) { return C(load(row[j])); }) / C(d);
+    const C squares = ordered_sum<C>(d, [row, mu](std::int64_t j) {
       const C centred = load(row[j]) - mu;
-      squares += centred * centred;
-    }
+      return centred * centred;
+    });
     const C inv = C(1) / SqrtOp{}(squares / C(d) + eps);
     mean[r] = mu;
     rstd[r] = inv;
@@ -220,7 +219,8 @@ struct LayerNormBody {
 };
 
 /// The input gradient of row r of LayerNormBody: with g = dy w (dy without a weight) and
-/// xhat = (x - mean) rstd, dx = rstd (g - mean(g) - xhat mean(g xhat)).
+/// xhat = (x - mean) rstd, dx = rstd (g - mean(g) - xhat mean(g xhat)), the sums in the order of
+/// reduction_order.hpp.
 template <class S>
 struct LayerNormGradInputBody {
   const S* dy;
@@ -234,23 +234,30 @@ struct LayerNormGradInputBody {
   TENAX_HD void operator()(std::int64_t r) const {
     using C = compute_t<S>;
     const S* g_row = dy + r * d;
+    const C* w = weight;
+    // The two cases apart, so that the loops carry no test of the weight.
+    if (w != nullptr) {
+      row(r, [g_row, w](std::int64_t j) { return C(load(g_row[j]) * w[j]); });
+    } else {
+      row(r, [g_row](std::int64_t j) { return C(load(g_row[j])); });
+    }
+  }
+
+  template <class G>
+  TENAX_HD void row(std::int64_t r, const G& g_at) const {
+    using C = compute_t<S>;
     const S* x_row = x + r * d;
     const C mu = mean[r];
     const C inv = rstd[r];
-    C sum_g = C(0);
-    C sum_gx = C(0);
-    for (std::int64_t j = 0; j < d; ++j) {
-      const C g = weight != nullptr ? load(g_row[j]) * weight[j] : load(g_row[j]);
-      sum_g += g;
-      sum_gx += g * ((load(x_row[j]) - mu) * inv);
-    }
-    const C mean_g = sum_g / C(d);
-    const C mean_gx = sum_gx / C(d);
+    const C mean_g = ordered_sum<C>(d, g_at) / C(d);
+    const C mean_gx =
+        ordered_sum<C>(d, [&g_at, x_row, mu, inv](
+                              std::int64_t j) { return g_at(j) * ((load(x_row[j]) - mu) * inv); }) /
+        C(d);
     S* out = dx + r * d;
     for (std::int64_t j = 0; j < d; ++j) {
-      const C g = weight != nullptr ? load(g_row[j]) * weight[j] : load(g_row[j]);
       const C xhat = (load(x_row[j]) - mu) * inv;
-      store(out[j], inv * (g - mean_g - xhat * mean_gx));
+      store(out[j], inv * (g_at(j) - mean_g - xhat * mean_gx));
     }
   }
 };

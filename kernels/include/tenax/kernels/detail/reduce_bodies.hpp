@@ -17,6 +17,57 @@
 
 namespace tenax::kernels {
 
+/// Levels the pairwise tree of block partials can have (m < 2^63 blocks).
+inline constexpr int kMaxTreeDepth = 64;
+
+/// One line of n terms, term(k) for k in [0, n), folded with f (identity `identity`) in type C by
+/// the order of reduction_order.hpp, by one thread: blocks of kReduceBlock terms, kReduceLanes
+/// lanes each (a whole lane row at a time, so a CPU loop keeps the lanes in vector registers),
+/// the halving tree, and the pairwise tree over the blocks, built as a binary counter (two nodes
+/// of one level merge as soon as both exist; the nodes left at the end fold right to left, which
+/// carries a node with no right sibling up unchanged). The row reductions of the axis
+/// reductions, layer normalisation and softmax.
+template <class C, class Combine, class Term>
+TENAX_HD C fold_line(std::int64_t n, const Combine& f, C identity, const Term& term) {
+  C nodes[kMaxTreeDepth];
+  int levels[kMaxTreeDepth];
+  int depth = 0;
+  for (std::int64_t first = 0; first < n; first += kReduceBlock) {
+    const std::int64_t last = n - first < kReduceBlock ? n : first + kReduceBlock;
+    C lanes[kReduceLanes];
+    for (int l = 0; l < kReduceLanes; ++l) lanes[l] = identity;
+    std::int64_t k = first;
+    for (; k + kReduceLanes <= last; k += kReduceLanes) {
+      for (int l = 0; l < kReduceLanes; ++l) lanes[l] = f(lanes[l], term(k + l));
+    }
+    for (int l = 0; k + l < last; ++l) lanes[l] = f(lanes[l], term(k + l));
+    for (int s = kReduceLanes / 2; s >= 1; s /= 2) {
+      for (int l = 0; l < s; ++l) lanes[l] = f(lanes[l], lanes[l + s]);
+    }
+    nodes[depth] = lanes[0];
+    levels[depth] = 0;
+    ++depth;
+    while (depth >= 2 && levels[depth - 2] == levels[depth - 1]) {
+      nodes[depth - 2] = f(nodes[depth - 2], nodes[depth - 1]);
+      ++levels[depth - 2];
+      --depth;
+    }
+  }
+  C result = identity;
+  if (depth > 0) {
+    result = nodes[depth - 1];
+    for (int k = depth - 2; k >= 0; --k) result = f(nodes[k], result);
+  }
+  return result;
+}
+
+/// The sum of fold_line in type C.
+template <class C, class Term>
+TENAX_HD C ordered_sum(std::int64_t n, const Term& term) {
+  return fold_line<C>(
+      n, [](C a, C b) { return a + b; }, C(0), term);
+}
+
 /// The K values a reduction kernel folds per element, or a block's K partials.
 template <int K>
 struct ReduceTerms {

@@ -357,15 +357,8 @@ struct MinCombine {
   TENAX_HD double operator()(double a, double b) const { return (a != a || a < b) ? a : b; }
 };
 
-/// Levels the pairwise tree of block partials can have (m < 2^63 blocks).
-inline constexpr int kMaxTreeDepth = 64;
-
-/// Output c = (o, i) folds the line x[o, 0..extent-1, i] by the order of reduction_order.hpp
-/// (blocks, lanes, halving tree, pairwise tree of blocks) with Combine, then stores the result
-/// (divided by extent when kMean) rounded once to S. The pairwise tree is built as a binary
-/// counter over the block index: two nodes of one level merge as soon as both exist, and the
-/// nodes left at the end are folded right to left, which is the tree of step 4 (a node with no
-/// right sibling is carried up unchanged).
+/// Output c = (o, i) folds the line x[o, 0..extent-1, i] by the order of reduction_order.hpp with
+/// Combine (fold_line), then stores the result (divided by extent when kMean) rounded once to S.
 template <class S, class Combine, bool kMean>
 struct ReduceAxisBody {
   const S* x;
@@ -378,34 +371,9 @@ struct ReduceAxisBody {
     const std::int64_t i = c % inner;
     const std::int64_t o = c / inner;
     const S* line = x + o * extent * inner + i;
-    double nodes[kMaxTreeDepth];
-    int levels[kMaxTreeDepth];
-    int depth = 0;
-    for (std::int64_t first = 0; first < extent; first += kReduceBlock) {
-      const std::int64_t last = extent - first < kReduceBlock ? extent : first + kReduceBlock;
-      double lanes[kReduceLanes];
-      for (int l = 0; l < kReduceLanes; ++l) lanes[l] = Combine::identity();
-      for (std::int64_t k = first; k < last; ++k) {
-        const int l = static_cast<int>((k - first) % kReduceLanes);
-        lanes[l] = f(lanes[l], static_cast<double>(load(line[k * inner])));
-      }
-      for (int s = kReduceLanes / 2; s >= 1; s /= 2) {
-        for (int l = 0; l < s; ++l) lanes[l] = f(lanes[l], lanes[l + s]);
-      }
-      nodes[depth] = lanes[0];
-      levels[depth] = 0;
-      ++depth;
-      while (depth >= 2 && levels[depth - 2] == levels[depth - 1]) {
-        nodes[depth - 2] = f(nodes[depth - 2], nodes[depth - 1]);
-        ++levels[depth - 2];
-        --depth;
-      }
-    }
-    double result = Combine::identity();
-    if (depth > 0) {
-      result = nodes[depth - 1];
-      for (int k = depth - 2; k >= 0; --k) result = f(nodes[k], result);
-    }
+    double result = fold_line<double>(extent, f, Combine::identity(), [line, this](std::int64_t k) {
+      return static_cast<double>(load(line[k * inner]));
+    });
     if constexpr (kMean) result = result / static_cast<double>(extent);
     store_rounded_once(out[c], result);
   }

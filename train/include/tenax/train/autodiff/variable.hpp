@@ -121,6 +121,10 @@ class Tape {
   /// anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being run and the
   /// position of v among its inputs.
   static void accumulate_grad(const Variable& v, const Tensor& grad);
+  /// The same for a gradient handed over: when it is v's first and `grad` is the only holder of
+  /// its whole buffer (an op's fresh result, not a view of a gradient other inputs share), it
+  /// becomes v's gradient without a copy; otherwise as above. Temporaries bind here.
+  static void accumulate_grad(const Variable& v, Tensor&& grad);
   /// For ops that reduce over a batch grain by grain (grain.hpp): `grad` is v's gradient from
   /// grain `grain` (a global grain index). Inside a GrainScope it goes to the scope's gradient
   /// tree of v (GrainScope::add_gradient); without one, to accumulate_grad. Anomaly mode scans it
