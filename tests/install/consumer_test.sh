@@ -6,8 +6,10 @@
 # and the configuration check on resume.
 # The tutorials' programs (docs/tutorial) are built the same way and run briefly: a training job
 # and a solve with the solver's settings by name, from the installed headers alone; and
-# examples/gray_scott.cpp, a kernel of the user's own on a grid; and plate.cpp, a heat job on the
-# library's DiffusionSimulation, killed and resumed to the same line.
+# examples/gray_scott.cpp, a kernel of the user's own on a grid; plate.cpp, a heat job on the
+# library's DiffusionSimulation, killed and resumed to the same line; the model tutorial (a
+# module and a loss on the training workload), killed and resumed to the same loss; and
+# examples/train_gpt.cpp.
 # Usage: consumer_test.sh <build dir> <source dir of the consumer> <scratch dir>
 set -euo pipefail
 build_dir=$1
@@ -87,5 +89,21 @@ plate_resumed=$(expect 0 "plate: t = " -- "$plate" --run-dir "$runs/plate-killed
 expect 1 "--scheme leapfrog" -- "$plate" --run-dir "$runs/plate-bad" --scheme leapfrog
 expect 0 "gray_scott: 20 steps on cpu, grid 32 x 32, periodic" -- "$scratch/build/gray_scott" \
   --run-dir "$runs/gray_scott" --n 32 --steps 20 --device cpu --progress quiet >/dev/null
+# A model of the user's own on the training workload (docs/tutorial/model.cpp): killed and
+# resumed, it ends with the loss of a whole run; and the bundled GPT, built the same way.
+model="$scratch/build/tutorial_model"
+model_whole=$(expect 0 "model: loss " -- "$model" --run-dir "$runs/model" --steps 12 \
+                --checkpoint-every 5 --device cpu --progress quiet | grep "model: loss ")
+code=0
+"$model" --run-dir "$runs/model-killed" --steps 12 --checkpoint-every 5 --device cpu \
+  --progress quiet --inject kill@step=8 >/dev/null 2>&1 || code=$?
+[ "$code" -ne 0 ] || fail "tutorial_model --inject kill@step=8 exited 0"
+model_resumed=$(expect 0 "resumed from the checkpoint of step 5" -- "$model" \
+                  --run-dir "$runs/model-killed" --steps 12 \
+                  --checkpoint-every 5 --device cpu --progress quiet | grep "model: loss ")
+[ "$model_whole" = "$model_resumed" ] ||
+  fail "the resumed model ended at '$model_resumed', the whole run at '$model_whole'"
+expect 0 "completed at step 2" -- "$scratch/build/train_gpt" --run-dir "$runs/gpt" --layers 1 \
+  --d-model 16 --heads 2 --context 8 --batch 4 --steps 2 --val-fraction 0 --device cpu >/dev/null
 echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume; the" \
-  "tutorials built and ran"
+  "tutorials and the GPT built and ran"

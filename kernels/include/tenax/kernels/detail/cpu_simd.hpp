@@ -2,8 +2,9 @@
 ///
 /// The library is compiled for baseline x86-64; the kernels that gain from wider vectors carry a
 /// second copy compiled for AVX2 (element-wise bodies, the sparse products, the f16 conversions
-/// with F16C, Eigen's GEMM with AVX2 and FMA) and choose per call; the grid sweeps of
-/// grid_kernel.hpp carry a third for AVX-512 (whole 64-byte lines per store). Every copy but
+/// with F16C, Eigen's GEMM with AVX2 and FMA) and choose per call; Eigen's GEMM and the grid
+/// sweeps of grid_kernel.hpp carry a third for AVX-512 (the sweeps: whole 64-byte lines per
+/// store). Every copy but
 /// Eigen's GEMM gives the same bits (lane-wise IEEE operations, no contraction); GEMM with FMA
 /// rounds once per multiply-add.
 ///
