@@ -60,9 +60,10 @@ struct Settings {
         init(app.setting("init", "", "start from this HDF5 file's /params (--output's layout)")
                  .empty_means("weights drawn from --seed")
                  .free_to_change()),
-        output(app.setting("output", "", "write /params/<name> and /loss to this HDF5 file")
-                   .empty_means("no output file")
-                   .not_recorded()),
+        output(
+            app.setting("output", "", "write /params/<name>, /loss and /val_loss to this HDF5 file")
+                .empty_means("no output file")
+                .not_recorded()),
         sample(app.setting("sample", std::int64_t{0}, "print N bytes generated after training")
                    .at_least(0)
                    .not_recorded()),
@@ -203,6 +204,11 @@ int run(const Settings& o, tenax::app::Job& job) {
     for (std::size_t k = 0; k < losses.size(); ++k)
       loss.data_as<float>()[k] = static_cast<float>(losses[k]);
     out.set("loss", loss);
+    if (workload.validation_loss()) {
+      Tensor val_loss = Tensor::empty({1}, tenax::DType::f64);
+      val_loss.data_as<double>()[0] = *workload.validation_loss();
+      out.set("val_loss", val_loss);
+    }
     tenax::io::write_state_file(o.output(), out, {});
   }
   // The unigram entropy of the training bytes: what a model that ignores the context can reach.

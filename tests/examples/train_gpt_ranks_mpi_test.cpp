@@ -1,6 +1,7 @@
 // train_gpt across ranks (data parallel): `mpirun -np N` processes each compute their share of
-// every step's grains, combined by the pairwise tree over the global grain index. In f32, bf16
-// and f16, N = 1..4 give the single-process model and loss history bit for bit; a run killed on 4
+// every step's grains, combined by the pairwise tree over the global grain index, and their share
+// of the validation grains. In f32, bf16 and f16, N = 1..4 give the single-process model, loss
+// history and validation loss bit for bit; a run killed on 4
 // ranks resumes on 2 (elastic) with the same bits; an out-of-memory on one rank changes nothing.
 #include <gtest/gtest.h>
 
@@ -31,13 +32,14 @@ class TrainGptRanks : public testing::MpiExampleRuns {
                            " " + extra,
                        supervised);
   }
-  // A few parameters of every kind and the loss history, as written by --output.
+  // A few parameters of every kind, the loss history and the last validation loss (each rank
+  // evaluates its share of the held-out grains), as written by --output.
   std::vector<std::vector<double>> model(const std::string& name) {
     std::vector<std::vector<double>> out;
     for (const char* entry :
          {"params/tok_emb.weight", "params/pos_emb.weight", "params/blocks.0.ln1.weight",
           "params/blocks.0.attn.qkv.weight", "params/blocks.1.mlp.proj.bias", "params/ln_f.bias",
-          "params/head.weight", "loss"}) {
+          "params/head.weight", "loss", "val_loss"}) {
       out.push_back(values(name, "model.h5", entry));
     }
     return out;
@@ -51,7 +53,8 @@ TEST_F(TrainGptRanks, EveryNumberOfRanksGivesTheSingleProcessModelInEveryPrecisi
     ASSERT_EQ(run(one, 1, "--precision " + precision), 0) << log(one);
     const auto expected = model(one);
     ASSERT_FALSE(expected.front().empty()) << log(one);
-    ASSERT_EQ(expected.back().size(), 12u);
+    ASSERT_EQ(expected[expected.size() - 2].size(), 12u);  // the loss of every step
+    ASSERT_EQ(expected.back().size(), 1u);                 // the last validation loss
     for (const int ranks : {2, 3, 4}) {
       const std::string name = precision + "-np" + std::to_string(ranks);
       ASSERT_EQ(run(name, ranks, "--precision " + precision), 0) << log(name);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tenax/core/error.hpp"
 #include "tenax/core/text.hpp"
@@ -105,13 +107,25 @@ void TrainingWorkload::step(std::int64_t step, std::int64_t micro_batch) {
         return job_.loss(micro, loss_options);
       });
   staged_val_loss_.reset();
+  staged_val_sums_.reset();
   const bool last_step = options_.steps > 0 && step + 1 == options_.steps;
   if (options_.evaluate_every > 0 && ((step + 1) % options_.evaluate_every == 0 || last_step)) {
-    staged_val_loss_ = evaluate();
+    // This rank's grains now (an out-of-memory backs it off with the step); the ranks' sums meet
+    // in combine_step, after the agreement, where every rank is known to take part.
+    staged_val_sums_ = validation_grain_sums();
   }
 }
 
-double TrainingWorkload::evaluate() {
+double TrainingWorkload::evaluate() { return combined_validation_loss(validation_grain_sums()); }
+
+TrainingWorkload::GrainRange TrainingWorkload::validation_grains(int rank) const {
+  const int ranks = options_.comm != nullptr ? options_.comm->size() : 1;
+  const std::int64_t samples = validation_[0].shape()[0];
+  const std::int64_t grains = (samples + grain_ - 1) / grain_;
+  return {grains * rank / ranks, grains * (rank + 1) / ranks};
+}
+
+std::vector<double> TrainingWorkload::validation_grain_sums() {
   TENAX_EXPECTS(static_cast<bool>(job_.validation), UsageError,
                 "TrainingWorkload::evaluate: the job has no validation set",
                 "give TrainingJob::validation (the held-out samples)");
@@ -130,19 +144,57 @@ double TrainingWorkload::evaluate() {
     ~EvalMode() { model.train(was_training); }
   } mode{model_, model_.is_training()};
   model_.eval();
-  double total = 0;
-  for (std::int64_t begin = 0; begin < samples; begin += grain_) {
+  const GrainRange mine = validation_grains(options_.comm != nullptr ? options_.comm->rank() : 0);
+  std::vector<double> sums;
+  for (std::int64_t g = mine.first; g < mine.last; ++g) {
+    const std::int64_t begin = g * grain_;
     const std::int64_t end = std::min(samples, begin + grain_);
     Batch micro;
     for (const Tensor& t : validation_) micro.push_back(t.slice(begin, end));
-    total += ops::sum(job_.loss(micro, sum_options).value());
+    sums.push_back(ops::sum(job_.loss(micro, sum_options).value()));
   }
-  return total / (static_cast<double>(samples) * options_.terms_per_sample);
+  return sums;
+}
+
+double TrainingWorkload::combined_validation_loss(const std::vector<double>& mine) {
+  const std::int64_t samples = validation_[0].shape()[0];
+  const double per_sample = static_cast<double>(samples) * options_.terms_per_sample;
+  if (options_.comm == nullptr || options_.comm->size() == 1) {
+    double total = 0;
+    for (const double sum : mine) total += sum;
+    return total / per_sample;
+  }
+  // Every rank's grain sums gathered (slots of the largest share), then added in grain order:
+  // the single rank's sum, bit for bit, whatever the number of ranks.
+  runtime::Communicator& comm = *options_.comm;
+  const int ranks = comm.size();
+  std::int64_t slots = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const GrainRange range = validation_grains(r);
+    slots = std::max(slots, range.last - range.first);
+  }
+  std::vector<double> send(static_cast<std::size_t>(slots), 0.0);
+  std::copy(mine.begin(), mine.end(), send.begin());
+  std::vector<double> all(static_cast<std::size_t>(slots * ranks));
+  comm.all_gather_bytes(std::as_bytes(std::span<const double>(send)),
+                        std::as_writable_bytes(std::span<double>(all)));
+  double total = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const GrainRange range = validation_grains(r);
+    for (std::int64_t g = range.first; g < range.last; ++g) {
+      total += all[static_cast<std::size_t>(r * slots + g - range.first)];
+    }
+  }
+  return total / per_sample;
 }
 
 std::optional<std::string> TrainingWorkload::combine_step() {
   std::optional<std::string> anomaly = training_->combine();
   if (!anomaly) staged_ = training_->last_result();
+  if (!anomaly && staged_val_sums_) {
+    staged_val_loss_ = combined_validation_loss(*staged_val_sums_);
+    staged_val_sums_.reset();
+  }
   return anomaly;
 }
 
@@ -162,6 +214,7 @@ void TrainingWorkload::discard_step() {
   training_->discard();
   staged_.reset();
   staged_val_loss_.reset();
+  staged_val_sums_.reset();
 }
 
 StateDict TrainingWorkload::save_state() const {
@@ -208,6 +261,7 @@ bool TrainingWorkload::skip_step(std::int64_t step) {
   training_->discard();
   staged_.reset();
   staged_val_loss_.reset();
+  staged_val_sums_.reset();
   skipped_batches_.push_back(step);
   return true;
 }

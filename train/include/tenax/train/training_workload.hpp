@@ -164,8 +164,12 @@ class TrainingWorkload final : public runtime::Workload {
   [[nodiscard]] double loss_divisor() const noexcept { return divisor_; }
   /// The mean loss over the validation set (TrainingJob::validation) with the model as it is,
   /// in evaluation mode (Module::eval: no dropout), without gradients, one grain of samples at a
-  /// time, the grains' sums added in order: the same bits for any micro-batch, and memory for one
-  /// grain only. UsageError without a validation set.
+  /// time, the grains' sums added in order: the same bits for any micro-batch and any number of
+  /// ranks, and memory for one grain only. On several ranks (TrainingWorkloadOptions::comm) each
+  /// evaluates its share of the grains (a contiguous block) and the sums are gathered: a
+  /// collective, which every rank calls. Inside a run, the evaluation every evaluate_every steps
+  /// computes the shares within the step and gathers them when the step is combined. UsageError
+  /// without a validation set.
   [[nodiscard]] double evaluate();
   /// The validation loss of the last evaluation in a step (nullopt before the first).
   [[nodiscard]] std::optional<double> validation_loss() const noexcept { return val_loss_; }
@@ -185,7 +189,19 @@ class TrainingWorkload final : public runtime::Workload {
   std::int64_t staged_step_ = 0;  // the step staged by step(), for TrainingJob::committed
   std::optional<TrainStepResult> staged_;
   TrainStepResult last_;
-  Batch validation_;                       // asked for once
+  struct GrainRange {
+    std::int64_t first;  // grains [first, last) of the validation set
+    std::int64_t last;
+  };
+  // Rank `rank`'s share of the validation grains (validation_ asked for).
+  [[nodiscard]] GrainRange validation_grains(int rank) const;
+  // This rank's validation grains' loss sums, in order (asks for the validation set once).
+  [[nodiscard]] std::vector<double> validation_grain_sums();
+  // The mean validation loss from every rank's grain sums (a collective on several ranks).
+  [[nodiscard]] double combined_validation_loss(const std::vector<double>& mine);
+
+  Batch validation_;                                    // asked for once
+  std::optional<std::vector<double>> staged_val_sums_;  // this rank's share, from the step
   std::optional<double> staged_val_loss_;  // evaluated in the step, published by its commit
   std::optional<double> val_loss_;
   bool published_val_loss_ = false;  // the last committed step evaluated

@@ -1,0 +1,104 @@
+// TrainingWorkload's evaluation over ranks: each rank evaluates its own block of the validation
+// grains (none twice, none left out), and the ranks' grain sums meet in grain order, so every
+// rank returns the single rank's validation loss bit for bit.
+#include "tenax/train/training_workload.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/runtime/communicator.hpp"
+#include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/nn/linear.hpp"
+
+namespace tenax::train {
+namespace {
+
+namespace ad = autodiff;
+
+// Validation grains of 4: 12, the last one short; the training batch 13 grains (one a rank).
+constexpr std::int64_t kValidation = 45;
+
+// Inputs [n, 3] and targets [n, 2] drawn from `seed`.
+Batch data(std::int64_t n, std::uint64_t seed) {
+  Tensor x = Tensor::empty({n, 3}, DType::f32);
+  Tensor y = Tensor::empty({n, 2}, DType::f32);
+  ops::random_normal(x, seed, 0);
+  ops::random_normal(y, seed, 1);
+  return {x, y};
+}
+
+struct Evaluation {
+  double loss = 0;
+  std::vector<std::int64_t> first_samples;  // the first sample of each grain the rank evaluated
+};
+
+// evaluate() of a fresh workload (the same model on every rank) on rank `comm` (nullptr: one).
+Evaluation evaluate_on(runtime::Communicator* comm) {
+  const nn::Linear model(3, 2, DType::f32, Device::cpu(), 7);
+  const Batch validation = data(kValidation, 11);
+  Evaluation result;
+  TrainingJob job;
+  job.batch = [](std::int64_t step) { return data(52, 100 + static_cast<std::uint64_t>(step)); };
+  job.loss = [&](const Batch& micro, const ad::LossOptions& options) {
+    if (!ad::Tape::recording()) {  // evaluation: find which samples this is by their values
+      for (std::int64_t s = 0; s < kValidation; ++s) {
+        if (std::memcmp(micro[0].data_as<float>(), validation[0].data_as<float>() + s * 3,
+                        3 * sizeof(float)) == 0) {
+          result.first_samples.push_back(s);
+          break;
+        }
+      }
+    }
+    return ad::mse_loss(model.forward(ad::Variable::constant(micro[0])),
+                        ad::Variable::constant(micro[1]), options);
+  };
+  job.validation = [&] { return validation; };
+  TrainingWorkload workload(
+      model, job, {.batch = 52, .grain = 4, .steps = 1, .terms_per_sample = 2, .comm = comm});
+  result.loss = workload.evaluate();
+  return result;
+}
+
+TEST(TrainingWorkload, EachRankEvaluatesItsShareAndAllGetTheSingleRanksLoss) {
+  const Evaluation one = evaluate_on(nullptr);
+  ASSERT_EQ(one.first_samples.size(), 12u);
+  for (const int ranks : {2, 3, 5, 13}) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    const auto comms = runtime::make_thread_communicators(ranks);
+    std::vector<Evaluation> results(static_cast<std::size_t>(ranks));
+    std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          results[static_cast<std::size_t>(r)] =
+              evaluate_on(comms[static_cast<std::size_t>(r)].get());
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(r)] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    std::vector<std::int64_t> seen;
+    for (int r = 0; r < ranks; ++r) {
+      const Evaluation& mine = results[static_cast<std::size_t>(r)];
+      EXPECT_EQ(errors[static_cast<std::size_t>(r)], "");
+      EXPECT_EQ(std::memcmp(&mine.loss, &one.loss, sizeof(double)), 0)
+          << "rank " << r << ": " << mine.loss << " vs " << one.loss;
+      // A contiguous block of grains, at most ceil(12 / ranks) of them, after the rank before.
+      EXPECT_LE(mine.first_samples.size(), static_cast<std::size_t>((12 + ranks - 1) / ranks));
+      seen.insert(seen.end(), mine.first_samples.begin(), mine.first_samples.end());
+    }
+    EXPECT_EQ(seen, one.first_samples) << "every grain once, the ranks' blocks in order";
+  }
+}
+
+}  // namespace
+}  // namespace tenax::train
