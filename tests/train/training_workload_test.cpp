@@ -1,6 +1,7 @@
 // TrainingWorkload's evaluation over ranks: each rank evaluates its own block of the validation
 // grains (none twice, none left out), and the ranks' grain sums meet in grain order, so every
 // rank returns the single rank's validation loss bit for bit.
+// Ranks holding different validation sets are refused, on every rank.
 #include "tenax/train/training_workload.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tenax/core/error.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/runtime/communicator.hpp"
 #include "tenax/train/autodiff/ops.hpp"
@@ -39,16 +41,17 @@ struct Evaluation {
   std::vector<std::int64_t> first_samples;  // the first sample of each grain the rank evaluated
 };
 
-// evaluate() of a fresh workload (the same model on every rank) on rank `comm` (nullptr: one).
-Evaluation evaluate_on(runtime::Communicator* comm) {
+// evaluate() of a fresh workload (the same model on every rank) on rank `comm` (nullptr: one),
+// over `samples` validation samples.
+Evaluation evaluate_on(runtime::Communicator* comm, std::int64_t samples = kValidation) {
   const nn::Linear model(3, 2, DType::f32, Device::cpu(), 7);
-  const Batch validation = data(kValidation, 11);
+  const Batch validation = data(samples, 11);
   Evaluation result;
   TrainingJob job;
   job.batch = [](std::int64_t step) { return data(52, 100 + static_cast<std::uint64_t>(step)); };
   job.loss = [&](const Batch& micro, const ad::LossOptions& options) {
     if (!ad::Tape::recording()) {  // evaluation: find which samples this is by their values
-      for (std::int64_t s = 0; s < kValidation; ++s) {
+      for (std::int64_t s = 0; s < samples; ++s) {
         if (std::memcmp(micro[0].data_as<float>(), validation[0].data_as<float>() + s * 3,
                         3 * sizeof(float)) == 0) {
           result.first_samples.push_back(s);
@@ -97,6 +100,26 @@ TEST(TrainingWorkload, EachRankEvaluatesItsShareAndAllGetTheSingleRanksLoss) {
       seen.insert(seen.end(), mine.first_samples.begin(), mine.first_samples.end());
     }
     EXPECT_EQ(seen, one.first_samples) << "every grain once, the ranks' blocks in order";
+  }
+}
+
+TEST(TrainingWorkload, RanksWithDifferentValidationSetsAreRefusedOnEveryRank) {
+  const auto comms = runtime::make_thread_communicators(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        (void)evaluate_on(comms[static_cast<std::size_t>(r)].get(), r == 0 ? 45 : 44);
+      } catch (const UsageError& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& error : errors) {
+    EXPECT_NE(error.find("45 samples on rank 0 and 44 on rank 1"), std::string::npos) << error;
+    EXPECT_NE(error.find("the same validation set on every rank"), std::string::npos) << error;
   }
 }
 

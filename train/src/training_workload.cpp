@@ -168,6 +168,20 @@ double TrainingWorkload::combined_validation_loss(const std::vector<double>& min
   // the single rank's sum, bit for bit, whatever the number of ranks.
   runtime::Communicator& comm = *options_.comm;
   const int ranks = comm.size();
+  // The shares assume one validation set: ranks holding different ones are refused on every
+  // rank (each sees every count) before sums of different sizes are gathered.
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(ranks));
+  comm.all_gather_bytes(std::as_bytes(std::span<const std::int64_t>(&samples, 1)),
+                        std::as_writable_bytes(std::span<std::int64_t>(counts)));
+  for (int r = 1; r < ranks; ++r) {
+    TENAX_EXPECTS(counts[static_cast<std::size_t>(r)] == counts[0], UsageError,
+                  "TrainingWorkload: the validation set has " + std::to_string(counts[0]) +
+                      " samples on rank 0 and " +
+                      std::to_string(counts[static_cast<std::size_t>(r)]) + " on rank " +
+                      std::to_string(r),
+                  "return the same validation set on every rank from TrainingJob::validation "
+                  "(each rank evaluates its share of it)");
+  }
   std::int64_t slots = 0;
   for (int r = 0; r < ranks; ++r) {
     const GrainRange range = validation_grains(r);
