@@ -253,21 +253,9 @@ std::vector<std::int64_t> parse_layers(const std::string& text) {
 // device, inputs in the compute dtype; targets f32 (regression) or i64 labels.
 train::Batch gather(const ArrayData& data, train::SampleOrder& order, std::int64_t step,
                     std::int64_t b, DType compute, Device device) {
-  const std::int64_t d_in = data.d_in();
-  const std::int64_t d_out = data.classification() ? 1 : data.d_out();
-  Tensor x = Tensor::empty(Shape{b, d_in}, DType::f32);
-  Tensor y = data.classification() ? Tensor::empty(Shape{b}, DType::i64)
-                                   : Tensor::empty(Shape{b, d_out}, DType::f32);
-  for (std::int64_t r = 0; r < b; ++r) {
-    const std::int64_t row = order.sample(step * b + r);
-    std::copy_n(data.x.data_as<float>() + row * d_in, d_in, x.data_as<float>() + r * d_in);
-    if (data.classification()) {
-      y.data_as<std::int64_t>()[r] = data.y.data_as<std::int64_t>()[row];
-    } else {
-      std::copy_n(data.y.data_as<float>() + row * d_out, d_out, y.data_as<float>() + r * d_out);
-    }
-  }
-  return {(compute == DType::f32 ? x : ops::cast(x, compute)).to(device), y.to(device)};
+  const ArrayData part = data.subset(order.samples(step * b, b));
+  return {(compute == DType::f32 ? part.x : ops::cast(part.x, compute)).to(device),
+          part.y.to(device)};
 }
 
 // "samples 640..703 of the data order: rows 17, 933, ..." (every row for batches up to 32).

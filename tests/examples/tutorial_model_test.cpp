@@ -14,9 +14,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::final_checkpoint;
 using testing::fresh_run_dir;
-using testing::read_text;
-
-const fs::path kSource = TENAX_SOURCE_DIR;
 
 testing::CommandOutput model(const fs::path& run_dir, const std::string& flags = "") {
   return testing::run_tutorial(TUTORIAL_MODEL_PATH, run_dir, flags);

@@ -54,6 +54,36 @@ class ArrayDataTest : public ::testing::Test {
   Tensor x_, labels_;
 };
 
+TEST_F(ArrayDataTest, ASubsetHoldsTheGivenRowsInOrderAndRefusesARowOutside) {
+  const ArrayData labelled = read_array_data(file("subset-labels", x_, labels_));
+  const std::vector<std::int64_t> rows{4, 0, 4};
+  const ArrayData part = labelled.subset(rows);
+  EXPECT_EQ(part.classes, 3);
+  ASSERT_EQ(part.x.shape(), (Shape{3, 2}));
+  ASSERT_EQ(part.y.shape(), (Shape{3}));
+  for (std::int64_t r = 0; r < 3; ++r) {
+    const std::int64_t row = rows[static_cast<std::size_t>(r)];
+    EXPECT_EQ(part.x.data_as<float>()[r * 2], 0.5f * static_cast<float>(row * 2));
+    EXPECT_EQ(part.x.data_as<float>()[r * 2 + 1], 0.5f * static_cast<float>(row * 2 + 1));
+    EXPECT_EQ(part.y.data_as<std::int64_t>()[r], row % 3);
+  }
+  // Regression targets [N, 2]: whole rows.
+  const ArrayData regression = read_array_data(file("subset-targets", x_, x_));
+  const ArrayData targets = regression.subset(std::vector<std::int64_t>{5});
+  ASSERT_EQ(targets.y.shape(), (Shape{1, 2}));
+  EXPECT_EQ(targets.y.data_as<float>()[1], 5.5f);
+  EXPECT_EQ(regression.subset({}).x.shape(), (Shape{0, 2}));
+  for (const std::int64_t bad : {std::int64_t{-1}, std::int64_t{6}}) {
+    try {
+      (void)labelled.subset(std::vector<std::int64_t>{0, bad});
+      ADD_FAILURE() << "row " << bad << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("rows[1] is " + std::to_string(bad)), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST_F(ArrayDataTest, ClassificationLabelsAreReadAndTheirCountInferredOrGiven) {
   const ArrayData d = read_array_data(file("labels", x_, labels_));
   EXPECT_TRUE(d.classification());

@@ -1,6 +1,7 @@
 // read_array_data: /x and /y of an HDF5 file, every rule checked before training sees a sample.
 #include "tenax/train/array_data.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -108,6 +109,33 @@ ArrayData read_array_data(const std::filesystem::path& path, std::int64_t classe
     if (refuse) expect_finite(file, "y", d.y);
   }
   return d;
+}
+
+ArrayData ArrayData::subset(std::span<const std::int64_t> rows) const {
+  const auto b = static_cast<std::int64_t>(rows.size());
+  const std::int64_t inputs = d_in();
+  const std::int64_t targets = classification() ? 1 : d_out();
+  ArrayData part;
+  part.classes = classes;
+  part.x = Tensor::empty(Shape{b, inputs}, DType::f32);
+  part.y = classification() ? Tensor::empty(Shape{b}, DType::i64)
+                            : Tensor::empty(Shape{b, targets}, DType::f32);
+  for (std::int64_t r = 0; r < b; ++r) {
+    const std::int64_t row = rows[static_cast<std::size_t>(r)];
+    TENAX_EXPECTS(row >= 0 && row < size(), UsageError,
+                  "ArrayData::subset: rows[" + std::to_string(r) + "] is " + std::to_string(row) +
+                      ", outside the set's " + std::to_string(size()) + " samples",
+                  "pass sample indices in [0, " + std::to_string(size()) +
+                      ") (a SampleOrder over this set gives them)");
+    std::copy_n(x.data_as<float>() + row * inputs, inputs, part.x.data_as<float>() + r * inputs);
+    if (classification()) {
+      part.y.data_as<std::int64_t>()[r] = y.data_as<std::int64_t>()[row];
+    } else {
+      std::copy_n(y.data_as<float>() + row * targets, targets,
+                  part.y.data_as<float>() + r * targets);
+    }
+  }
+  return part;
 }
 
 }  // namespace tenax::train

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string_view>
 
 #include "tenax/core/tensor.hpp"
@@ -30,6 +31,9 @@ struct ArrayData {
   [[nodiscard]] std::int64_t d_in() const { return x.shape()[1]; }
   /// Outputs per sample: C for classification, the targets' width for regression.
   [[nodiscard]] std::int64_t d_out() const { return classification() ? classes : y.shape()[1]; }
+  /// The samples `rows` in that order (a batch: rows = SampleOrder::samples(k B, B)), as a new
+  /// set of the same kind on the host. UsageError naming the first row outside [0, size()).
+  [[nodiscard]] ArrayData subset(std::span<const std::int64_t> rows) const;
 };
 
 /// What read_array_data does with a NaN or an infinity among the inputs or regression targets.
