@@ -172,9 +172,11 @@ Finding cpu_simd_setting(const std::string& value) {
   constexpr const char* kName = "env:TENAX_CPU_SIMD";
   try {
     const kernels::cpu::CpuSimd& simd = kernels::cpu::cpu_simd();
-    return ok(kName, fmt::format("{}: the CPU kernels use AVX2 {}, FMA {}, F16C {}, AVX-512 {}",
-                                 value, simd.avx2 ? "yes" : "no", simd.fma ? "yes" : "no",
-                                 simd.f16c ? "yes" : "no", simd.avx512 ? "yes" : "no"));
+    const auto yes = [](bool on) { return on ? "yes" : "no"; };
+    return ok(kName, fmt::format("{}: the CPU kernels use AVX2 {}, FMA {}, F16C {}, AVX-512 {}, "
+                                 "AMX-BF16 {}",
+                                 value, yes(simd.avx2), yes(simd.fma), yes(simd.f16c),
+                                 yes(simd.avx512), yes(simd.amx_bf16)));
   } catch (const Error& e) {
     return problem(kName, e.cause(), e.fix(), value);
   }
@@ -227,8 +229,21 @@ Finding host_pool() {
 Finding cpu_threads() {
   const unsigned hardware = std::thread::hardware_concurrency();
   try {
-    return info("cpu", fmt::format("{} hardware thread(s); the CPU backend uses {}", hardware,
-                                   CpuContext::instance().num_threads()));
+    std::string extensions;
+    try {
+      const kernels::cpu::CpuSimd& simd = kernels::cpu::cpu_simd();
+      for (const auto& [on, name] :
+           {std::pair{simd.avx2, "AVX2"}, std::pair{simd.fma, "FMA"}, std::pair{simd.f16c, "F16C"},
+            std::pair{simd.avx512, "AVX-512"}, std::pair{simd.amx_bf16, "AMX-BF16"}}) {
+        if (on) extensions += std::string(extensions.empty() ? "" : ", ") + name;
+      }
+    } catch (const Error&) {
+      extensions = "see env:TENAX_CPU_SIMD";  // that finding names the bad value
+    }
+    return info("cpu", fmt::format("{} hardware thread(s); the CPU backend uses {}; its kernels' "
+                                   "vector extensions: {}",
+                                   hardware, CpuContext::instance().num_threads(),
+                                   extensions.empty() ? "none (baseline x86-64)" : extensions));
   } catch (const Error&) {
     return info("cpu", fmt::format("{} hardware thread(s); the CPU backend cannot start until "
                                    "TENAX_NUM_THREADS is fixed",

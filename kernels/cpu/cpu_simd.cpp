@@ -1,6 +1,14 @@
 // cpu_simd(): the CPU's extensions, read once, less what TENAX_CPU_SIMD turns off.
 #include "tenax/kernels/detail/cpu_simd.hpp"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -10,6 +18,28 @@
 
 namespace tenax::kernels::cpu {
 namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// AMX-TILE and AMX-BF16 (CPUID leaf 7: EDX bits 24 and 22), the tile registers enabled by the
+// operating system (XCR0 bits 17 and 18), and on Linux the tile data granted to this process: it
+// must ask once before its first tile instruction, which would otherwise stop it with SIGILL.
+// Asked only where the CPU has AVX-512, which implies XSAVE and so xgetbv.
+bool amx_bf16_granted() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  if ((edx & (1U << 24)) == 0 || (edx & (1U << 22)) == 0) return false;
+  unsigned xcr0_low = 0, xcr0_high = 0;
+  __asm__("xgetbv" : "=a"(xcr0_low), "=d"(xcr0_high) : "c"(0));
+  if ((xcr0_low & (3U << 17)) != (3U << 17)) return false;
+#if defined(__linux__)
+  constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+#else
+  return false;
+#endif
+}
+#endif
 
 CpuSimd native_simd() {
   CpuSimd simd;
@@ -21,6 +51,7 @@ CpuSimd native_simd() {
   simd.avx512 = simd.avx2 && __builtin_cpu_supports("avx512f") != 0 &&
                 __builtin_cpu_supports("avx512vl") != 0 &&
                 __builtin_cpu_supports("avx512dq") != 0 && __builtin_cpu_supports("avx512bw") != 0;
+  simd.amx_bf16 = simd.avx512 && amx_bf16_granted();
 #endif
   return simd;
 }

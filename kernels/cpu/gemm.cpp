@@ -19,6 +19,8 @@
 // f16/bf16 inputs are widened to f32 exactly (half_arrays.hpp), multiplied as f32 and, when C is
 // f16 or bf16, rounded once at the end: f32 accumulation, as cuBLAS does with CUBLAS_COMPUTE_32F.
 // (Debian's OpenBLAS 0.3.21 is built without BUILD_BFLOAT16, so there is no sbgemm to call.)
+// Where the CPU has AMX-BF16, bf16 products run on its tiles instead (gemm_amx.hpp): the same
+// independence of the row count and thread count, other bits.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +31,7 @@
 #include <cblas.h>
 #endif
 
+#include "gemm_amx.hpp"
 #include "gemm_eigen.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/half.hpp"
@@ -263,6 +266,9 @@ void gemm(CpuContext& context, const GemmArgs& args) {
     case DType::f16:
       return gemm_half<Half>(context, args);
     case DType::bf16:
+#if TENAX_HAVE_AMX
+      if (cpu_simd().amx_bf16) return amx_gemm_bf16(context, args);
+#endif
       return gemm_half<BFloat16>(context, args);
     default:
       throw UsageError("gemm: dtype " + std::string(to_string(args.a.dtype())) +

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "tenax/core/error.hpp"
@@ -32,6 +33,15 @@ TEST(CpuSimd, FollowsTheEnvironment) {
                                __builtin_cpu_supports("avx512vl") != 0 &&
                                __builtin_cpu_supports("avx512dq") != 0 &&
                                __builtin_cpu_supports("avx512bw") != 0);
+    // AMX also needs the operating system's grant, which a CPU flag does not show: the CPU
+    // must at least have it.
+    if (simd.amx_bf16) {
+      EXPECT_TRUE(simd.avx512);
+      EXPECT_NE(__builtin_cpu_supports("amx-bf16"), 0);
+      EXPECT_NE(__builtin_cpu_supports("amx-tile"), 0);
+    } else if (simd.avx512 && __builtin_cpu_supports("amx-bf16") != 0) {
+      std::cout << "this CPU has AMX-BF16 but the operating system did not grant the tile state\n";
+    }
 #else
     EXPECT_FALSE(simd.avx2);
 #endif
@@ -41,6 +51,7 @@ TEST(CpuSimd, FollowsTheEnvironment) {
     EXPECT_FALSE(simd.fma);
     EXPECT_FALSE(simd.f16c);
     EXPECT_FALSE(simd.avx512);
+    EXPECT_FALSE(simd.amx_bf16);
   } else {
     // Not a setting: every call says so, naming the value and the fix.
     for (int call = 0; call < 2; ++call) {

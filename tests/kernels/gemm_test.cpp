@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "kernels/linalg_test_helpers.hpp"
 #include "tenax/core/context.hpp"
+#include "tenax/kernels/detail/cpu_simd.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
 
@@ -142,6 +144,83 @@ TEST(Gemm, F16InputsAccumulateInF32) {
 TEST(Gemm, Bf16InputsAccumulateInF32) {
   check_half_inputs(DType::bf16, DType::f32, 0.0);
   check_half_inputs(DType::bf16, DType::bf16, std::ldexp(1.0, -8));
+}
+
+// Sizes that hold whole 32 x 32 blocks and 32-deep k blocks as well as every kind of edge (of
+// the AMX path's tiles where the CPU has them, of Eigen's panels otherwise), past one worker.
+const std::tuple<std::int64_t, std::int64_t, std::int64_t> kBlockSizes[] = {
+    {64, 48, 96}, {37, 50, 70}, {96, 16, 32}, {200, 33, 1}, {15, 64, 64}};
+
+// Small integers are exact in bf16 and their sums exact in f32: every path must give the naive
+// product's value, so any misplaced element of a packed tile shows.
+TEST(Gemm, Bf16IsExactOnSmallIntegerMatricesForEveryTranspose) {
+  std::uint32_t seed = 300;
+  for (const auto& [m, n, k] : kBlockSizes) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        for (const DType out : {DType::f32, DType::bf16}) {
+          for (const auto& [alpha, beta] : {std::pair{1.0, 0.0}, std::pair{2.0, -1.0}}) {
+            const auto a = random_integers(m * k, 4, seed++);
+            const auto b = random_integers(k * n, 4, seed++);
+            // |C| stays below 256 for a bf16 C, so that it is exact there too.
+            const auto c0 = random_integers(m * n, 8, seed++);
+            const Tensor c = make_tensor({m, n}, out, c0);
+            const double scale = out == DType::bf16 ? 1.0 / 128.0 : 1.0;
+            ops::gemm(make_tensor(stored_shape(m, k, ta), DType::bf16, a),
+                      make_tensor(stored_shape(k, n, tb), DType::bf16, b), c, alpha * scale, beta,
+                      flag(ta), flag(tb));
+            const auto want = naive_gemm(a, b, c0, m, n, k, ta, tb, alpha * scale, beta);
+            const auto got = values_of(c);
+            for (std::size_t i = 0; i < want.size(); ++i) {
+              const double tol = out == DType::bf16 ? std::fabs(want[i]) * std::ldexp(1.0, -8) : 0;
+              ASSERT_NEAR(got[i], want[i], tol)
+                  << to_string(out) << " m=" << m << " n=" << n << " k=" << k << " ta=" << ta
+                  << " tb=" << tb << " alpha=" << alpha << " element " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// On AMX tiles the rows of a bf16 product have the same bits whether computed whole or in
+// groups of any size, one row included: the f32 sums of a row depend on that row of op(A) and on
+// op(B) only (gemm_amx.hpp). (Eigen's path gives that for groups of its row blocking only, a
+// one-row product being a matrix-vector one: gemm.cpp's workers split at such multiples.)
+TEST(Gemm, Bf16RowsOnAmxDoNotDependOnHowManyRowsAProductHas) {
+  if (!kernels::cpu::cpu_simd().amx_bf16) {
+    GTEST_SKIP() << "this CPU (or TENAX_CPU_SIMD) runs bf16 products without AMX tiles";
+  }
+  constexpr std::int64_t m = 101, n = 45, k = 77;
+  std::uint32_t seed = 400;
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      const auto a = random_reals(m * k, DType::bf16, seed++);
+      const Tensor b = make_tensor(stored_shape(k, n, tb), DType::bf16,
+                                   random_reals(k * n, DType::bf16, seed++));
+      const Tensor a_whole = make_tensor(stored_shape(m, k, ta), DType::bf16, a);
+      const Tensor whole = Tensor::empty({m, n}, DType::f32);
+      ops::gemm(a_whole, b, whole, 1.0, 0.0, flag(ta), flag(tb));
+      for (const std::int64_t group : {1, 5, 7, 16, 33}) {
+        for (std::int64_t r0 = 0; r0 < m; r0 += group) {
+          const std::int64_t rows = std::min(group, m - r0);
+          // op(A)'s rows r0.. as a matrix of their own (stored transposed where A is).
+          std::vector<double> part(static_cast<std::size_t>(rows * k));
+          for (std::int64_t i = 0; i < rows; ++i) {
+            for (std::int64_t j = 0; j < k; ++j) {
+              part[ta ? j * rows + i : i * k + j] = a[ta ? j * m + r0 + i : (r0 + i) * k + j];
+            }
+          }
+          const Tensor c = Tensor::empty({rows, n}, DType::f32);
+          ops::gemm(make_tensor(stored_shape(rows, k, ta), DType::bf16, part), b, c, 1.0, 0.0,
+                    flag(ta), flag(tb));
+          ASSERT_EQ(std::memcmp(c.data(), whole.slice(r0, r0 + rows).data(), c.nbytes()), 0)
+              << "rows " << r0 << ".." << r0 + rows << " ta=" << ta << " tb=" << tb;
+        }
+      }
+    }
+  }
 }
 
 TEST(Gemm, F16AccumulationIsNotF16) {

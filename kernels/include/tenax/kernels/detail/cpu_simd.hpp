@@ -4,9 +4,9 @@
 /// second copy compiled for AVX2 (element-wise bodies, the sparse products, the f16 conversions
 /// with F16C, Eigen's GEMM with AVX2 and FMA) and choose per call; Eigen's GEMM and the grid
 /// sweeps of grid_kernel.hpp carry a third for AVX-512 (the sweeps: whole 64-byte lines per
-/// store). Every copy but
-/// Eigen's GEMM gives the same bits (lane-wise IEEE operations, no contraction); GEMM with FMA
-/// rounds once per multiply-add.
+/// store); bf16 GEMM runs on AMX tiles where the CPU has them. Every copy but the GEMMs gives the
+/// same bits (lane-wise IEEE operations, no contraction); GEMM with FMA rounds once per
+/// multiply-add, and on AMX sums in the instruction's order.
 ///
 /// TENAX_CPU_SIMD=baseline runs every kernel's baseline copy, as on a CPU without the extensions:
 /// to rule a vector path out, or to test the baseline copies on a CPU that has AVX2. Unset, empty
@@ -22,6 +22,10 @@ struct CpuSimd {
   /// AVX-512 F, VL, DQ and BW with the operating system's support for the wider registers (only
   /// with avx2)
   bool avx512 = false;
+  /// AMX tiles with bf16 dot products (TDPBF16PS), the operating system having granted this
+  /// process the tile state (Linux asks for it once, through arch_prctl); only with avx512.
+  /// bf16 GEMMs run on the tiles (gemm_amx.hpp), with the bits of that path.
+  bool amx_bf16 = false;
 };
 
 /// What the CPU has, less what TENAX_CPU_SIMD turns off; read once. Throws UsageError for a
