@@ -2,9 +2,12 @@
 // bench/peers/train_gpt.py's layer rows: causal self-attention (batch 32, T 128, d 256, 4 heads,
 // the qkv and proj Linears included) and LayerNorm over [32, 128, 256], f32, one forward and one
 // backward of sum(layer(x) * g) for a fixed g per iteration, the graph bench/peers/train_gpt.py
-// times in PyTorch.
+// times in PyTorch. And the bf16 matrix product of the MLP's first Linear at that size
+// ([4096, 256] x [256, 1024] to bf16, the weight stored [1024, 256] as a Linear's), against
+// torch.matmul in bf16.
 #include <benchmark/benchmark.h>
 
+#include "tenax/kernels/ops_linalg.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/train/autodiff/layer_ops.hpp"
 #include "tenax/train/autodiff/ops.hpp"
@@ -50,6 +53,24 @@ void BM_LayerNormForwardBackward(benchmark::State& state) {
   forward_backward(state, norm);
 }
 BENCHMARK(BM_LayerNormForwardBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_MatmulBf16(benchmark::State& state) {
+  const auto bf16 = [](tenax::Shape shape, std::uint64_t seed) {
+    Tensor t = Tensor::empty(shape, DType::f32);
+    tenax::ops::random_normal(t, seed, 0);
+    return tenax::ops::cast(t, DType::bf16);
+  };
+  const Tensor x = bf16({kBatch * kT, kD}, 3);
+  const Tensor w = bf16({4 * kD, kD}, 4);
+  const Tensor y = Tensor::empty({kBatch * kT, 4 * kD}, DType::bf16);
+  for (auto _ : state) {
+    tenax::ops::gemm(x, w, y, 1.0, 0.0, tenax::ops::Transpose::no, tenax::ops::Transpose::yes);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kBatch * kT * kD * 4 * kD * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_MatmulBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -14,6 +14,8 @@ backward, AdamW.
    median of the last N.
  - PyTorch 1.13: the same model and batch shapes, f32, and bf16 through CPU autocast (its CPU
    autocast has no f16: that row has no peer); the median of N timed steps after W.
+ - The bf16 product of the MLP's first Linear ([B T, d] x [d, 4d] to bf16), forward only: tenax
+   through `bench_layers` (BM_MatmulBf16), PyTorch's torch.matmul in bf16.
  - Layers: forward + backward of causal self-attention (batch 32, T 128, d 256, 4 heads: the
    qkv and proj Linears included) and of LayerNorm over [32, 128, 256], from the scalar
    sum(layer(x) * g) on both sides (the same graph), tenax through `bench_layers` (Google
@@ -108,6 +110,16 @@ def torch_layers(steps, warmup, sizes):
             (layer(x) * g).sum().backward()
             times.append(time.perf_counter() - start)
         out[name] = statistics.median(times[warmup:])
+    # The bf16 product of the MLP's first Linear: x [B T, d] times the weight [4d, d] transposed.
+    x = torch.randn(b * t, d).to(torch.bfloat16)
+    w = torch.randn(4 * d, d).to(torch.bfloat16)
+    times = []
+    with torch.no_grad():
+        for k in range(warmup + steps):
+            start = time.perf_counter()
+            torch.matmul(x, w.t())
+            times.append(time.perf_counter() - start)
+    out["matmul_bf16"] = statistics.median(times[warmup:])
     return out
 
 
@@ -125,7 +137,8 @@ def tenax_layers(build, threads, sizes):
         name = bench["run_name"].split("/")[0]
         unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[bench["time_unit"]]
         key = {"BM_AttentionForwardBackward": "attention",
-               "BM_LayerNormForwardBackward": "layer_norm"}.get(name)
+               "BM_LayerNormForwardBackward": "layer_norm",
+               "BM_MatmulBf16": "matmul_bf16"}.get(name)
         if key:
             out[key] = bench["real_time"] * unit
     return out
@@ -169,6 +182,14 @@ def main():
             if name in ours:
                 print(f"| {name} | {ours[name] * 1e3:.2f} | {theirs[name] * 1e3:.2f} | "
                       f"{theirs[name] / ours[name]:.2f}x |")
+        if "matmul_bf16" in ours:
+            b, t, d = sizes["batch"], sizes["context"], sizes["d_model"]
+            print(f"\n| bf16 product [{b * t}, {d}] x [{d}, {4 * d}] | tenax ms | PyTorch ms | "
+                  "tenax speed-up |")
+            print("|---|---|---|---|")
+            print(f"| forward | {ours['matmul_bf16'] * 1e3:.3f} | "
+                  f"{theirs['matmul_bf16'] * 1e3:.3f} | "
+                  f"{theirs['matmul_bf16'] / ours['matmul_bf16']:.2f}x |")
 
 
 if __name__ == "__main__":

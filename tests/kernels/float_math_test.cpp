@@ -1,4 +1,4 @@
-// float_math.hpp: exp, tanh and sigmoid for f32 compute against the double library functions
+// float_math.hpp: exp, tanh, sigmoid and erfc for f32 compute against the double library functions
 // rounded to float, over a sweep of a million float bit patterns (every sign and exponent) and
 // the special values: at most one float ulp apart, and equal in all but a handful of cases.
 #include <gtest/gtest.h>
@@ -53,7 +53,8 @@ TEST(FloatMath, WithinOneUlpOfTheCorrectlyRoundedValueAndUsuallyEqual) {
   const Sweep t = sweep("tanh", tanh_f32, [](double x) { return std::tanh(x); });
   const Sweep s =
       sweep("sigmoid", sigmoid_f32, [](double x) { return 1.0 / (1.0 + std::exp(-x)); });
-  for (const Sweep& sw : {e, t, s}) {
+  const Sweep c = sweep("erfc", erfc_f32, [](double x) { return std::erfc(x); });
+  for (const Sweep& sw : {e, t, s, c}) {
     EXPECT_GT(sw.checked, 1000000);
     EXPECT_LT(sw.inexact, sw.checked / 100000) << "more than 1e-5 of the values are inexact";
   }
@@ -78,6 +79,35 @@ TEST(FloatMath, SpecialValues) {
   EXPECT_EQ(sigmoid_f32(kInf), 1.0f);
   EXPECT_EQ(sigmoid_f32(-kInf), 0.0f);
   EXPECT_EQ(sigmoid_f32(0.0f), 0.5f);
+  EXPECT_TRUE(std::isnan(erfc_f32(nan)));
+  EXPECT_EQ(erfc_f32(kInf), 0.0f);
+  EXPECT_EQ(erfc_f32(-kInf), 2.0f);
+  EXPECT_EQ(erfc_f32(0.0f), 1.0f);
+  EXPECT_EQ(erfc_f32(-0.0f), 1.0f);
+  EXPECT_EQ(erfc_f32(10.1f), 0.0f) << "underflow";
+  EXPECT_GT(erfc_f32(10.0f), 0.0f) << "a subnormal result";
+  EXPECT_EQ(erfc_f32(-10.1f), 2.0f);
+}
+
+// Floats of [-11, 11] (where erfc is neither 0 nor 2 in float), every 61st bit pattern, against
+// the double library function rounded to float: at most one ulp apart, and equal in all but a
+// handful of cases. float_math_slow_test checks every one of them.
+TEST(FloatMath, ErfcWhereItIsNotALimit) {
+  std::int64_t checked = 0, inexact = 0;
+  const auto last = static_cast<std::uint32_t>(ordered(11.0f));
+  for (const float sign : {1.0f, -1.0f}) {
+    for (std::uint32_t bits = 0; bits <= last; bits += 61) {
+      const float x = sign * float_of(bits);
+      const float want = static_cast<float>(std::erfc(static_cast<double>(x)));
+      const float got = erfc_f32(x);
+      ++checked;
+      if (std::memcmp(&want, &got, sizeof want) == 0) continue;
+      ++inexact;
+      ASSERT_LE(std::abs(ordered(want) - ordered(got)), 1)
+          << "erfc(" << x << "): " << got << " vs " << want;
+    }
+  }
+  EXPECT_LT(inexact, checked / 100000) << inexact << " of " << checked << " are inexact";
 }
 
 }  // namespace

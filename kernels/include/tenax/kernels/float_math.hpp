@@ -1,5 +1,5 @@
-/// exp, tanh and sigmoid for f32 compute (f32, f16 and bf16 tensors), evaluated in double from a
-/// polynomial and rounded once to float.
+/// exp, tanh, sigmoid and erfc for f32 compute (f32, f16 and bf16 tensors), evaluated in double
+/// from a polynomial and rounded once to float.
 /// @file
 /// Why not expf/tanhf: the library functions are opaque calls, so a CPU loop over them runs one
 /// element at a time (a tanh layer of a small MLP cost more than its GEMM), and the CPU's and the
@@ -11,7 +11,7 @@
 /// exactly, so the double result is within a few double ulps of the true value and its rounding to
 /// float is the correctly rounded result except within ~1e-15 relative of a float rounding
 /// boundary (then off by one float ulp). NaN stays NaN; infinities and overflow give the limits
-/// of each function (exp: +inf and +0; tanh: ±1; sigmoid: 1 and +0).
+/// of each function (exp: +inf and +0; tanh: ±1; sigmoid: 1 and +0; erfc: +0 and 2).
 #pragma once
 
 #include <math.h>
@@ -93,4 +93,51 @@ TENAX_HD inline float sigmoid_f32(float v) {
   return v != v ? v : result;
 }
 
+/// erfc(a) e^(a^2) in double for a in [0, 10.5], to within 2e-15 relative: t Q(t) with
+/// t = 1 / (1 + a/2) and Q a polynomial of degree 20 (in s = (2t - 1.16) / 0.84, which maps the
+/// range onto [-1, 1]) interpolating erfc(a) e^(a^2) / t at Chebyshev nodes (kernels/erfc_fit.py
+/// derives the coefficients and measures the error). Scaled so that a caller that has e^(-a^2)
+/// already (the normal density) does not compute a second exponential.
+TENAX_HD inline double erfcx_for_f32(double a) {
+  const double t = 1.0 / (1.0 + 0.5 * a);
+  const double s = (2.0 * t - 1.16) * (1.0 / 0.84);
+  double q = -4.2140242448894777e-10;
+  q = q * s + 1.7265416235750592e-09;
+  q = q * s + 2.162148875235615e-11;
+  q = q * s + -1.3062603773882616e-08;
+  q = q * s + 2.8880569312999877e-08;
+  q = q * s + 1.0464483535763015e-08;
+  q = q * s + -1.9771440406558603e-07;
+  q = q * s + 4.166176499209403e-07;
+  q = q * s + 2.890961852898769e-07;
+  q = q * s + -3.5026818588727535e-06;
+  q = q * s + 5.681440168489024e-06;
+  q = q * s + 1.4181834533694618e-05;
+  q = q * s + -7.11637454591734e-05;
+  q = q * s + 2.8259860639422107e-06;
+  q = q * s + 0.0006251753359185763;
+  q = q * s + -0.0006719585143824834;
+  q = q * s + -0.0063273420596905335;
+  q = q * s + 0.0063079195435301804;
+  q = q * s + 0.10352099342821253;
+  q = q * s + 0.32718793137802954;
+  q = q * s + 0.5694087224462933;
+  return t * q;
+}
+
+/// erfc(x) in double for x not NaN, to within 1e-14 relative, for the f32 functions below: for
+/// a = |x| clamped to 10.5 (where erfc is already far below the smallest float),
+/// erfc(a) = erfcx_for_f32(a) e^(-a^2) and erfc(-a) = 2 - erfc(a).
+TENAX_HD inline double erfc_for_f32(double x) {
+  const double a = clamp_keep_nan(x < 0 ? -x : x, 10.5);
+  const double tail = erfcx_for_f32(a) * exp_in_range(-(a * a));
+  return x < 0 ? 2.0 - tail : tail;
+}
+
+/// erfc(v) rounded to float: +0 above about 10.05, 2 below about -10.05 (and at -inf), NaN for
+/// NaN. Host and device give the same bits.
+TENAX_HD inline float erfc_f32(float v) {
+  const float result = static_cast<float>(erfc_for_f32(v));
+  return v != v ? v : result;
+}
 }  // namespace tenax::kernels

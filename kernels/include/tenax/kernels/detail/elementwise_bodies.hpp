@@ -133,34 +133,57 @@ struct ErfOp {
 inline constexpr double kInvSqrt2 = 0.70710678118654752440;
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
-/// Phi(v), the standard normal CDF, as 0.5 erfc(-v / sqrt 2): 1 + erf(v / sqrt 2) would cancel
-/// for negative v and lose the tail.
-TENAX_HD inline float normal_cdf(float v) {
-  return 0.5f * erfcf(-v * static_cast<float>(kInvSqrt2));
+/// Phi(v), the standard normal CDF, and phi(v), its density, of one v.
+template <class T>
+struct NormalCdfPdf {
+  T cdf;
+  T pdf;
+};
+
+/// Phi(v) = 0.5 erfc(-v / sqrt 2) (1 + erf(v / sqrt 2) would cancel for negative v and lose the
+/// tail) and phi(v) = e^(-v^2/2) / sqrt(2 pi), in double for the f32 compute of the ops below:
+/// from float_math.hpp's scaled erfc, the exponential shared (with a = |v| / sqrt 2,
+/// erfc(a) = erfcx(a) e^(-v^2/2)), both within ~1e-14 relative. Past |v| = sqrt(300) the
+/// exponential is taken as 0 (it is below e^-150: 0 in float), so Phi is exactly 0 or 1 and phi 0
+/// there and at the infinities. Plain arithmetic: vectorised on the CPU, the same bits on the GPU.
+/// NaN gives NaN.
+TENAX_HD inline NormalCdfPdf<double> normal_cdf_pdf_for_f32(float v) {
+  const double x = v;
+  const double half_square = 0.5 * x * x;
+  const double e = half_square > 150.0 ? 0.0 : exp_in_range(-half_square);
+  // erfcx's argument is clamped at 10.5 (|v| ~ 14.8), where e is already below e^-110.
+  const double a = clamp_keep_nan((x < 0 ? -x : x) * kInvSqrt2, 10.5);
+  const double half_tail = 0.5 * erfcx_for_f32(a) * e;  // 0.5 erfc(|v| / sqrt 2)
+  return {x > 0 ? 1.0 - half_tail : half_tail, e * kInvSqrt2Pi};
 }
-TENAX_HD inline double normal_cdf(double v) { return 0.5 * ::erfc(-v * kInvSqrt2); }
-/// phi(v), the standard normal density.
-TENAX_HD inline float normal_pdf(float v) {
-  return expf(-0.5f * v * v) * static_cast<float>(kInvSqrt2Pi);
-}
-TENAX_HD inline double normal_pdf(double v) { return ::exp(-0.5 * v * v) * kInvSqrt2Pi; }
 
 /// gelu(v) = v Phi(v) (the exact form, not the tanh approximation). Where Phi(v) underflows to 0
-/// (v below about -38 in f64, -14 in f32, and -inf) the result is -0 rather than -inf * 0 = NaN.
+/// (v below about -38 in f64, -17 in f32, and -inf) the result is -0 rather than -inf * 0 = NaN.
+/// f32 compute: the product in double, rounded once (so subnormal results keep their accuracy).
 struct GeluOp {
-  template <class T>
-  TENAX_HD T operator()(T v) const {
-    const T cdf = normal_cdf(v);
-    return cdf == T(0) ? T(-0.0) : v * cdf;
+  TENAX_HD float operator()(float v) const {
+    const double cdf = normal_cdf_pdf_for_f32(v).cdf;
+    const auto result = static_cast<float>(static_cast<double>(v) * cdf);
+    return v != v ? v : (cdf == 0.0 ? -0.0f : result);
+  }
+  TENAX_HD double operator()(double v) const {
+    const double cdf = 0.5 * ::erfc(-v * kInvSqrt2);
+    return cdf == 0.0 ? -0.0 : v * cdf;
   }
 };
 /// gelu'(v) = Phi(v) + v phi(v). Where phi(v) underflows to 0 the second term is 0 (so
-/// gelu_grad(+inf) = 1 and gelu_grad(-inf) = 0 rather than NaN).
+/// gelu_grad(+inf) = 1 and gelu_grad(-inf) = 0 rather than NaN). f32 compute: in double, rounded
+/// once.
 struct GeluGradOp {
-  template <class T>
-  TENAX_HD T operator()(T v) const {
-    const T pdf = normal_pdf(v);
-    return normal_cdf(v) + (pdf == T(0) ? T(0) : v * pdf);
+  TENAX_HD float operator()(float v) const {
+    const NormalCdfPdf<double> normal = normal_cdf_pdf_for_f32(v);
+    const double x = v;
+    const auto result = static_cast<float>(normal.cdf + (normal.pdf == 0.0 ? 0.0 : x * normal.pdf));
+    return v != v ? v : result;
+  }
+  TENAX_HD double operator()(double v) const {
+    const double pdf = ::exp(-0.5 * v * v) * kInvSqrt2Pi;
+    return 0.5 * ::erfc(-v * kInvSqrt2) + (pdf == 0.0 ? 0.0 : v * pdf);
   }
 };
 

@@ -46,7 +46,8 @@ TENAX_HD inline std::int64_t valid_label(std::int64_t label, std::int64_t classe
   return label >= 0 && label < classes ? label : -1;
 }
 
-/// A row's maximum (NaN when the row has a NaN) and the sum of exp(x - max) over the row.
+/// A row's maximum (NaN when the row has a NaN) and the sum of exp(x - max) over the row, in the
+/// order of reduction_order.hpp (fold_line): lanes that vectorise, the same bits on every backend.
 template <class C>
 struct SoftmaxStats {
   C max;
@@ -58,10 +59,10 @@ TENAX_HD inline SoftmaxStats<compute_t<S>> softmax_stats(const S* row, std::int6
   using C = compute_t<S>;
   const MaximumOp max_op{};
   const ExpOp exp_op{};
-  C m = load(row[0]);
-  for (std::int64_t j = 1; j < classes; ++j) m = max_op(m, load(row[j]));
-  C sum = C(0);
-  for (std::int64_t j = 0; j < classes; ++j) sum += exp_op(load(row[j]) - m);
+  const C m = fold_line<C>(classes, max_op, -infinity<C>(),
+                           [row](std::int64_t j) { return C(load(row[j])); });
+  const C sum = ordered_sum<C>(
+      classes, [row, m, exp_op](std::int64_t j) { return exp_op(load(row[j]) - m); });
   return {m, sum};
 }
 
@@ -137,21 +138,26 @@ struct SoftmaxBody {
     const std::int64_t used = causal ? r % n + 1 : n;
     const MaximumOp max_op{};
     const ExpOp exp_op{};
-    C m = load(x[base]);
-    for (std::int64_t j = 1; j < used; ++j) m = max_op(m, load(x[base + j * inner]));
-    C sum = C(0);
-    for (std::int64_t j = 0; j < used; ++j) sum += exp_op(load(x[base + j * inner]) - m);
-    const C log_sum = LogOp{}(sum);
-    for (std::int64_t j = 0; j < n; ++j) {
-      C v;
-      if (j >= used) {
-        v = log ? -infinity<C>() : C(0);
-      } else {
-        const C shifted = load(x[base + j * inner]) - m;
-        v = log ? shifted - log_sum : exp_op(shifted) / sum;
+    const S* line = x + base;
+    S* out = y + base;
+    const std::int64_t step = inner;
+    const C m = fold_line<C>(used, max_op, -infinity<C>(),
+                             [line, step](std::int64_t j) { return C(load(line[j * step])); });
+    const C sum = ordered_sum<C>(
+        used, [line, step, m, exp_op](std::int64_t j) { return exp_op(load(line[j * step]) - m); });
+    // Loops without a branch inside, so that they vectorise.
+    if (log) {
+      const C log_sum = LogOp{}(sum);
+      for (std::int64_t j = 0; j < used; ++j) {
+        store(out[j * step], (load(line[j * step]) - m) - log_sum);
       }
-      store(y[base + j * inner], v);
+    } else {
+      for (std::int64_t j = 0; j < used; ++j) {
+        store(out[j * step], exp_op(load(line[j * step]) - m) / sum);
+      }
     }
+    const C outside = log ? -infinity<C>() : C(0);
+    for (std::int64_t j = used; j < n; ++j) store(out[j * step], outside);
   }
 };
 
@@ -170,16 +176,24 @@ struct SoftmaxGradBody {
   TENAX_HD void operator()(std::int64_t r) const {
     using C = compute_t<S>;
     const std::int64_t base = (r / inner) * n * inner + r % inner;
-    C s = C(0);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const std::int64_t k = base + j * inner;
-      s += log ? load(dy[k]) : load(dy[k]) * load(y[k]);
-    }
+    const S* y_line = y + base;
+    const S* dy_line = dy + base;
+    S* dx_line = dx + base;
+    const std::int64_t step = inner;
     const ExpOp exp_op{};
+    if (log) {
+      const C s =
+          ordered_sum<C>(n, [dy_line, step](std::int64_t j) { return C(load(dy_line[j * step])); });
+      for (std::int64_t j = 0; j < n; ++j) {
+        store(dx_line[j * step], load(dy_line[j * step]) - exp_op(load(y_line[j * step])) * s);
+      }
+      return;
+    }
+    const C s = ordered_sum<C>(n, [y_line, dy_line, step](std::int64_t j) {
+      return C(load(dy_line[j * step])) * C(load(y_line[j * step]));
+    });
     for (std::int64_t j = 0; j < n; ++j) {
-      const std::int64_t k = base + j * inner;
-      const C v = load(y[k]);
-      store(dx[k], log ? load(dy[k]) - exp_op(v) * s : v * (load(dy[k]) - s));
+      store(dx_line[j * step], load(y_line[j * step]) * (load(dy_line[j * step]) - s));
     }
   }
 };
