@@ -3,6 +3,7 @@
 // gradients that do not depend on the micro-batch (grain by grain), and the errors of bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -209,6 +210,57 @@ TEST(LayerOpsGradients, EmbeddingGeluBatchedMatmulAndShapes) {
     const Variable moved = permute(p[0], {2, 0, 1});
     return weighted_sum(reshape(narrow(moved, 0, 1, 3), Shape{2, 6}), 24);
   });
+}
+
+// narrow's backward adds each part's gradient into its slab of the input's gradient
+// (Tape::accumulate_grad_range): disjoint parts of a non-leaf are copied into the zeros the first
+// one left, an overlapping part, a part along another axis and a repeated part are added, and a
+// leaf takes the padded add. Integer weights keep every sum exact, so the gradient must equal
+// the padded sum exactly whatever the path.
+TEST(LayerOpsGradients, NarrowPartsAddUpToThePaddedSum) {
+  struct Part {
+    int axis;
+    std::int64_t begin, end;
+  };
+  const std::vector<Part> parts = {{1, 3, 6}, {1, 0, 3}, {1, 6, 9}, {1, 2, 5},
+                                   {0, 1, 3}, {1, 0, 3}, {1, 8, 9}};
+  for (const bool through_a_non_leaf : {true, false}) {
+    for (std::size_t count = 1; count <= parts.size(); ++count) {
+      const Variable x = Variable::parameter(random_tensor({4, 9}, 40));
+      Tensor ones = Tensor::empty({4, 9}, DType::f64);
+      ops::fill(ones, 1.0);
+      const Variable y = through_a_non_leaf ? mul(x, Variable::constant(ones)) : x;
+      std::vector<double> want(36, 0.0);
+      Variable loss;
+      for (std::size_t k = 0; k < count; ++k) {
+        const Part& part = parts[k];
+        const Variable slab = narrow(y, part.axis, part.begin, part.end);
+        const Shape shape = slab.value().shape();
+        std::vector<double> weights(static_cast<std::size_t>(shape.numel()));
+        for (std::size_t i = 0; i < weights.size(); ++i) {
+          weights[i] = static_cast<double>((i * 7 + k * 3) % 11) - 5.0;
+        }
+        Tensor w = Tensor::empty(shape, DType::f64);
+        std::copy(weights.begin(), weights.end(), w.data_as<double>());
+        const Variable term = sum(mul(slab, Variable::constant(w)));
+        loss = k == 0 ? term : add(loss, term);
+        for (std::int64_t r = 0; r < shape[0]; ++r) {
+          for (std::int64_t c = 0; c < shape[1]; ++c) {
+            const std::int64_t row = part.axis == 0 ? part.begin + r : r;
+            const std::int64_t col = part.axis == 1 ? part.begin + c : c;
+            want[static_cast<std::size_t>(row * 9 + col)] +=
+                weights[static_cast<std::size_t>(r * shape[1] + c)];
+          }
+        }
+      }
+      backward(loss);
+      const double* got = x.grad().data_as<const double>();
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << "element " << i << " after " << count << " parts"
+                                   << (through_a_non_leaf ? " of a non-leaf" : " of a leaf");
+      }
+    }
+  }
 }
 
 TEST(LayerOpsGradients, LinearAndCrossEntropyOverSequences) {

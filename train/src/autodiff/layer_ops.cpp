@@ -324,11 +324,9 @@ Variable narrow(const Variable& x, int axis, std::int64_t begin, std::int64_t en
   Tensor value = ops::narrow(x.value(), axis, begin, end);  // checks axis and bounds
   const int r = x.value().shape().rank();
   const int a = axis < 0 ? axis + r : axis;
-  const std::int64_t n = x.value().shape()[a];
   return finish("narrow", {&x}, std::move(value), [&] {
-    return [x, a, begin, end, n](const Tensor& g) {
-      Tape::accumulate_grad(x, ops::pad(g, a, begin, n - end, ops::PadMode::constant, 0.0));
-    };
+    return
+        [x, a, begin, end](const Tensor& g) { Tape::accumulate_grad_range(x, a, begin, end, g); };
   });
 }
 

@@ -5,7 +5,10 @@
 
 #include "detail/anomaly_scan.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/strided_view.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_shape.hpp"
+#include "tenax/kernels/ops_view.hpp"
 #include "tenax/train/autodiff/anomaly.hpp"
 #include "tenax/train/autodiff/grain.hpp"
 #include "tenax/train/autodiff/variable.hpp"
@@ -161,8 +164,47 @@ void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
     // inputs (add passes one gradient to both operands).
     impl.grad = grad.clone();
   } else {
+    impl.zero_axis = -1;  // the known zeros are gone
+    impl.zero_ranges.clear();
     ops::axpby(1.0, grad, 1.0, impl.grad);
   }
+}
+
+void Tape::accumulate_grad_range(const Variable& v, int axis, std::int64_t begin, std::int64_t end,
+                                 const Tensor& grad) {
+  Variable::Impl& impl = *v.impl();
+  if (!impl.requires_grad) return;
+  const std::int64_t n = impl.value.shape()[axis];
+  const auto padded = [&] {
+    return ops::pad(grad, axis, begin, n - end, ops::PadMode::constant, 0.0);
+  };
+  if (impl.leaf) {  // a leaf's gradient outlives the pass: no bookkeeping on it
+    accumulate_grad(v, padded());
+    return;
+  }
+  scan_if_anomaly_mode(v, grad);
+  if (!impl.grad.defined()) {
+    impl.grad = padded();
+    impl.zero_axis = axis;
+    impl.zero_ranges.clear();
+    if (begin > 0) impl.zero_ranges.emplace_back(0, begin);
+    if (end < n) impl.zero_ranges.emplace_back(end, n);
+    return;
+  }
+  if (impl.zero_axis == axis) {
+    for (auto range = impl.zero_ranges.begin(); range != impl.zero_ranges.end(); ++range) {
+      const auto [first, last] = *range;
+      if (begin < first || end > last) continue;
+      ops::assign(StridedView(impl.grad).narrow(axis, begin, end), grad);
+      impl.zero_ranges.erase(range);
+      if (first < begin) impl.zero_ranges.emplace_back(first, begin);
+      if (end < last) impl.zero_ranges.emplace_back(end, last);
+      return;
+    }
+  }
+  impl.zero_axis = -1;
+  impl.zero_ranges.clear();
+  ops::axpby(1.0, padded(), 1.0, impl.grad);
 }
 
 NoGradScope::NoGradScope() { ++this_thread_tape().no_grad_depth; }

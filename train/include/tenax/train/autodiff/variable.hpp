@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "tenax/core/tensor.hpp"
@@ -82,6 +83,10 @@ class Variable {
     bool leaf = true;            ///< see is_leaf()
     /// Tape generation that recorded the op producing this Variable (non-leaves only).
     std::uint64_t generation = 0;
+    /// Non-leaves, for Tape::accumulate_grad_range: the axis along which grad is known to hold
+    /// zeros in the ranges [first, second) of zero_ranges (-1: none known).
+    int zero_axis = -1;
+    std::vector<std::pair<std::int64_t, std::int64_t>> zero_ranges;  ///< see zero_axis
   };
   /// The shared state (nullptr for an undefined Variable), for the ops of this layer.
   [[nodiscard]] const std::shared_ptr<Impl>& impl() const noexcept { return impl_; }
@@ -125,6 +130,15 @@ class Tape {
   /// its whole buffer (an op's fresh result, not a view of a gradient other inputs share), it
   /// becomes v's gradient without a copy; otherwise as above. Temporaries bind here.
   static void accumulate_grad(const Variable& v, Tensor&& grad);
+  /// For op implementations whose output is the slab [begin, end) of v along `axis` (narrow):
+  /// adds `grad`, of the slab's shape, into that slab of v's gradient, as accumulate_grad of
+  /// `grad` padded with zeros to v's shape would. For a non-leaf v it takes fewer passes: the
+  /// first call makes the padded gradient, and a later one whose slab still holds those zeros
+  /// copies into it rather than adding a padded tensor (so the three thirds of an attention's
+  /// qkv cost one padded write and two copies, not three padded tensors and two full-width
+  /// adds). Anomaly mode scans `grad` as accumulate_grad does.
+  static void accumulate_grad_range(const Variable& v, int axis, std::int64_t begin,
+                                    std::int64_t end, const Tensor& grad);
   /// For ops that reduce over a batch grain by grain (grain.hpp): `grad` is v's gradient from
   /// grain `grain` (a global grain index). Inside a GrainScope it goes to the scope's gradient
   /// tree of v (GrainScope::add_gradient); without one, to accumulate_grad. Anomaly mode scans it
