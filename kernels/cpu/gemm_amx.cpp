@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "tenax/core/dtype.hpp"
-#include "tenax/kernels/detail/half_arrays.hpp"
+#include "tenax/core/half.hpp"
 
 namespace tenax::kernels::cpu {
 namespace {
@@ -230,8 +230,9 @@ void block_product(const std::uint16_t* a0, const std::uint16_t* a1, int a_strid
   }
 }
 
-// Row `row` of C from its f32 sums: alpha * sum + beta * c, rounded once to C's dtype.
-void finish_row(const float* sum, const GemmArgs& g, std::int64_t row, float* wide) {
+// Row `row` of C from its f32 sums: alpha * sum + beta * c, rounded once to C's dtype with
+// half.hpp's conversion (loops the compiler vectorises for this file's AVX-512 target).
+void finish_row(const float* sum, const GemmArgs& g, std::int64_t row) {
   const auto alpha = static_cast<float>(g.alpha);
   const auto beta = static_cast<float>(g.beta);
   const std::int64_t n = g.n;
@@ -244,24 +245,23 @@ void finish_row(const float* sum, const GemmArgs& g, std::int64_t row, float* wi
     }
     return;
   }
-  BFloat16* c = g.c.data_as<BFloat16>() + row * n;
+  auto* c = reinterpret_cast<std::uint16_t*>(g.c.data_as<BFloat16>() + row * n);
   if (beta == 0.0f) {
-    for (std::int64_t j = 0; j < n; ++j) wide[j] = alpha * sum[j];
+    for (std::int64_t j = 0; j < n; ++j) c[j] = float_to_bf16_bits(alpha * sum[j]);
   } else {
-    widen_to_float(c, wide, n);
-    for (std::int64_t j = 0; j < n; ++j) wide[j] = alpha * sum[j] + beta * wide[j];
+    for (std::int64_t j = 0; j < n; ++j) {
+      c[j] = float_to_bf16_bits(alpha * sum[j] + beta * bf16_bits_to_float(c[j]));
+    }
   }
-  narrow_from_float(wide, c, n);
 }
 
 // Rows [r0, r1) of C (r0 a multiple of 32) on the calling thread.
 void row_blocks(const std::uint16_t* a, const std::uint16_t* packed_b, const GemmArgs& g,
                 std::int64_t k_blocks, std::int64_t strips, std::int64_t r0, std::int64_t r1) {
-  thread_local std::vector<std::byte> a_store, acc_store, wide_store;
+  thread_local std::vector<std::byte> a_store, acc_store;
   std::uint16_t* packed_a = scratch<std::uint16_t>(a_store, 2 * k_blocks * kTileElems);
   const std::int64_t acc_stride = strips * kTileRows;
   float* acc = scratch<float>(acc_store, kBlockRows * acc_stride);
-  float* wide = scratch<float>(wide_store, g.n);
   const bool in_place = !g.transpose_a && g.k % kTileDepth == 0;
   const TileScope tiles;
   for (std::int64_t r = r0; r < r1; r += kBlockRows) {
@@ -287,7 +287,7 @@ void row_blocks(const std::uint16_t* a, const std::uint16_t* packed_b, const Gem
                            k_blocks, acc + s * kTileRows, acc_stride);
     }
     const std::int64_t rows = std::min(kBlockRows, r1 - r);
-    for (std::int64_t i = 0; i < rows; ++i) finish_row(acc + i * acc_stride, g, r + i, wide);
+    for (std::int64_t i = 0; i < rows; ++i) finish_row(acc + i * acc_stride, g, r + i);
   }
 }
 
