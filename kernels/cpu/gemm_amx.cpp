@@ -6,9 +6,9 @@
 // column tiles of op(B) (32 k x 16 columns, stored as 16 rows of k pairs: the instruction's
 // "VNNI" order) into four f32 accumulator tiles, k in ascending blocks of 32. op(B) is packed once
 // per call into those tiles (zero beyond k and n); op(A) is read in place where it is stored
-// row-major with k a multiple of 32 and the block's rows all exist, and packed otherwise (zero
-// beyond k and m). Rows of C go to the workers in blocks of 32; each worker adds alpha and beta
-// and writes its own rows.
+// row-major with k a multiple of 32 and the block's rows all exist, packed whole where it is stored
+// transposed, and packed a row block at a time otherwise (zero beyond k and m). Rows of C go to the
+// workers in blocks of 32; each worker adds alpha and beta and writes its own rows.
 #include "gemm_amx.hpp"
 
 #if TENAX_HAVE_AMX
@@ -161,10 +161,10 @@ void pack_b(const std::uint16_t* b, const GemmArgs& g, std::int64_t k_blocks, st
 // Rows [r, r + 32) of op(A) as two row tiles per k block: block kb's tiles start at
 // 2 kb * kTileElems (rows r..r+15) and (2 kb + 1) * kTileElems (rows r+16..r+31). Zero beyond
 // k and m. A stored [k, m] is transposed in k pairs with AVX-512 where a tile is whole.
-void pack_a(const std::uint16_t* a, const GemmArgs& g, std::int64_t r, std::int64_t k_blocks,
-            std::uint16_t* packed) {
+void pack_a(const std::uint16_t* a, const GemmArgs& g, std::int64_t r, std::int64_t kb0,
+            std::int64_t kb1, std::uint16_t* packed) {
   const std::int64_t rows = std::min(kBlockRows, g.m - r);
-  for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+  for (std::int64_t kb = kb0; kb < kb1; ++kb) {
     const std::int64_t k0 = kb * kTileDepth;
     const std::int64_t depth = std::min(kTileDepth, g.k - k0);
     for (std::int64_t half = 0; half < 2; ++half) {
@@ -191,6 +191,20 @@ void pack_a(const std::uint16_t* a, const GemmArgs& g, std::int64_t r, std::int6
                       static_cast<std::size_t>(depth) * sizeof(std::uint16_t));
         }
       }
+    }
+  }
+}
+
+// k blocks [kb0, kb1) of all of op(A), for A stored [k, m] (a weight gradient's dy^T), row block
+// u at packed + u * k_blocks * 2 * kTileElems as pack_a lays it out. k blocks outer: the 32 rows
+// of A a k block spans are read from start to end, where a row block at a time would read a
+// 64-byte piece of each, each a row apart (the prefetchers lose such strides).
+void pack_a_whole(const std::uint16_t* a, const GemmArgs& g, std::int64_t k_blocks,
+                  std::int64_t kb0, std::int64_t kb1, std::uint16_t* packed) {
+  const std::int64_t units = blocks_of(g.m, kBlockRows);
+  for (std::int64_t kb = kb0; kb < kb1; ++kb) {
+    for (std::int64_t u = 0; u < units; ++u) {
+      pack_a(a, g, u * kBlockRows, kb, kb + 1, packed + u * k_blocks * 2 * kTileElems);
     }
   }
 }
@@ -256,8 +270,11 @@ void finish_row(const float* sum, const GemmArgs& g, std::int64_t row) {
 }
 
 // Rows [r0, r1) of C (r0 a multiple of 32) on the calling thread.
-void row_blocks(const std::uint16_t* a, const std::uint16_t* packed_b, const GemmArgs& g,
-                std::int64_t k_blocks, std::int64_t strips, std::int64_t r0, std::int64_t r1) {
+// packed_a_whole: op(A) packed by pack_a_whole, or nullptr to read A in place or pack it a row
+// block at a time.
+void row_blocks(const std::uint16_t* a, const std::uint16_t* packed_a_whole,
+                const std::uint16_t* packed_b, const GemmArgs& g, std::int64_t k_blocks,
+                std::int64_t strips, std::int64_t r0, std::int64_t r1) {
   thread_local std::vector<std::byte> a_store, acc_store;
   std::uint16_t* packed_a = scratch<std::uint16_t>(a_store, 2 * k_blocks * kTileElems);
   const std::int64_t acc_stride = strips * kTileRows;
@@ -269,13 +286,16 @@ void row_blocks(const std::uint16_t* a, const std::uint16_t* packed_b, const Gem
     const std::uint16_t* a1 = packed_a + kTileElems;
     int a_stride_bytes = kTileStride;
     std::int64_t a_step = 2 * kTileElems;
-    if (in_place && r + kBlockRows <= g.m) {
+    if (packed_a_whole != nullptr) {
+      a0 = packed_a_whole + (r / kBlockRows) * k_blocks * 2 * kTileElems;
+      a1 = a0 + kTileElems;
+    } else if (in_place && r + kBlockRows <= g.m) {
       a0 = a + r * g.k;
       a1 = a0 + kTileRows * g.k;
       a_stride_bytes = static_cast<int>(g.k * sizeof(std::uint16_t));
       a_step = kTileDepth;
     } else {
-      pack_a(a, g, r, k_blocks, packed_a);
+      pack_a(a, g, r, 0, k_blocks, packed_a);
     }
     std::int64_t s = 0;
     for (; s + 2 <= strips; s += 2) {
@@ -308,17 +328,30 @@ void amx_gemm_bf16(CpuContext& context, const GemmArgs& g) {
       [&](std::int64_t s0, std::int64_t s1) { pack_b(b, g, k_blocks, s0, s1, packed_b); });
 
   const std::int64_t units = blocks_of(g.m, kBlockRows);
+  std::uint16_t* packed_a_whole = nullptr;
+  if (g.transpose_a) {
+    thread_local std::vector<std::byte> a_store;
+    packed_a_whole = scratch<std::uint16_t>(a_store, units * k_blocks * 2 * kTileElems);
+    const double elements_per_k_block = static_cast<double>(kTileDepth) * static_cast<double>(g.m);
+    context.parallel_for(
+        0, k_blocks,
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(kMinMacsPerChunk / 64.0 /
+                                                            std::max(elements_per_k_block, 1.0))),
+        [&](std::int64_t kb0, std::int64_t kb1) {
+          pack_a_whole(a, g, k_blocks, kb0, kb1, packed_a_whole);
+        });
+  }
   const double macs_per_unit = static_cast<double>(kBlockRows) * static_cast<double>(g.n) *
                                static_cast<double>(std::max<std::int64_t>(g.k, 1));
   const auto min_chunk =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(kMinMacsPerChunk / macs_per_unit));
   const auto row = [&](std::int64_t unit) { return std::min(g.m, unit * kBlockRows); };
   if (units <= min_chunk || context.num_threads() == 1) {
-    row_blocks(a, packed_b, g, k_blocks, strips, 0, g.m);
+    row_blocks(a, packed_a_whole, packed_b, g, k_blocks, strips, 0, g.m);
     return;
   }
   context.parallel_for(0, units, min_chunk, [&](std::int64_t u0, std::int64_t u1) {
-    row_blocks(a, packed_b, g, k_blocks, strips, row(u0), row(u1));
+    row_blocks(a, packed_a_whole, packed_b, g, k_blocks, strips, row(u0), row(u1));
   });
 }
 
