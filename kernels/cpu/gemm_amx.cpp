@@ -33,6 +33,14 @@ constexpr std::int64_t kBlockRows = 2 * kTileRows;  // rows of C in a block
 constexpr int kTileStride = 64;                     // bytes between the rows of a packed tile
 // Multiply-adds below which a block of rows is not worth a worker thread.
 constexpr double kMinMacsPerChunk = 8.0e6;
+// Elements packed below which a range of tiles is not worth a worker thread.
+constexpr double kMinPackedPerChunk = 32768.0;
+
+// The fewest of a packing loop's units per chunk of a parallel_for, for units of `elements`.
+std::int64_t min_chunk_for(double elements) {
+  return std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(kMinPackedPerChunk / std::max(elements, 1.0)));
+}
 
 // The tile configuration: palette 1, all eight tiles 16 rows of 64 bytes.
 struct alignas(64) TileConfig {
@@ -126,34 +134,43 @@ void store_rows(std::uint16_t* tile, const __m512i rows[16]) {
 // tiles with AVX-512 (a stored [n, k] B is a transpose of 32-bit k pairs), edges element-wise.
 void pack_b(const std::uint16_t* b, const GemmArgs& g, std::int64_t k_blocks, std::int64_t s0,
             std::int64_t s1, std::uint16_t* packed) {
-  for (std::int64_t s = s0; s < s1; ++s) {
+  const auto pack_tile = [&](std::int64_t s, std::int64_t kb) {
     const std::int64_t n0 = s * kTileRows;
     const std::int64_t columns = std::min(kTileRows, g.n - n0);
+    std::uint16_t* tile = packed + (s * k_blocks + kb) * kTileElems;
+    const std::int64_t k0 = kb * kTileDepth;
+    const std::int64_t depth = std::min(kTileDepth, g.k - k0);
+    if (columns == kTileRows && depth == kTileDepth) {
+      __m512i rows[16];
+      if (g.transpose_b) {
+        for (int n = 0; n < 16; ++n) rows[n] = _mm512_loadu_si512(b + (n0 + n) * g.k + k0);
+        transpose_16x16(rows);
+      } else {
+        for (int p = 0; p < 16; ++p) {
+          rows[p] = interleave_pairs(b + (k0 + 2 * p) * g.n + n0, b + (k0 + 2 * p + 1) * g.n + n0);
+        }
+      }
+      store_rows(tile, rows);
+      return;
+    }
+    std::fill_n(tile, kTileElems, 0);
+    for (std::int64_t kk = 0; kk < depth; ++kk) {
+      std::uint16_t* out = tile + (kk / 2) * kTileDepth + (kk % 2);
+      for (std::int64_t n = 0; n < columns; ++n) {
+        out[2 * n] = g.transpose_b ? b[(n0 + n) * g.k + k0 + kk] : b[(k0 + kk) * g.n + n0 + n];
+      }
+    }
+  };
+  // In the order B is stored: a stored [n, k] B strip by strip (each of its rows read along k),
+  // a stored [k, n] one k block by k block (its 32 rows read along n, not in 32-byte pieces a
+  // row apart).
+  if (g.transpose_b) {
+    for (std::int64_t s = s0; s < s1; ++s) {
+      for (std::int64_t kb = 0; kb < k_blocks; ++kb) pack_tile(s, kb);
+    }
+  } else {
     for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
-      std::uint16_t* tile = packed + (s * k_blocks + kb) * kTileElems;
-      const std::int64_t k0 = kb * kTileDepth;
-      const std::int64_t depth = std::min(kTileDepth, g.k - k0);
-      if (columns == kTileRows && depth == kTileDepth) {
-        __m512i rows[16];
-        if (g.transpose_b) {
-          for (int n = 0; n < 16; ++n) rows[n] = _mm512_loadu_si512(b + (n0 + n) * g.k + k0);
-          transpose_16x16(rows);
-        } else {
-          for (int p = 0; p < 16; ++p) {
-            rows[p] =
-                interleave_pairs(b + (k0 + 2 * p) * g.n + n0, b + (k0 + 2 * p + 1) * g.n + n0);
-          }
-        }
-        store_rows(tile, rows);
-        continue;
-      }
-      std::fill_n(tile, kTileElems, 0);
-      for (std::int64_t kk = 0; kk < depth; ++kk) {
-        std::uint16_t* out = tile + (kk / 2) * kTileDepth + (kk % 2);
-        for (std::int64_t n = 0; n < columns; ++n) {
-          out[2 * n] = g.transpose_b ? b[(n0 + n) * g.k + k0 + kk] : b[(k0 + kk) * g.n + n0 + n];
-        }
-      }
+      for (std::int64_t s = s0; s < s1; ++s) pack_tile(s, kb);
     }
   }
 }
@@ -320,11 +337,9 @@ void amx_gemm_bf16(CpuContext& context, const GemmArgs& g) {
   const std::int64_t strips = blocks_of(g.n, kTileRows);
   thread_local std::vector<std::byte> b_store;
   std::uint16_t* packed_b = scratch<std::uint16_t>(b_store, strips * k_blocks * kTileElems);
-  const double macs_per_strip = static_cast<double>(kTileRows) * static_cast<double>(g.k);
+  const double elements_per_strip = static_cast<double>(kTileRows * kTileDepth * k_blocks);
   context.parallel_for(
-      0, strips,
-      std::max<std::int64_t>(
-          1, static_cast<std::int64_t>(kMinMacsPerChunk / 8.0 / std::max(macs_per_strip, 1.0))),
+      0, strips, min_chunk_for(elements_per_strip),
       [&](std::int64_t s0, std::int64_t s1) { pack_b(b, g, k_blocks, s0, s1, packed_b); });
 
   const std::int64_t units = blocks_of(g.m, kBlockRows);
@@ -332,14 +347,11 @@ void amx_gemm_bf16(CpuContext& context, const GemmArgs& g) {
   if (g.transpose_a) {
     thread_local std::vector<std::byte> a_store;
     packed_a_whole = scratch<std::uint16_t>(a_store, units * k_blocks * 2 * kTileElems);
-    const double elements_per_k_block = static_cast<double>(kTileDepth) * static_cast<double>(g.m);
-    context.parallel_for(
-        0, k_blocks,
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(kMinMacsPerChunk / 64.0 /
-                                                            std::max(elements_per_k_block, 1.0))),
-        [&](std::int64_t kb0, std::int64_t kb1) {
-          pack_a_whole(a, g, k_blocks, kb0, kb1, packed_a_whole);
-        });
+    const double elements_per_k_block = static_cast<double>(kTileDepth * kBlockRows * units);
+    context.parallel_for(0, k_blocks, min_chunk_for(elements_per_k_block),
+                         [&](std::int64_t kb0, std::int64_t kb1) {
+                           pack_a_whole(a, g, k_blocks, kb0, kb1, packed_a_whole);
+                         });
   }
   const double macs_per_unit = static_cast<double>(kBlockRows) * static_cast<double>(g.n) *
                                static_cast<double>(std::max<std::int64_t>(g.k, 1));
