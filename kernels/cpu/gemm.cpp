@@ -279,4 +279,31 @@ void gemm(CpuContext& context, const GemmArgs& args) {
 
 void gemm(const GemmArgs& args) { gemm(CpuContext::instance(), args); }
 
+void gemm_batched(CpuContext& context, const std::vector<GemmArgs>& products) {
+  const GemmArgs& first = products.front();
+  const double flops = 2.0 * static_cast<double>(first.m) * static_cast<double>(first.n) *
+                       static_cast<double>(std::max<std::int64_t>(first.k, 1));
+  // Products that gemm itself would split over the threads run in turn; smaller ones (gemm
+  // would keep each on one thread) run side by side, each on one thread (a parallel_for inside
+  // a chunk of another runs its chunks in order). Bits as gemm's either way: they never depend
+  // on the thread count.
+  if (context.num_threads() == 1 || products.size() == 1 ||
+      flops >= kMinFlopsPerChunk * context.num_threads()) {
+    for (const GemmArgs& product : products) gemm(context, product);
+    return;
+  }
+  const auto per_product = static_cast<std::int64_t>(kMinFlopsPerChunk / flops);
+  context.parallel_for(0, static_cast<std::int64_t>(products.size()),
+                       std::max<std::int64_t>(1, per_product),
+                       [&](std::int64_t i0, std::int64_t i1) {
+                         for (std::int64_t i = i0; i < i1; ++i) {
+                           gemm(context, products[static_cast<std::size_t>(i)]);
+                         }
+                       });
+}
+
+void gemm_batched(const std::vector<GemmArgs>& products) {
+  gemm_batched(CpuContext::instance(), products);
+}
+
 }  // namespace tenax::kernels::cpu

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
@@ -48,12 +49,13 @@ void check_stencil_operands(std::string_view op, const Tensor& u, const Tensor& 
 
 }  // namespace
 
-void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
-          Transpose transpose_a, Transpose transpose_b) {
-  constexpr std::string_view op = "gemm";
-  check_defined(op, "a", a);
-  check_defined(op, "b", b);
-  check_defined(op, "c", c);
+namespace {
+
+// gemm's checks on the matrices of one product (2-D; for gemm_batched, its first product), named
+// as `op` and the operands as a, b and c; the kernel's arguments.
+kernels::GemmArgs checked_gemm(std::string_view op, const Tensor& a, const Tensor& b,
+                               const Tensor& c, double alpha, double beta, Transpose transpose_a,
+                               Transpose transpose_b) {
   check_rank(op, "a", a, 2, "a 2-D matrix [rows, cols]");
   check_rank(op, "b", b, 2, "a 2-D matrix [rows, cols]");
   check_rank(op, "c", c, 2, "a 2-D matrix [rows, cols]");
@@ -61,9 +63,10 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, doubl
   check_same_device(op, "a", a, "c", c);
   detail::check_same_dtype(op, "a", a, "b", b);
   detail::check_floating(op, "a", a);
+  const std::string name(op);
   const DType in = a.dtype();
   const bool c_ok = c.dtype() == in || (is_half(in) && c.dtype() == DType::f32);
-  TENAX_EXPECTS(c_ok, UsageError, "gemm: a and b are " + str(in) + " but c is " + str(c.dtype()),
+  TENAX_EXPECTS(c_ok, UsageError, name + ": a and b are " + str(in) + " but c is " + str(c.dtype()),
                 is_half(in) ? "make c " + str(in) + " or f32 (the product accumulates in f32)"
                             : "make c " + str(in) + ", the dtype of a and b");
 
@@ -74,23 +77,74 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, doubl
   const std::int64_t kb = b.shape()[tb ? 1 : 0];
   const std::int64_t n = b.shape()[tb ? 0 : 1];
   TENAX_EXPECTS(k == kb, UsageError,
-                "gemm: " + operand("a", a, ta) + " but " + operand("b", b, tb) +
+                name + ": " + operand("a", a, ta) + " but " + operand("b", b, tb) +
                     "; inner dimensions " + str(k) + " and " + str(kb) + " must match",
                 "give op(a) as many columns as op(b) has rows (check the shapes, or pass "
                 "Transpose::yes for an operand stored transposed)");
   TENAX_EXPECTS(c.shape()[0] == m && c.shape()[1] == n, UsageError,
-                "gemm: c has shape " + to_string(c.shape()) + " but op(a) * op(b) has shape [" +
+                name + ": c has shape " + to_string(c.shape()) + " but op(a) * op(b) has shape [" +
                     str(m) + ", " + str(n) + "]",
                 "allocate c as [" + str(m) + ", " + str(n) + "]");
+  return kernels::GemmArgs{a, b, c, m, n, k, ta, tb, alpha, beta};
+}
+
+// Matrix i of a [count, rows, cols] tensor.
+Tensor matrix_of(const Tensor& batch, std::int64_t i) {
+  const Shape& s = batch.shape();
+  return batch.slice(i, i + 1).reshape(Shape{s[1], s[2]});
+}
+
+}  // namespace
+
+void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
+          Transpose transpose_a, Transpose transpose_b) {
+  constexpr std::string_view op = "gemm";
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_defined(op, "c", c);
+  const kernels::GemmArgs args = checked_gemm(op, a, b, c, alpha, beta, transpose_a, transpose_b);
   check_no_overlap(op, "c", c, "a", a);
   check_no_overlap(op, "c", c, "b", b);
-  if (m == 0 || n == 0) return;
-
-  kernels::GemmArgs args{a, b, c, m, n, k, ta, tb, alpha, beta};
+  if (args.m == 0 || args.n == 0) return;
   if (c.device().is_cpu()) {
     kernels::cpu::gemm(args);
   } else {
     kernels::cuda::gemm(args);
+  }
+}
+
+void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
+                  Transpose transpose_a, Transpose transpose_b) {
+  constexpr std::string_view op = "gemm_batched";
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_defined(op, "c", c);
+  const auto what = "a batch of matrices [count, rows, cols]";
+  check_rank(op, "a", a, 3, what);
+  check_rank(op, "b", b, 3, what);
+  check_rank(op, "c", c, 3, what);
+  const std::int64_t count = a.shape()[0];
+  TENAX_EXPECTS(b.shape()[0] == count && c.shape()[0] == count, UsageError,
+                "gemm_batched: a holds " + str(count) + " matrices, b " + str(b.shape()[0]) +
+                    " and c " + str(c.shape()[0]),
+                "give a, b and c the same leading extent, one matrix per product");
+  check_no_overlap(op, "c", c, "a", a);
+  check_no_overlap(op, "c", c, "b", b);
+  if (count == 0) return;
+  const kernels::GemmArgs first = checked_gemm(
+      op, matrix_of(a, 0), matrix_of(b, 0), matrix_of(c, 0), alpha, beta, transpose_a, transpose_b);
+  if (first.m == 0 || first.n == 0) return;
+  std::vector<kernels::GemmArgs> products(static_cast<std::size_t>(count), first);
+  for (std::int64_t i = 1; i < count; ++i) {
+    kernels::GemmArgs& product = products[static_cast<std::size_t>(i)];
+    product.a = matrix_of(a, i);
+    product.b = matrix_of(b, i);
+    product.c = matrix_of(c, i);
+  }
+  if (c.device().is_cpu()) {
+    kernels::cpu::gemm_batched(products);
+  } else {
+    for (const kernels::GemmArgs& product : products) kernels::cuda::gemm(product);
   }
 }
 

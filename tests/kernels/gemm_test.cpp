@@ -319,6 +319,82 @@ std::string message_of(const std::function<void()>& f) {
   return {};
 }
 
+// gemm_batched gives each product the bits gemm gives it, for small products (spread over the
+// threads, one each) and large ones (one after the other on every thread), every transpose, f64,
+// f32 and bf16, on 1, 2 and 5 threads.
+TEST(GemmBatched, EachProductHasTheBitsOfGemm) {
+  struct Case {
+    std::int64_t count, m, n, k;
+  };
+  std::uint32_t seed = 600;
+  for (const Case& cs : {Case{7, 13, 9, 11}, Case{3, 160, 130, 140}, Case{1, 5, 4, 3}}) {
+    for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
+      for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+          const Shape sa = ta ? Shape{cs.count, cs.k, cs.m} : Shape{cs.count, cs.m, cs.k};
+          const Shape sb = tb ? Shape{cs.count, cs.n, cs.k} : Shape{cs.count, cs.k, cs.n};
+          const Tensor a = make_tensor(sa, dtype, random_reals(sa.numel(), dtype, seed++));
+          const Tensor b = make_tensor(sb, dtype, random_reals(sb.numel(), dtype, seed++));
+          const DType out = dtype == DType::bf16 ? DType::f32 : dtype;
+          const Tensor c0 = make_tensor({cs.count, cs.m, cs.n}, out,
+                                        random_reals(cs.count * cs.m * cs.n, out, seed++));
+          const Tensor want = c0.clone();
+          for (std::int64_t i = 0; i < cs.count; ++i) {
+            const auto item = [i](const Tensor& t) {
+              return t.slice(i, i + 1).reshape(Shape{t.shape()[1], t.shape()[2]});
+            };
+            ops::gemm(item(a), item(b), item(want), 1.5, 0.5, flag(ta), flag(tb));
+          }
+          for (const int threads : {1, 2, 5}) {
+            CpuContext context(threads);
+            const Tensor c = c0.clone();
+            std::vector<kernels::GemmArgs> products;
+            for (std::int64_t i = 0; i < cs.count; ++i) {
+              const auto item = [i](const Tensor& t) {
+                return t.slice(i, i + 1).reshape(Shape{t.shape()[1], t.shape()[2]});
+              };
+              products.push_back({item(a), item(b), item(c), cs.m, cs.n, cs.k, ta, tb, 1.5, 0.5});
+            }
+            kernels::cpu::gemm_batched(context, products);
+            EXPECT_EQ(std::memcmp(c.data(), want.data(), c.nbytes()), 0)
+                << to_string(dtype) << " count " << cs.count << " ta=" << ta << " tb=" << tb
+                << " threads " << threads;
+          }
+          const Tensor c = c0.clone();
+          ops::gemm_batched(a, b, c, 1.5, 0.5, flag(ta), flag(tb));
+          EXPECT_EQ(std::memcmp(c.data(), want.data(), c.nbytes()), 0)
+              << to_string(dtype) << " count " << cs.count << " ta=" << ta << " tb=" << tb;
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmBatched, ErrorsNameTheOperandsAndTheFix) {
+  const Tensor a = Tensor::empty({2, 3, 4}, DType::f32);
+  const Tensor b = Tensor::empty({2, 4, 5}, DType::f32);
+  std::string m = message_of([&] {
+    ops::gemm_batched(a, b, Tensor::empty({3, 3, 5}, DType::f32));
+  });
+  EXPECT_NE(m.find("gemm_batched: a holds 2 matrices, b 2 and c 3"), std::string::npos) << m;
+  m = message_of([&] {
+    ops::gemm_batched(Tensor::empty({3, 4}, DType::f32), b, Tensor::empty({2, 3, 5}, DType::f32));
+  });
+  EXPECT_NE(m.find("gemm_batched"), std::string::npos) << m;
+  EXPECT_NE(m.find("[count, rows, cols]"), std::string::npos) << m;
+  m = message_of([&] {
+    ops::gemm_batched(a, Tensor::empty({2, 5, 4}, DType::f32),
+                      Tensor::empty({2, 3, 4}, DType::f32));
+  });
+  EXPECT_NE(m.find("gemm_batched: a has shape [3, 4] but b has shape [5, 4]"), std::string::npos)
+      << m;
+  const Tensor c = Tensor::empty({2, 3, 5}, DType::f32);
+  m = message_of([&] { ops::gemm_batched(c, b, c); });
+  EXPECT_NE(m.find("overlaps"), std::string::npos) << m;
+  ops::gemm_batched(Tensor::empty({0, 3, 4}, DType::f32), Tensor::empty({0, 4, 5}, DType::f32),
+                    Tensor::empty({0, 3, 5}, DType::f32));  // no products: nothing to do
+}
+
 TEST(Gemm, ErrorsNameTheOperandsAndTheFix) {
   const Tensor a = Tensor::empty({3, 4}, DType::f32);
   const Tensor b = Tensor::empty({5, 2}, DType::f32);

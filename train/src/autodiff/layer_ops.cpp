@@ -244,31 +244,21 @@ Variable batched_matmul(const Variable& a, const Variable& b, Transpose transpos
   const auto matrices = [count](const Tensor& t, std::int64_t rows, std::int64_t cols) {
     return t.reshape(Shape{count, rows, cols});
   };
-  const auto matrix = [](const Tensor& batch, std::int64_t i) {
-    const Shape& s = batch.shape();
-    return batch.slice(i, i + 1).reshape(Shape{s[1], s[2]});
-  };
   {
     const Tensor A = matrices(a.value(), m, k);
     const Tensor B = tb ? matrices(b.value(), n, k) : matrices(b.value(), k, n);
-    const Tensor C = matrices(value, m, n);
-    for (std::int64_t i = 0; i < count; ++i) {
-      ops::gemm(matrix(A, i), matrix(B, i), matrix(C, i), alpha, 0.0, Transpose::no, transpose_b);
-    }
+    ops::gemm_batched(A, B, matrices(value, m, n), alpha, 0.0, Transpose::no, transpose_b);
   }
   return finish("batched_matmul", {&a, &b}, std::move(value), [&] {
-    return [a, b, tb, alpha, count, m, k, n, matrices, matrix](const Tensor& g) {
+    return [a, b, tb, alpha, m, k, n, matrices](const Tensor& g) {
       const Tensor G = matrices(g, m, n);
       const Tensor A = matrices(a.value(), m, k);
       const Tensor B = tb ? matrices(b.value(), n, k) : matrices(b.value(), k, n);
       if (a.requires_grad()) {  // dA = alpha dC op(B)^T
         Tensor ga = Tensor::empty_like(a.value());
         {  // the views go before ga is handed over (then it is adopted, not copied)
-          const Tensor GA = matrices(ga, m, k);
-          for (std::int64_t i = 0; i < count; ++i) {
-            ops::gemm(matrix(G, i), matrix(B, i), matrix(GA, i), alpha, 0.0, Transpose::no,
-                      tb ? Transpose::no : Transpose::yes);
-          }
+          ops::gemm_batched(G, B, matrices(ga, m, k), alpha, 0.0, Transpose::no,
+                            tb ? Transpose::no : Transpose::yes);
         }
         Tape::accumulate_grad(a, std::move(ga));
       }
@@ -276,14 +266,10 @@ Variable batched_matmul(const Variable& a, const Variable& b, Transpose transpos
         Tensor gb = Tensor::empty_like(b.value());
         {
           const Tensor GB = tb ? matrices(gb, n, k) : matrices(gb, k, n);
-          for (std::int64_t i = 0; i < count; ++i) {
-            if (tb) {
-              ops::gemm(matrix(G, i), matrix(A, i), matrix(GB, i), alpha, 0.0, Transpose::yes,
-                        Transpose::no);
-            } else {
-              ops::gemm(matrix(A, i), matrix(G, i), matrix(GB, i), alpha, 0.0, Transpose::yes,
-                        Transpose::no);
-            }
+          if (tb) {
+            ops::gemm_batched(G, A, GB, alpha, 0.0, Transpose::yes, Transpose::no);
+          } else {
+            ops::gemm_batched(A, G, GB, alpha, 0.0, Transpose::yes, Transpose::no);
           }
         }
         Tape::accumulate_grad(b, std::move(gb));

@@ -36,6 +36,17 @@ enum class Transpose : bool {
 void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0,
           Transpose transpose_a = Transpose::no, Transpose transpose_b = Transpose::no);
 
+/// gemm on each matrix of a batch: C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for a, b and
+/// c of shape [count, rows, cols] (contiguous row-major, one leading extent), with gemm's dtypes,
+/// transposes and rules for every product (each has the bits gemm gives it). On the CPU the
+/// products are spread over the worker threads, one thread each, where they are small (the heads of
+/// an attention: gemm alone would run each on one thread in turn); larger ones run one after the
+/// other, each on every thread. UsageError as gemm's (for the first product), for operands that
+/// are not 3-D or of different counts, or a c that overlaps a or b.
+void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0,
+                  double beta = 0.0, Transpose transpose_a = Transpose::no,
+                  Transpose transpose_b = Transpose::no);
+
 /// A * B (2-D, inner dimensions equal) as a new tensor on their device; the result has the dtype
 /// of A and B (f16/bf16 results are accumulated in f32 and rounded once). gemm with alpha 1 and
 /// beta 0.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tenax/core/context.hpp"
 #include "tenax/core/tensor.hpp"
@@ -85,6 +86,10 @@ struct StencilUpdateArgs {
 namespace tenax::kernels::cpu {
 TENAX_LINALG_KERNELS(TENAX_LINALG_DECLARE_KERNEL)
 TENAX_LINALG_KERNELS(TENAX_LINALG_DECLARE_CPU_KERNEL_WITH_CONTEXT)
+/// Each product of `products` (checked, non-empty) as gemm computes it: small ones spread over the
+/// context's threads, one thread each; larger ones one after the other on every thread.
+void gemm_batched(::tenax::CpuContext& context, const std::vector<GemmArgs>& products);
+void gemm_batched(const std::vector<GemmArgs>& products);
 }  // namespace tenax::kernels::cpu
 
 /// The CUDA backend: runs on the tensors' device, ordered on its context's stream.
