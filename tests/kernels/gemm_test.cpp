@@ -223,6 +223,29 @@ TEST(Gemm, Bf16RowsOnAmxDoNotDependOnHowManyRowsAProductHas) {
   }
 }
 
+// Non-finite values reach the result on every path (the tiles included): a NaN of A spoils its
+// row, an infinity times zero is NaN, a sum past the f32 range is infinite, and the other rows
+// stay finite. The NaN rollback and the bad-data policy rely on it.
+TEST(Gemm, Bf16NonFiniteValuesPropagate) {
+  constexpr std::int64_t m = 40, n = 40, k = 64;
+  std::vector<double> a(m * k, 0.5), b(k * n, 0.25);
+  a[3 * k + 5] = std::numeric_limits<double>::quiet_NaN();
+  a[7 * k + 9] = std::numeric_limits<double>::infinity();
+  b[9 * n + 11] = 0.0;
+  for (std::int64_t j = 0; j < k; ++j) a[30 * k + j] = 3e38;  // row 30: 64 * 3e38 * 0.25
+  const Tensor c = Tensor::empty({m, n}, DType::f32);
+  ops::gemm(make_tensor({m, k}, DType::bf16, a), make_tensor({k, n}, DType::bf16, b), c);
+  const std::vector<double> v = values_of(c);
+  for (std::int64_t j = 0; j < n; ++j) {
+    EXPECT_TRUE(std::isnan(v[3 * n + j])) << "column " << j;
+    EXPECT_EQ(v[30 * n + j], std::numeric_limits<double>::infinity()) << "column " << j;
+    // 64 * 0.5 * 0.25, exact (63 terms in column 11, whose B has a zero in row 9).
+    EXPECT_EQ(v[j], j == 11 ? 7.875 : 8.0) << "column " << j;
+  }
+  EXPECT_EQ(v[7 * n], std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(v[7 * n + 11])) << "infinity times zero";
+}
+
 TEST(Gemm, F16AccumulationIsNotF16) {
   // A sum of 4096 ones: an f16 accumulator would stall at 2048 (2049 is not an f16).
   const std::int64_t k = 4096;
