@@ -199,11 +199,7 @@ int run(const Settings& o, tenax::app::Job& job) {
 
   if (!o.output().empty()) {
     tenax::StateDict out = nn::parameter_file_entries(model);
-    const std::vector<double> losses = workload.losses();
-    Tensor loss = Tensor::empty({static_cast<std::int64_t>(losses.size())}, tenax::DType::f32);
-    for (std::size_t k = 0; k < losses.size(); ++k)
-      loss.data_as<float>()[k] = static_cast<float>(losses[k]);
-    out.set("loss", loss);
+    out.set("loss", workload.loss_curve());
     if (workload.validation_loss()) {
       Tensor val_loss = Tensor::empty({1}, tenax::DType::f64);
       val_loss.data_as<double>()[0] = *workload.validation_loss();

@@ -21,9 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <numbers>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +31,7 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/io/checksum.hpp"
 #include "tenax/io/dataset_file.hpp"
 #include "tenax/io/run_config.hpp"
@@ -45,6 +44,7 @@
 #include "tenax/train/nn/parameter_file.hpp"
 #include "tenax/train/precision.hpp"
 #include "tenax/train/sample_order.hpp"
+#include "tenax/train/synthetic_data.hpp"
 #include "tenax/train/training.hpp"
 #include "tenax/train/training_workload.hpp"
 
@@ -52,9 +52,7 @@ namespace {
 
 using tenax::Device;
 using tenax::DType;
-using tenax::Shape;
 using tenax::StateDict;
-using tenax::Tensor;
 using tenax::UsageError;
 namespace autodiff = tenax::train::autodiff;
 namespace nn = tenax::train::nn;
@@ -179,70 +177,18 @@ struct Settings {
 
 using tenax::train::ArrayData;
 
-// y = sin(pi x0) cos(pi x1) + x0 x1 / 2 on [-1, 1]^2, plus Gaussian noise.
-ArrayData regression_set(std::int64_t n, double noise, std::uint64_t seed) {
-  ArrayData d;
-  d.x = Tensor::empty(Shape{n, 2}, DType::f32);
-  ops::random_uniform(d.x, seed, 0, -1.0, 1.0);
-  Tensor eps = Tensor::empty(Shape{n}, DType::f32);
-  ops::random_normal(eps, seed, static_cast<std::uint64_t>((2 * n + 3) / 4), 0.0, noise);
-  d.y = Tensor::empty(Shape{n, 1}, DType::f32);
-  const float* x = d.x.data_as<float>();
-  const float* e = eps.data_as<float>();
-  float* y = d.y.data_as<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double a = x[2 * i];
-    const double b = x[2 * i + 1];
-    y[i] = static_cast<float>(std::sin(std::numbers::pi * a) * std::cos(std::numbers::pi * b) +
-                              0.5 * a * b + e[i]);
-  }
-  return d;
-}
-
-// Two interleaved spirals, class c = i % 2: radius t, angle 3 pi t + c pi, t uniform in
-// [0.05, 1), plus Gaussian noise on both coordinates.
-ArrayData spirals_set(std::int64_t n, double noise, std::uint64_t seed) {
-  ArrayData d;
-  d.classes = 2;
-  Tensor t = Tensor::empty(Shape{n}, DType::f32);
-  ops::random_uniform(t, seed, 0, 0.05, 1.0);
-  Tensor eps = Tensor::empty(Shape{n, 2}, DType::f32);
-  ops::random_normal(eps, seed, static_cast<std::uint64_t>((n + 3) / 4), 0.0, noise);
-  d.x = Tensor::empty(Shape{n, 2}, DType::f32);
-  d.y = Tensor::empty(Shape{n}, DType::i64);
-  const float* tt = t.data_as<float>();
-  const float* e = eps.data_as<float>();
-  float* x = d.x.data_as<float>();
-  std::int64_t* y = d.y.data_as<std::int64_t>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t c = i % 2;
-    const double r = tt[i];
-    const double angle = 3.0 * std::numbers::pi * r + static_cast<double>(c) * std::numbers::pi;
-    x[2 * i] = static_cast<float>(r * std::cos(angle) + e[2 * i]);
-    x[2 * i + 1] = static_cast<float>(r * std::sin(angle) + e[2 * i + 1]);
-    y[i] = c;
-  }
-  return d;
-}
-
 std::vector<std::int64_t> parse_layers(const std::string& text) {
   std::vector<std::int64_t> widths;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    std::int64_t w = 0;
-    try {
-      std::size_t used = 0;
-      w = std::stoll(item, &used);
-      if (used != item.size()) w = 0;
-    } catch (const std::exception&) {
-      w = 0;
-    }
-    TENAX_EXPECTS(w >= 1, UsageError,
+  for (std::size_t at = 0; !text.empty() && at <= text.size();) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const std::optional<std::int64_t> width = tenax::parse_whole<std::int64_t>(item);
+    TENAX_EXPECTS(width && *width >= 1, UsageError,
                   "--layers " + text + ": '" + item + "' is not a positive width",
                   "give the hidden widths as a comma-separated list, e.g. --layers 64,64 (empty "
                   "for a linear model)");
-    widths.push_back(w);
+    widths.push_back(*width);
+    at = comma + 1;
   }
   return widths;
 }
@@ -258,26 +204,8 @@ train::Batch gather(const ArrayData& data, train::SampleOrder& order, std::int64
           part.y.to(device)};
 }
 
-// "samples 640..703 of the data order: rows 17, 933, ..." (every row for batches up to 32).
-std::string rows_of(train::SampleOrder& order, std::int64_t step, std::int64_t b) {
-  std::string text = "samples " + std::to_string(step * b) + ".." +
-                     std::to_string(step * b + b - 1) + " of the data order: rows";
-  const std::int64_t shown = std::min<std::int64_t>(b, 32);
-  for (std::int64_t r = 0; r < shown; ++r) {
-    text += (r == 0 ? " " : ", ") + std::to_string(order.sample(step * b + r));
-  }
-  return shown < b ? text + ", ..." : text;
-}
-
 std::uint64_t allocations_served(Device device) {
   return static_cast<std::uint64_t>(tenax::memory_stats(device).active_blocks.total);
-}
-
-// The checks between settings (each setting checks its own value).
-void validate(const Settings& o) {
-  TENAX_EXPECTS(o.classes() == 0 || !o.data().empty(), UsageError,
-                "--classes " + std::to_string(o.classes()) + " without --data",
-                "the synthetic tasks fix their classes (spirals: 2): drop --classes");
 }
 
 // The smallest footprint of the model and of a step, checked before anything is allocated: every
@@ -285,15 +213,9 @@ void validate(const Settings& o) {
 // global batch, gathered whole (inputs and targets, 4 bytes each). --layers 50000,50000 or
 // --batch 100000000000 is refused here, naming the settings, instead of after gigabytes or
 // after a futile micro-batch backoff (the batch is gathered whole at any micro-batch).
-void expect_model_fits(const Settings& o, const ArrayData& data, Device device) {
-  std::vector<std::int64_t> widths{data.d_in()};
-  for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
-  widths.push_back(data.d_out());
-  long double parameters = 0;
-  for (std::size_t k = 0; k + 1 < widths.size(); ++k) {
-    parameters += static_cast<long double>(widths[k]) * static_cast<long double>(widths[k + 1]) +
-                  static_cast<long double>(widths[k + 1]);
-  }
+void expect_model_fits(const Settings& o, const ArrayData& data,
+                       const std::vector<std::int64_t>& widths, Device device) {
+  const long double parameters = nn::MLP::parameters_of(widths);
   const long double bytes =
       8.0L * parameters +
       4.0L * static_cast<long double>(o.batch()) *
@@ -309,19 +231,25 @@ void expect_model_fits(const Settings& o, const ArrayData& data, Device device) 
 }
 
 int run(const Settings& o, tenax::app::Job& job) {
-  validate(o);
+  TENAX_EXPECTS(o.classes() == 0 || !o.data().empty(),
+                UsageError,  // the one check between settings
+                "--classes " + std::to_string(o.classes()) + " without --data",
+                "the synthetic tasks fix their classes (spirals: 2): drop --classes");
   const Device device = job.device();
   // A run that skips the steps that fail again (a bad sample) keeps non-finite data.
   const bool skips = job.runner_options().repeated_anomaly == runtime::RepeatedAnomaly::skip;
   ArrayData data =
       o.data().empty()
-          ? (o.task() == "regression" ? regression_set(o.samples(), o.noise(), o.seed())
-                                      : spirals_set(o.samples(), o.noise(), o.seed()))
+          ? (o.task() == "regression" ? train::regression_data(o.samples(), o.noise(), o.seed())
+                                      : train::spirals_data(o.samples(), o.noise(), o.seed()))
           : train::read_array_data(
                 o.data(), o.classes(), "--classes",
                 skips ? train::NonFiniteValues::keep : train::NonFiniteValues::refuse);
   tenax::runtime::Communicator* comm = &job.comm();
-  expect_model_fits(o, data, device);
+  std::vector<std::int64_t> widths{data.d_in()};
+  for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
+  widths.push_back(data.d_out());
+  expect_model_fits(o, data, widths, device);
   // Data with NaN or Inf makes the steps that read it fail at every try: refused here, unless
   // the run skips such steps (--on-repeated-anomaly skip), which then names their samples.
   const std::int64_t bad =
@@ -344,9 +272,6 @@ int run(const Settings& o, tenax::app::Job& job) {
     }
   }
   const train::PrecisionPolicy policy = o.training.precision();
-  std::vector<std::int64_t> widths{data.d_in()};
-  for (std::int64_t w : parse_layers(o.layers())) widths.push_back(w);
-  widths.push_back(data.d_out());
   nn::MLP mlp(widths, nn::parse_activation(o.activation()), policy.master_dtype(), device,
               o.seed());
   if (!o.init().empty()) nn::load_parameter_file(mlp, o.init());
@@ -368,7 +293,7 @@ int run(const Settings& o, tenax::app::Job& job) {
     if (data.classification()) return autodiff::cross_entropy(out, b[1], options);
     return autodiff::mse_loss(out, autodiff::Variable::constant(b[1]), options);
   };
-  spec.describe = [&](std::int64_t step) { return rows_of(order, step, o.batch()); };
+  spec.describe = [&](std::int64_t step) { return order.describe(step * o.batch(), o.batch()); };
   spec.committed = [&](std::int64_t step, const train::TrainStepResult& result) {
     if (++steps_in_process == 2)
       step_allocations = {allocations_before + 1, allocations_served(device)};
@@ -404,28 +329,14 @@ int run(const Settings& o, tenax::app::Job& job) {
                      std::max(options.min_micro_batch,
                               o.micro_batch() / options.min_micro_batch * options.min_micro_batch));
   options.regrow_micro_batch_after = o.regrow_after();
-  if (comm->size() > 1) {
-    // Which share of every step each rank computes, said once by each rank.
-    const train::GrainRange& grains = workload.training().trainer().grains();
-    const std::int64_t grain = o.grain_run();
-    std::fprintf(stderr,
-                 "train_mlp [rank %d/%d]: data parallel: grains [%lld, %lld) of every step's "
-                 "%lld (rows [%lld, %lld) of the batch of %lld), --reduction %s\n",
-                 comm->rank(), comm->size(), static_cast<long long>(grains.first),
-                 static_cast<long long>(grains.end),
-                 static_cast<long long>((o.batch() + grain - 1) / grain),
-                 static_cast<long long>(grains.first * grain),
-                 static_cast<long long>(std::min(o.batch(), grains.end * grain)),
-                 static_cast<long long>(o.batch()), o.reduction().c_str());
+  if (comm->size() > 1) {  // which share of every step each rank computes, said once by each
+    std::fprintf(stderr, "train_mlp [rank %d/%d]: data parallel: %s, --reduction %s\n",
+                 comm->rank(), comm->size(),
+                 workload.training().trainer().describe_grains().c_str(), o.reduction().c_str());
   }
   const auto write_output = [&] {
     StateDict out = nn::parameter_file_entries(mlp);
-    const std::vector<double> losses = workload.losses();
-    Tensor loss = Tensor::empty(Shape{static_cast<std::int64_t>(losses.size())}, DType::f32);
-    for (std::size_t k = 0; k < losses.size(); ++k) {
-      loss.data_as<float>()[k] = static_cast<float>(losses[k]);
-    }
-    out.set("loss", loss);
+    out.set("loss", workload.loss_curve());
     tenax::io::write_state_file(o.output(), out, {});
   };
   if (o.steps() == 0) {

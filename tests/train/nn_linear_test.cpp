@@ -102,6 +102,10 @@ TEST(NnMlp, ParametersInPyTorchOrder) {
   EXPECT_EQ(mlp.layers()[1].end_offset(),
             mlp.layers()[0].end_offset() + philox_blocks(64) + philox_blocks(8));
   EXPECT_EQ(mlp.end_offset(), mlp.layers()[2].end_offset());
+  // Counted without building one, as a job checks that a model fits before allocating it.
+  EXPECT_EQ(MLP::parameters_of({4, 8, 8, 3}), static_cast<long double>(mlp.parameter_count()));
+  EXPECT_EQ(MLP::parameters_of({4}), 0.0L);
+  EXPECT_GT(MLP::parameters_of({4000000000, 4000000000}), 1.6e19L) << "past 64 bits, still counted";
   const MLP same({4, 8, 8, 3}, Activation::relu, DType::f32, Device::cpu(), 9);
   for (std::size_t i = 0; i < params.size(); ++i) {
     EXPECT_EQ(values_of(params[i].value()), values_of(same.parameters()[i].value()));

@@ -33,6 +33,17 @@ TEST(SampleOrder, EveryEpochVisitsEverySampleOnceAndEpochsDiffer) {
   EXPECT_NE(epochs[0], all) << "a shuffled epoch in file order";
 }
 
+// describe() names the positions and their samples, every one for a batch of up to 32.
+TEST(SampleOrder, DescribeNamesTheSamplesOfABatch) {
+  SampleOrder order(10, 0, false);  // file order: sample p % 10 at position p
+  EXPECT_EQ(order.describe(12, 3), "samples 12..14 of the data order: rows 2, 3, 4");
+  SampleOrder big(1000, 0, false);
+  const std::string text = big.describe(64, 40);
+  EXPECT_EQ(text.rfind("samples 64..103 of the data order: rows 64, 65, ", 0), 0u) << text;
+  EXPECT_NE(text.find(", 95, ..."), std::string::npos) << text;
+  EXPECT_EQ(text.find("96"), std::string::npos) << text;
+}
+
 TEST(SampleOrder, APositionsSampleIsTheSameWhateverAsksForItAndInWhatOrder) {
   // One reader takes the stream in batches of 64; "ranks" each take their rows of every batch,
   // micro-batches of 8, jumping between epochs; a fresh order takes positions backwards.

@@ -2,6 +2,8 @@
 // (index, epoch), so it is a function of (seed, epoch) alone.
 #include "tenax/train/sample_order.hpp"
 
+#include <algorithm>
+
 #include <limits>
 #include <string>
 #include <utility>
@@ -43,6 +45,16 @@ std::vector<std::int64_t> SampleOrder::samples(std::int64_t first, std::int64_t 
   std::vector<std::int64_t> out(static_cast<std::size_t>(count));
   for (std::int64_t r = 0; r < count; ++r) out[static_cast<std::size_t>(r)] = sample(first + r);
   return out;
+}
+
+std::string SampleOrder::describe(std::int64_t first, std::int64_t count) {
+  const std::vector<std::int64_t> rows = samples(first, std::min<std::int64_t>(count, 32));
+  std::string text = "samples " + std::to_string(first) + ".." + std::to_string(first + count - 1) +
+                     " of the data order: rows";
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    text += (r == 0 ? " " : ", ") + std::to_string(rows[r]);
+  }
+  return static_cast<std::int64_t>(rows.size()) < count ? text + ", ..." : text;
 }
 
 void SampleOrder::permute(std::int64_t epoch) {

@@ -69,6 +69,14 @@ Trainer::Pending::Pending(Pending&&) noexcept = default;
 Trainer::Pending& Trainer::Pending::operator=(Pending&&) noexcept = default;
 Trainer::Pending::~Pending() = default;
 
+std::string Trainer::describe_grains() const {
+  const auto text = [](std::int64_t v) { return std::to_string(v); };
+  return "grains [" + text(grains_.first) + ", " + text(grains_.end) + ") of every step's " +
+         text(grain_count_) + " (rows [" + text(grains_.first * options_.grain) + ", " +
+         text(std::min(options_.batch, grains_.end * options_.grain)) + ") of the batch of " +
+         text(options_.batch) + ")";
+}
+
 std::int64_t Trainer::effective_micro_batch(std::int64_t micro_batch) const {
   const std::int64_t grains = std::max<std::int64_t>(1, micro_batch / options_.grain);
   return std::min(options_.batch, grains * options_.grain);

@@ -302,4 +302,12 @@ std::vector<double> TrainingWorkload::losses() const {
   return {first, first + loss_count_};
 }
 
+Tensor TrainingWorkload::loss_curve() const {
+  Tensor curve = Tensor::empty(Shape{loss_count_}, DType::f32);
+  const double* losses = loss_history_.data_as<double>();
+  float* out = curve.data_as<float>();
+  for (std::int64_t k = 0; k < loss_count_; ++k) out[k] = static_cast<float>(losses[k]);
+  return curve;
+}
+
 }  // namespace tenax::train

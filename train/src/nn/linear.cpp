@@ -111,6 +111,15 @@ Variable activate(Activation activation, const Variable& x) {
       "pass one of the nn::Activation enumerators");
 }
 
+long double MLP::parameters_of(const std::vector<std::int64_t>& widths) noexcept {
+  long double parameters = 0;
+  for (std::size_t k = 0; k + 1 < widths.size(); ++k) {
+    parameters += static_cast<long double>(widths[k]) * static_cast<long double>(widths[k + 1]) +
+                  static_cast<long double>(widths[k + 1]);
+  }
+  return parameters;
+}
+
 MLP::MLP(std::vector<std::int64_t> widths, Activation activation, DType dtype, Device device,
          std::uint64_t seed, std::uint64_t offset)
     : Module("MLP"), widths_(std::move(widths)), activation_(activation) {

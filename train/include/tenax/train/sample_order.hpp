@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tenax::train {
@@ -25,6 +26,9 @@ class SampleOrder {
   [[nodiscard]] std::int64_t sample(std::int64_t position);
   /// The samples of `count` consecutive positions from `first` (a batch: first = k B, count = B).
   [[nodiscard]] std::vector<std::int64_t> samples(std::int64_t first, std::int64_t count);
+  /// The samples of those positions in words, for a message about a batch (a bad one skipped):
+  /// "samples 640..703 of the data order: rows 17, 933, ..." (every row up to 32 of them).
+  [[nodiscard]] std::string describe(std::int64_t first, std::int64_t count);
   /// N.
   [[nodiscard]] std::int64_t size() const noexcept { return n_; }
   /// Whether the epochs are shuffled.

@@ -151,6 +151,9 @@ class Trainer {
   [[nodiscard]] std::optional<std::string> combine();
   /// The grains [first, end) of every step's batch this rank computes (all of them on one rank).
   [[nodiscard]] const GrainRange& grains() const noexcept { return grains_; }
+  /// grains() in words, for a rank's start-up line: "grains [3, 6) of every step's 8 (rows
+  /// [96, 192) of the batch of 256)".
+  [[nodiscard]] std::string describe_grains() const;
   /// The result of the last step staged (by step() on one rank, by combine() on several).
   [[nodiscard]] const TrainStepResult& last_result() const noexcept { return last_; }
   /// Applies the step staged by the last successful step(). UsageError when none is staged.

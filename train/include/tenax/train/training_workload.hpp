@@ -147,6 +147,9 @@ class TrainingWorkload final : public runtime::Workload {
 
   /// The loss of every committed step, in order (a step skipped for a repeated anomaly has none).
   [[nodiscard]] std::vector<double> losses() const;
+  /// losses() as a host tensor f32 [steps], as a job writes its loss curve to a file (the /loss
+  /// of train_mlp's and train_gpt's --output, which PyTorch references compare step by step).
+  [[nodiscard]] Tensor loss_curve() const;
   /// The result of the last committed step (after a resume, only its loss is known until a step
   /// runs).
   [[nodiscard]] const TrainStepResult& last() const noexcept { return last_; }

@@ -118,6 +118,11 @@ class MLP : public Module {
   /// The Philox offset after the last layer's draws: the `offset` of the next initialisation.
   [[nodiscard]] std::uint64_t end_offset() const noexcept;
 
+  /// The parameters (weights and biases) an MLP of these widths holds, counted without building
+  /// it (in long double, so that widths whose count overflows 64 bits still compare): for
+  /// checking that a model fits before it is allocated.
+  [[nodiscard]] static long double parameters_of(const std::vector<std::int64_t>& widths) noexcept;
+
  private:
   std::vector<std::int64_t> widths_;
   Activation activation_;
