@@ -88,6 +88,15 @@ kernels::GemmArgs checked_gemm(std::string_view op, const Tensor& a, const Tenso
   return kernels::GemmArgs{a, b, c, m, n, k, ta, tb, alpha, beta};
 }
 
+// gemm's and gemm_batched's checks of the operands as wholes: defined, c apart from a and b.
+void check_gemm_operands(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& c) {
+  check_defined(op, "a", a);
+  check_defined(op, "b", b);
+  check_defined(op, "c", c);
+  check_no_overlap(op, "c", c, "a", a);
+  check_no_overlap(op, "c", c, "b", b);
+}
+
 // Matrix i of a [count, rows, cols] tensor.
 Tensor matrix_of(const Tensor& batch, std::int64_t i) {
   const Shape& s = batch.shape();
@@ -99,12 +108,8 @@ Tensor matrix_of(const Tensor& batch, std::int64_t i) {
 void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
           Transpose transpose_a, Transpose transpose_b) {
   constexpr std::string_view op = "gemm";
-  check_defined(op, "a", a);
-  check_defined(op, "b", b);
-  check_defined(op, "c", c);
+  check_gemm_operands(op, a, b, c);
   const kernels::GemmArgs args = checked_gemm(op, a, b, c, alpha, beta, transpose_a, transpose_b);
-  check_no_overlap(op, "c", c, "a", a);
-  check_no_overlap(op, "c", c, "b", b);
   if (args.m == 0 || args.n == 0) return;
   if (c.device().is_cpu()) {
     kernels::cpu::gemm(args);
@@ -116,9 +121,7 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, doubl
 void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,
                   Transpose transpose_a, Transpose transpose_b) {
   constexpr std::string_view op = "gemm_batched";
-  check_defined(op, "a", a);
-  check_defined(op, "b", b);
-  check_defined(op, "c", c);
+  check_gemm_operands(op, a, b, c);
   const auto what = "a batch of matrices [count, rows, cols]";
   check_rank(op, "a", a, 3, what);
   check_rank(op, "b", b, 3, what);
@@ -128,8 +131,6 @@ void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alph
                 "gemm_batched: a holds " + str(count) + " matrices, b " + str(b.shape()[0]) +
                     " and c " + str(c.shape()[0]),
                 "give a, b and c the same leading extent, one matrix per product");
-  check_no_overlap(op, "c", c, "a", a);
-  check_no_overlap(op, "c", c, "b", b);
   if (count == 0) return;
   const kernels::GemmArgs first = checked_gemm(
       op, matrix_of(a, 0), matrix_of(b, 0), matrix_of(c, 0), alpha, beta, transpose_a, transpose_b);

@@ -11,16 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/float_bits.hpp"
 #include "tenax/kernels/float_math.hpp"
 
 namespace tenax::kernels {
 namespace {
 
-float float_of(std::uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
+using testing::float_of;
 
 std::uint32_t bits_of(float f) {
   std::uint32_t bits;

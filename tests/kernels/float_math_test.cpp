@@ -9,22 +9,14 @@
 #include <limits>
 #include <string>
 
+#include "kernels/float_bits.hpp"
 #include "tenax/kernels/float_math.hpp"
 
 namespace tenax::kernels {
 namespace {
 
-float float_of(std::uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-std::int64_t ordered(float f) {
-  std::int32_t i;
-  std::memcpy(&i, &f, sizeof i);
-  return i < 0 ? -static_cast<std::int64_t>(i & 0x7FFFFFFF) : i;
-}
+using testing::float_of;
+using testing::ordered;
 
 struct Sweep {
   std::int64_t checked = 0;
