@@ -73,7 +73,8 @@ class TileScope {
   TileScope& operator=(const TileScope&) = delete;
 };
 
-// Scratch that grows and is kept per thread: no allocation per call once the sizes are seen.
+// Scratch of a worker's own (a row block's packed A, its f32 sums: bounded by 64 k and 32 n
+// values), grown and kept per thread: no allocation per call once the sizes are seen.
 template <class T>
 T* scratch(std::vector<std::byte>& store, std::int64_t count) {
   const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(T) + 64;
@@ -335,8 +336,11 @@ void amx_gemm_bf16(CpuContext& context, const GemmArgs& g) {
   const auto* b = reinterpret_cast<const std::uint16_t*>(g.b.data_as<const BFloat16>());
   const std::int64_t k_blocks = blocks_of(g.k, kTileDepth);
   const std::int64_t strips = blocks_of(g.n, kTileRows);
-  thread_local std::vector<std::byte> b_store;
-  std::uint16_t* packed_b = scratch<std::uint16_t>(b_store, strips * k_blocks * kTileElems);
+  // The packed operands, as large as the operands, come from the device's memory pool: counted
+  // against its limit, reused from step to step, and an OutOfMemoryError (which a training step
+  // backs off from) where they do not fit.
+  const Tensor b_store = Tensor::empty(Shape{strips * k_blocks * kTileElems}, DType::bf16);
+  auto* packed_b = reinterpret_cast<std::uint16_t*>(b_store.data_as<BFloat16>());
   const double elements_per_strip = static_cast<double>(kTileRows * kTileDepth * k_blocks);
   context.parallel_for(
       0, strips, min_chunk_for(elements_per_strip),
@@ -344,9 +348,10 @@ void amx_gemm_bf16(CpuContext& context, const GemmArgs& g) {
 
   const std::int64_t units = blocks_of(g.m, kBlockRows);
   std::uint16_t* packed_a_whole = nullptr;
+  Tensor a_store;
   if (g.transpose_a) {
-    thread_local std::vector<std::byte> a_store;
-    packed_a_whole = scratch<std::uint16_t>(a_store, units * k_blocks * 2 * kTileElems);
+    a_store = Tensor::empty(Shape{units * k_blocks * 2 * kTileElems}, DType::bf16);
+    packed_a_whole = reinterpret_cast<std::uint16_t*>(a_store.data_as<BFloat16>());
     const double elements_per_k_block = static_cast<double>(kTileDepth * kBlockRows * units);
     context.parallel_for(0, k_blocks, min_chunk_for(elements_per_k_block),
                          [&](std::int64_t kb0, std::int64_t kb1) {

@@ -6,12 +6,17 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "kernels/linalg_test_helpers.hpp"
 #include "tenax/core/context.hpp"
+#include "tenax/core/error.hpp"
+#include "tenax/core/memory/device_memory.hpp"
+#include "tenax/core/memory/host_resource.hpp"
+#include "tenax/core/memory/limiting_resource.hpp"
 #include "tenax/kernels/detail/cpu_simd.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
 #include "tenax/kernels/ops_linalg.hpp"
@@ -244,6 +249,23 @@ TEST(Gemm, Bf16NonFiniteValuesPropagate) {
   }
   EXPECT_EQ(v[7 * n], std::numeric_limits<double>::infinity());
   EXPECT_TRUE(std::isnan(v[7 * n + 11])) << "infinity times zero";
+}
+
+// A bf16 product whose working memory does not fit the pool's limit throws OutOfMemoryError
+// (what a training step backs off from), on every path, and leaves C as it was.
+TEST(Gemm, Bf16ProductBeyondTheMemoryLimitThrowsOutOfMemory) {
+  constexpr std::int64_t m = 64, n = 2048, k = 1024;  // B, packed or widened: 4 MiB at least
+  const Tensor a = make_tensor({k, m}, DType::bf16, random_reals(m * k, DType::bf16, 700));
+  const Tensor b = make_tensor({k, n}, DType::bf16, random_reals(k * n, DType::bf16, 701));
+  const Tensor c = make_tensor({m, n}, DType::f32, std::vector<double>(m * n, 3.0));
+  const auto previous = set_current_resource(
+      Device::cpu(),
+      std::make_shared<LimitingResource>(std::make_shared<HostResource>(), std::size_t{1} << 20));
+  EXPECT_THROW(ops::gemm(a, b, c, 1.0, 0.0, Transpose::yes), OutOfMemoryError);
+  set_current_resource(Device::cpu(), previous);
+  const std::vector<double> v = values_of(c);
+  EXPECT_EQ(v.front(), 3.0);
+  EXPECT_EQ(v.back(), 3.0);
 }
 
 TEST(Gemm, F16AccumulationIsNotF16) {
