@@ -7,8 +7,8 @@
 // torch.matmul in bf16.
 #include <benchmark/benchmark.h>
 
-#include "tenax/kernels/ops_linalg.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
+#include "tenax/kernels/ops_linalg.hpp"
 #include "tenax/train/autodiff/layer_ops.hpp"
 #include "tenax/train/autodiff/ops.hpp"
 #include "tenax/train/nn/attention.hpp"
