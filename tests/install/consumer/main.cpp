@@ -1,7 +1,7 @@
 // Uses the installed headers and libraries: allocates tensors, runs a checked op, checks the
 // usage error of a mismatched call, writes and reads a field through strided views, and runs a
-// kernel of its own on a grid split into 2 x 2 blocks over four thread ranks, and builds a model
-// of its own from modules. Exits 0 only when all of it behaves.
+// kernel of its own on a grid split into 2 x 2 blocks over four thread ranks, multiplies a batch
+// of matrices, and builds a model of its own from modules. Exits 0 only when all of it behaves.
 #include <tenax/core/tensor.hpp>
 #include <tenax/io/dataset_file.hpp>
 #include <tenax/kernels/ops.hpp>
@@ -121,6 +121,21 @@ int main() {
   const tenax::Tensor columns = tenax::ops::contiguous(tenax::StridedView(field).transpose(0, 1));
   if (tenax::ops::sum(columns.slice(0, 1)) != 3.0 || tenax::ops::sum(field) != 3.0) {
     std::fprintf(stderr, "consumer: the first column through a view is not 1, 1, 1\n");
+    return 1;
+  }
+  // A batch of products (attention's heads): c[i] = a[i] * b[i] with b[i] = (i + 1) I, so that
+  // c[i] = (i + 1) a[i] and the sum of c is 1 + 2 + 3 times that of one a[i].
+  tenax::Tensor a = tenax::Tensor::empty({3, 4, 2}, tenax::DType::f32);
+  tenax::Tensor b = tenax::Tensor::empty({3, 2, 2}, tenax::DType::f32);
+  tenax::Tensor c = tenax::Tensor::empty({3, 4, 2}, tenax::DType::f32);
+  tenax::ops::fill(a, 0.5);
+  tenax::ops::fill(b, 0.0);
+  for (int i = 0; i < 3; ++i) {
+    b.data_as<float>()[4 * i] = b.data_as<float>()[4 * i + 3] = static_cast<float>(i + 1);
+  }
+  tenax::ops::gemm_batched(a, b, c);
+  if (tenax::ops::sum(c) != 24.0 || tenax::ops::sum(c.slice(2, 3)) != 12.0) {
+    std::fprintf(stderr, "consumer: a batch of products is wrong\n");
     return 1;
   }
   // A data set of one's own, read and checked, and the samples of a step's batch.

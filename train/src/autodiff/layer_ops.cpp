@@ -256,15 +256,13 @@ Variable batched_matmul(const Variable& a, const Variable& b, Transpose transpos
       const Tensor B = tb ? matrices(b.value(), n, k) : matrices(b.value(), k, n);
       if (a.requires_grad()) {  // dA = alpha dC op(B)^T
         Tensor ga = Tensor::empty_like(a.value());
-        {  // the views go before ga is handed over (then it is adopted, not copied)
-          ops::gemm_batched(G, B, matrices(ga, m, k), alpha, 0.0, Transpose::no,
-                            tb ? Transpose::no : Transpose::yes);
-        }
-        Tape::accumulate_grad(a, std::move(ga));
+        ops::gemm_batched(G, B, matrices(ga, m, k), alpha, 0.0, Transpose::no,
+                          tb ? Transpose::no : Transpose::yes);
+        Tape::accumulate_grad(a, std::move(ga));  // the view above is gone: ga is adopted
       }
       if (b.requires_grad()) {  // dB = alpha A^T dC, or (dC^T A) for b used transposed
         Tensor gb = Tensor::empty_like(b.value());
-        {
+        {  // the view goes before gb is handed over (then it is adopted, not copied)
           const Tensor GB = tb ? matrices(gb, n, k) : matrices(gb, k, n);
           if (tb) {
             ops::gemm_batched(G, A, GB, alpha, 0.0, Transpose::yes, Transpose::no);
