@@ -1,6 +1,8 @@
 // CPU backend of the element-wise, fill, cast and mixed-precision-check kernels: the bodies of
 // elementwise_bodies.hpp run from for_each loops.
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <type_traits>
 
 #include "for_each.hpp"
@@ -78,10 +80,60 @@ void scale(CpuContext& context, double a, const Tensor& x) {
   });
 }
 
+namespace {
+
+// A 16-bit element has 65536 values, so a unary op over f16 or bf16 is a table: out = table[x].
+// The table is the op's own results over every bit pattern, computed by the same body and loop
+// as an array would be (NaNs, infinities and subnormals included), so a looked-up element has the
+// bits a computed one has, on any target; the lookup costs a load where the exact GELU costs a
+// double-precision polynomial and exponential. Filled on an op's first array of kTableMinElements
+// or more, kept for the process (128 KiB per op and type, at most 28 of them: 3.5 MiB).
+inline constexpr std::int64_t kTableMinElements = std::int64_t{1} << 16;
+inline constexpr std::int64_t kTableEntries = std::int64_t{1} << 16;
+
+template <class S>
+struct TableLookupBody {
+  const std::uint16_t* x;
+  std::uint16_t* out;
+  const std::uint16_t* table;
+  void operator()(std::int64_t i) const { out[i] = table[x[i]]; }
+};
+
+// The table of one op (each UnaryOp has its own functor type) over one 16-bit type.
+template <class S, class Functor>
+const std::uint16_t* unary_table(CpuContext& context, Functor functor) {
+  static_assert(sizeof(S) == sizeof(std::uint16_t));
+  static struct {
+    std::once_flag filled;
+    std::unique_ptr<std::uint16_t[]> entries;
+  } table;
+  std::call_once(table.filled, [&] {
+    auto inputs = std::make_unique<std::uint16_t[]>(kTableEntries);
+    auto results = std::make_unique<std::uint16_t[]>(kTableEntries);
+    for (std::int64_t i = 0; i < kTableEntries; ++i) inputs[i] = static_cast<std::uint16_t>(i);
+    for_each(context, kTableEntries,
+             UnaryBody<Functor, S>{reinterpret_cast<const S*>(inputs.get()),
+                                   reinterpret_cast<S*>(results.get()), functor});
+    table.entries = std::move(results);
+  });
+  return table.entries.get();
+}
+
+}  // namespace
+
 void unary(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tensor& out) {
   dispatch_float(x.dtype(), "unary", [&](auto tag) {
     using S = typename decltype(tag)::type;
     dispatch_unary(op, [&](auto functor) {
+      if constexpr (sizeof(S) == sizeof(std::uint16_t)) {
+        if (x.numel() >= kTableMinElements) {
+          for_each(context, x.numel(),
+                   TableLookupBody<S>{static_cast<const std::uint16_t*>(x.data()),
+                                      static_cast<std::uint16_t*>(out.data()),
+                                      unary_table<S>(context, functor)});
+          return;
+        }
+      }
       for_each(context, x.numel(),
                UnaryBody<decltype(functor), S>{static_cast<const S*>(x.data()),
                                                static_cast<S*>(out.data()), functor});

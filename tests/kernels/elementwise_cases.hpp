@@ -257,6 +257,45 @@ TEST_P(ElementwiseKernels, UnaryEveryOpAndDtypeMatchesTheReference) {
   }
 }
 
+// A 16-bit array large enough for the CPU's lookup tables gives, for every op and every bit
+// pattern (NaNs, infinities, subnormals and both zeros among them), the bits of the same patterns
+// computed in arrays too small for a table; in place too.
+TEST_P(ElementwiseKernels, UnaryOverEverySixteenBitPatternHasTheBitsOfSmallArrays) {
+  constexpr std::int64_t kPatterns = 65536;
+  constexpr std::int64_t kPiece = 4096;
+  for (DType narrow : {DType::f16, DType::bf16}) {
+    Tensor host_bits = Tensor::empty({kPatterns}, narrow);
+    auto* raw = static_cast<std::uint16_t*>(host_bits.data());
+    for (std::int64_t p = 0; p < kPatterns; ++p) raw[p] = static_cast<std::uint16_t>(p);
+    const Tensor all = put(host_bits);
+    for (int code = 0; code <= static_cast<int>(ops::UnaryOp::gelu_tanh_grad); ++code) {
+      const auto op = static_cast<ops::UnaryOp>(code);
+      const Tensor whole = ops::unary(op, all).to(Device::cpu());
+      Tensor in_place = put(host_bits).clone();  // a copy: on the CPU put() shares the storage
+      ops::unary_into(op, in_place, in_place);
+      const Tensor in_place_host = in_place.to(Device::cpu());
+      const auto* whole_bits = static_cast<const std::uint16_t*>(whole.data());
+      const auto* in_place_bits = static_cast<const std::uint16_t*>(in_place_host.data());
+      for (std::int64_t start = 0; start < kPatterns; start += kPiece) {
+        Tensor host_piece = Tensor::empty({kPiece}, narrow);
+        auto* piece_raw = static_cast<std::uint16_t*>(host_piece.data());
+        for (std::int64_t i = 0; i < kPiece; ++i) {
+          piece_raw[i] = static_cast<std::uint16_t>(start + i);
+        }
+        const Tensor piece = ops::unary(op, put(host_piece)).to(Device::cpu());
+        const auto* piece_bits = static_cast<const std::uint16_t*>(piece.data());
+        for (std::int64_t i = 0; i < kPiece; ++i) {
+          ASSERT_EQ(whole_bits[start + i], piece_bits[i])
+              << ops::to_string(op) << " " << to_string(narrow) << " of pattern " << start + i;
+          ASSERT_EQ(in_place_bits[start + i], piece_bits[i])
+              << ops::to_string(op) << " in place, " << to_string(narrow) << " of pattern "
+              << start + i;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(ElementwiseKernels, UnaryNamedOpsLargeTensorsAndInPlace) {
   const Tensor x = put(make_tensor(ramp(kLarge, -20.0, 1e-4), DType::f32));
   const Tensor y = ops::sigmoid(x);

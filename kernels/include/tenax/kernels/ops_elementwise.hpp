@@ -27,11 +27,13 @@
 namespace tenax::ops {
 
 /// Functions of one element, for unary() and unary_into(). The CPU and CUDA backends give the
-/// same bits for neg, abs, sqrt, relu, step and square, and for exp, tanh and sigmoid in f32
-/// compute (float_math.hpp); log, erf, gelu, gelu_grad, gelu_tanh and gelu_tanh_grad, and exp,
-/// tanh and sigmoid in f64, use
-/// each backend's math library (log, erf, erfc, exp, tanh), so the CPU and CUDA results agree
-/// within a few units in the last place, not bit for bit.
+/// same bits for neg, abs, sqrt, relu, step and square, and in f32 compute (f32, f16 and bf16
+/// tensors) for exp, tanh, sigmoid, gelu, gelu_grad, gelu_tanh and gelu_tanh_grad
+/// (float_math.hpp); log and erf, and the transcendental ops on f64, use each backend's math
+/// library (log, erf, erfc, exp, tanh), so the CPU and CUDA results agree within a few units in
+/// the last place, not bit for bit. An element's result never depends on the array around it:
+/// over f16 and bf16 the CPU looks large arrays up in a table of the op's own results (65536
+/// entries, filled on first use), with the bits it would compute.
 enum class UnaryOp : std::uint8_t {
   neg,      ///< -x
   abs,      ///< |x|
