@@ -66,6 +66,20 @@ TEST(StateDigest, TheSameForAnyNumberOfRanksAlongAnyAxis) {
   EXPECT_EQ(split_digest(basis, 1, {0, 2, 5, 9, 10}), whole);
 }
 
+// A tensor large enough that its sum is split over the CPU's threads digests as its slabs do,
+// each small enough to be summed on one thread; a flipped bit at its far end still shows.
+TEST(StateDigest, ALargeTensorSummedOnSeveralThreadsDigestsAsItsSmallSlabs) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f64}) {
+    Tensor big = counting({3, 300'007}, dtype);
+    const std::uint64_t whole = split_digest(big, 1, {0, 300'007});
+    EXPECT_EQ(split_digest(big, 1, {0, 70'000, 140'001, 210'000, 300'007}), whole)
+        << to_string(dtype);
+    EXPECT_EQ(split_digest(big, 0, {0, 1, 2, 3}), whole) << to_string(dtype);
+    static_cast<unsigned char*>(big.data())[big.nbytes() - 1] ^= 0x10;
+    EXPECT_NE(split_digest(big, 1, {0, 300'007}), whole) << to_string(dtype);
+  }
+}
+
 TEST(StateDigest, EveryFlippedBitOfEveryDTypeChangesIt) {
   for (DType dtype :
        {DType::f64, DType::f32, DType::f16, DType::bf16, DType::i64, DType::i32, DType::u8}) {
