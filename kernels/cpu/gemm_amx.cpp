@@ -358,8 +358,11 @@ void amx_gemm_bf16(CpuContext& context, const GemmArgs& g) {
                            pack_a_whole(a, g, k_blocks, kb0, kb1, packed_a_whole);
                          });
   }
-  const double macs_per_unit = static_cast<double>(kBlockRows) * static_cast<double>(g.n) *
-                               static_cast<double>(std::max<std::int64_t>(g.k, 1));
+  // The tiles' work, k and n padded to whole tiles: a bias broadcast (k = 1) costs the tiles of
+  // k = 32, and counted as k = 1 it stayed on one thread.
+  const double macs_per_unit =
+      static_cast<double>(kBlockRows) * static_cast<double>(strips * kTileRows) *
+      static_cast<double>(std::max<std::int64_t>(k_blocks, 1) * kTileDepth);
   const auto min_chunk =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(kMinMacsPerChunk / macs_per_unit));
   const auto row = [&](std::int64_t unit) { return std::min(g.m, unit * kBlockRows); };

@@ -50,6 +50,23 @@ const Variable::Impl& checked(const std::shared_ptr<Variable::Impl>& impl, const
   return *impl;
 }
 
+// Whether `t` is the only holder of its whole buffer (not a view, not shared).
+bool sole_owner(const Tensor& t) {
+  return t.defined() && t.buffer().use_count() == 1 && t.offset() == 0 &&
+         t.nbytes() == t.buffer()->bytes();
+}
+
+// impl.grad += grad: in place where impl.grad's buffer is its own, else into a new tensor (the
+// buffer is shared with another gradient: see Tape::accumulate_grad). The same bits either way:
+// each element is the one sum grad + impl.grad.
+void add_into_grad(Variable::Impl& impl, const Tensor& grad) {
+  if (sole_owner(impl.grad)) {
+    ops::axpby(1.0, grad, 1.0, impl.grad);
+  } else {
+    impl.grad = ops::add(impl.grad, grad);
+  }
+}
+
 }  // namespace
 
 Variable Variable::parameter(Tensor value) {
@@ -90,8 +107,11 @@ const Tensor& Variable::grad() const {
 }
 
 void Variable::zero_grad() const {
-  const Impl& impl = checked(impl_, "zero_grad");
-  if (impl.grad.defined()) ops::fill(impl.grad, 0.0);
+  (void)checked(impl_, "zero_grad");
+  Impl& impl = *impl_;
+  if (!impl.grad.defined()) return;
+  if (!sole_owner(impl.grad)) impl.grad = Tensor::empty_like(impl.grad);  // not the sharers'
+  ops::fill(impl.grad, 0.0);
 }
 
 std::size_t Tape::size() { return this_thread_tape().nodes.size(); }
@@ -143,9 +163,7 @@ void Tape::accumulate_grain_grad(const Variable& v, const Tensor& grad, std::int
 
 void Tape::accumulate_grad(const Variable& v, Tensor&& grad) {
   Variable::Impl& impl = *v.impl();
-  const bool sole_owner = grad.defined() && grad.buffer().use_count() == 1 && grad.offset() == 0 &&
-                          grad.nbytes() == grad.buffer()->bytes();
-  if (!impl.requires_grad || impl.grad.defined() || !sole_owner) {
+  if (!impl.requires_grad || impl.grad.defined() || !sole_owner(grad)) {
     accumulate_grad(v, static_cast<const Tensor&>(grad));
     return;
   }
@@ -160,13 +178,16 @@ void Tape::accumulate_grad(const Variable& v, const Tensor& grad) {
   scan_if_anomaly_mode(v, grad);
   if (impl.leaf) GrainScope::note_plain_gradient(v);
   if (!impl.grad.defined()) {
-    // A copy, not the tensor itself: callers pass gradients that may be shared with other
-    // inputs (add passes one gradient to both operands).
-    impl.grad = grad.clone();
+    // Callers pass gradients that may be shared (add passes one gradient to both operands,
+    // reshape a view of the gradient its node received). A leaf's gradient outlives the pass and
+    // is written in place (unscaled, clipped, combined): it gets a copy of its own. A non-leaf's
+    // is written only by add_into_grad below, which adds out of place where the buffer is shared:
+    // it keeps the tensor itself (no copy, a pass over memory saved per op).
+    impl.grad = impl.leaf ? grad.clone() : grad;
   } else {
     impl.zero_axis = -1;  // the known zeros are gone
     impl.zero_ranges.clear();
-    ops::axpby(1.0, grad, 1.0, impl.grad);
+    add_into_grad(impl, grad);
   }
 }
 
@@ -204,7 +225,7 @@ void Tape::accumulate_grad_range(const Variable& v, int axis, std::int64_t begin
   }
   impl.zero_axis = -1;
   impl.zero_ranges.clear();
-  ops::axpby(1.0, padded(), 1.0, impl.grad);
+  add_into_grad(impl, padded());
 }
 
 NoGradScope::NoGradScope() { ++this_thread_tape().no_grad_depth; }

@@ -122,8 +122,10 @@ class Tape {
   [[nodiscard]] static Variable record(const char* op, std::vector<Variable> inputs, Tensor value,
                                        Backward backward);
   /// For op implementations: adds `grad` to v's gradient when v requires grad (allocating it on
-  /// first use); `grad` has v's shape, dtype and device and is not kept (copied when needed). In
-  /// anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being run and the
+  /// first use); `grad` has v's shape, dtype and device and is never written. A leaf's first
+  /// gradient is a copy of `grad`; a non-leaf's is `grad` itself, shared (later gradients are then
+  /// added into a new tensor, not into the shared one), so the caller must not write `grad` after
+  /// the call. In anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being run and the
   /// position of v among its inputs.
   static void accumulate_grad(const Variable& v, const Tensor& grad);
   /// The same for a gradient handed over: when it is v's first and `grad` is the only holder of
