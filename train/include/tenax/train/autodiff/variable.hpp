@@ -125,8 +125,8 @@ class Tape {
   /// first use); `grad` has v's shape, dtype and device and is never written. A leaf's first
   /// gradient is a copy of `grad`; a non-leaf's is `grad` itself, shared (later gradients are then
   /// added into a new tensor, not into the shared one), so the caller must not write `grad` after
-  /// the call. In anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being run and the
-  /// position of v among its inputs.
+  /// the call. In anomaly mode, a non-finite `grad` throws AnomalyDetected naming the node being
+  /// run and the position of v among its inputs.
   static void accumulate_grad(const Variable& v, const Tensor& grad);
   /// The same for a gradient handed over: when it is v's first and `grad` is the only holder of
   /// its whole buffer (an op's fresh result, not a view of a gradient other inputs share), it
