@@ -59,6 +59,29 @@ TEST(AutodiffGradients, AddSubMul) {
   });
 }
 
+// Gradients handed to several inputs share one buffer (add gives its gradient to both operands):
+// a later gradient added into one of them must not change the others. Here b's gradient first
+// shares t's, then s's adds into it; c's shares s's. Added in place, c's would double too and
+// x's gradient would be 3 * 2 + 5 * 2 = 16, not 3 * 2 + 5 * 1 = 11.
+TEST(AutodiffGradients, AGradientSharedByInputsIsNotChangedByALaterSum) {
+  const Variable x = Variable::parameter(random_tensor({4, 3}, 40));
+  const Variable b = scale(x, 3.0);
+  const Variable c = scale(x, 5.0);
+  const Variable s = add(b, c);
+  const Variable t = add(s, b);
+  backward(sum(t));
+  for (double g : values(x.grad())) EXPECT_EQ(g, 11.0);
+  for (double g : values(c.grad())) EXPECT_EQ(g, 1.0);
+  for (double g : values(b.grad())) EXPECT_EQ(g, 2.0);
+  for (double g : values(t.grad())) EXPECT_EQ(g, 1.0);
+  b.zero_grad();  // zeroes b's gradient alone, not the buffer it may share
+  for (double g : values(b.grad())) EXPECT_EQ(g, 0.0);
+  for (double g : values(c.grad())) EXPECT_EQ(g, 1.0);
+  c.zero_grad();
+  for (double g : values(t.grad())) EXPECT_EQ(g, 1.0);
+  for (double g : values(c.grad())) EXPECT_EQ(g, 0.0);
+}
+
 TEST(AutodiffGradients, Activations) {
   const std::vector<Tensor> inputs = {random_tensor({3, 4}, 10)};
   check_gradients(inputs,
