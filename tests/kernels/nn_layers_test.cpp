@@ -13,6 +13,10 @@
 
 #include "kernels/tensor_values.hpp"
 #include "kernels/usage_error.hpp"
+#include "tenax/core/half.hpp"
+#include "tenax/kernels/detail/nn_bodies.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
+#include "tenax/kernels/float_math.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_nn.hpp"
 
@@ -86,6 +90,42 @@ TEST(NnLayers, SoftmaxAndLogSoftmaxAlongEveryAxisInEveryDtype) {
       ops::log_softmax(x, axis - 3, y);  // negative axes count from the last
       expect_near_all(values_of(y), reference_softmax(x, axis, true), 8 * tolerance(dtype),
                       what + " log");
+    }
+  }
+}
+
+// A bf16 softmax line's bits by its rule: the f32 maximum, exponentials of x - max rounded to
+// float (float_math.hpp), their sum in the order of reduction_order.hpp, each quotient rounded
+// once to bf16. Lines short enough that the CPU keeps their exponentials on the stack and lines
+// longer than that (exponentials computed twice), causal rows too, all follow it exactly.
+TEST(NnLayers, SixteenBitSoftmaxLinesHaveTheBitsOfTheirRuleAtEveryLength) {
+  for (const std::int64_t n : {std::int64_t{7}, kernels::kStagedSoftmaxLine,
+                               kernels::kStagedSoftmaxLine + 1, std::int64_t{1500}}) {
+    for (const bool causal : {false, true}) {
+      if (causal && n > 64) continue;  // a causal [n, n] matrix: kept small
+      const std::int64_t rows = causal ? n : 3;
+      const Tensor x = uniform_tensor({rows, n}, DType::bf16, 11, -9, 9);
+      Tensor y = Tensor::empty_like(x);
+      if (causal) {
+        ops::causal_softmax(x, y);
+      } else {
+        ops::softmax(x, -1, y);
+      }
+      const auto* in = static_cast<const BFloat16*>(x.data());
+      const auto* out = static_cast<const BFloat16*>(y.data());
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t used = causal ? r + 1 : n;
+        const BFloat16* line = in + r * n;
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::int64_t j = 0; j < used; ++j) m = std::max(m, to_float(line[j]));
+        const auto e = [&](std::int64_t j) { return kernels::exp_f32(to_float(line[j]) - m); };
+        const float sum = kernels::ordered_sum<float>(used, e);
+        for (std::int64_t j = 0; j < n; ++j) {
+          const std::uint16_t want = j < used ? to_bfloat16(e(j) / sum).bits : 0;
+          ASSERT_EQ(out[r * n + j].bits, want)
+              << "n " << n << (causal ? " causal" : "") << " row " << r << " element " << j;
+        }
+      }
     }
   }
 }

@@ -125,6 +125,9 @@ struct UnitStep {
   TENAX_HD constexpr operator std::int64_t() const { return 1; }
 };
 
+/// The longest line whose exponentials a CPU softmax of f16 or bf16 keeps on the stack (4 KiB).
+inline constexpr std::int64_t kStagedSoftmaxLine = 1024;
+
 /// Softmax or log-softmax of the lines of x along one axis, x viewed as [outer, n, inner]: line r
 /// (r in [0, outer * inner)) holds the n elements x[o, :, i] (o = r / inner, i = r % inner), at
 /// stride inner. Causal (inner == 1, the lines the rows of [..., n, n] matrices): line r is row q =
@@ -172,6 +175,22 @@ struct SoftmaxBody {
       });
       for (std::int64_t j = 0; j < used; ++j) out[j * step] = out[j * step] / sum;
     } else {
+#if !defined(__CUDA_ARCH__)
+      if (used <= kStagedSoftmaxLine) {
+        // The same with the exponentials kept in compute precision on the stack (the output
+        // cannot hold them): the same bits, one exponential per element. Host only: a device
+        // thread would keep the line in slow local memory.
+        C staged[kStagedSoftmaxLine];
+        const C sum = ordered_sum<C>(used, [line, step, m, exp_op, &staged](std::int64_t j) {
+          const C e = exp_op(load(line[j * step]) - m);
+          staged[j] = e;
+          return e;
+        });
+        for (std::int64_t j = 0; j < used; ++j) store(out[j * step], staged[j] / sum);
+        for (std::int64_t j = used; j < n; ++j) store(out[j * step], C(0));
+        return;
+      }
+#endif
       const C sum = ordered_sum<C>(used, [line, step, m, exp_op](std::int64_t j) {
         return exp_op(load(line[j * step]) - m);
       });
