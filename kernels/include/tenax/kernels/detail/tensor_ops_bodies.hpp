@@ -99,7 +99,8 @@ TENAX_HD inline std::int64_t pad_source(PadKind kind, std::int64_t k, std::int64
 }
 
 /// out[o, j, i] over [outer, out_extent, inner]: x[o, j - before, i] inside the input, the
-/// constant `value` (its stored word) or the element pad_source names outside it.
+/// constant `value` (its stored word) or the element pad_source names outside it. before >= 0 and
+/// out_extent = before + extent + after with after >= 0 (ops::pad checks them).
 template <class R>
 struct PadBody {
   const R* src;
@@ -136,6 +137,19 @@ struct PadRowBody {
 
   TENAX_HD void operator()(std::int64_t o) const {
     R* out = pad.dst + o * pad.out_extent * pad.inner;
+    if (pad.kind == PadKind::constant) {
+      // Three runs of the row (before >= 0, out_extent = before + extent + after): the constant,
+      // the input's row, the constant. Element by element with inner = 1 (the padded last axis
+      // of an attention's qkv gradient) the loop below ran at 4 GB/s.
+      const std::int64_t head = pad.before * pad.inner;
+      const std::int64_t body = pad.extent * pad.inner;
+      const std::int64_t row = pad.out_extent * pad.inner;
+      for (std::int64_t e = 0; e < head; ++e) out[e] = pad.value;
+      const R* from = pad.src + o * body;
+      for (std::int64_t e = 0; e < body; ++e) out[head + e] = from[e];
+      for (std::int64_t e = head + body; e < row; ++e) out[e] = pad.value;
+      return;
+    }
     for (std::int64_t j = 0; j < pad.out_extent; ++j) {
       std::int64_t k = j - pad.before;
       R* run = out + j * pad.inner;
