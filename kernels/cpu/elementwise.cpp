@@ -99,6 +99,20 @@ struct TableLookupBody {
   void operator()(std::int64_t i) const { out[i] = table[x[i]]; }
 };
 
+// UnaryMulBody with op(x) looked up: g[i] * table[x[i]], rounded to S.
+template <class S>
+struct TableMulBody {
+  const std::uint16_t* x;
+  const S* g;
+  S* out;
+  const std::uint16_t* table;
+  void operator()(std::int64_t i) const {
+    S fx;
+    fx.bits = table[x[i]];
+    store(out[i], load(g[i]) * load(fx));
+  }
+};
+
 // The table of one op (each UnaryOp has its own functor type) over one 16-bit type.
 template <class S, class Functor>
 const std::uint16_t* unary_table(CpuContext& context, Functor functor) {
@@ -137,6 +151,28 @@ void unary(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tensor& 
       for_each(context, x.numel(),
                UnaryBody<decltype(functor), S>{static_cast<const S*>(x.data()),
                                                static_cast<S*>(out.data()), functor});
+    });
+  });
+}
+
+void unary_mul(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tensor& g,
+               const Tensor& out) {
+  dispatch_float(x.dtype(), "unary_mul", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    dispatch_unary(op, [&](auto functor) {
+      if constexpr (sizeof(S) == sizeof(std::uint16_t)) {
+        if (x.numel() >= kTableMinElements) {
+          for_each(context, x.numel(),
+                   TableMulBody<S>{static_cast<const std::uint16_t*>(x.data()),
+                                   static_cast<const S*>(g.data()), static_cast<S*>(out.data()),
+                                   unary_table<S>(context, functor)});
+          return;
+        }
+      }
+      for_each(context, x.numel(),
+               UnaryMulBody<decltype(functor), S>{static_cast<const S*>(x.data()),
+                                                  static_cast<const S*>(g.data()),
+                                                  static_cast<S*>(out.data()), functor});
     });
   });
 }

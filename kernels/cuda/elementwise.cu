@@ -119,6 +119,19 @@ void binary(ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& ou
   });
 }
 
+void unary_mul(ops::UnaryOp op, const Tensor& x, const Tensor& g, const Tensor& out) {
+  dispatch_float(x.dtype(), "unary_mul", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    dispatch_unary(op, [&](auto functor) {
+      for_each(x.device(), x.numel(),
+               UnaryMulBody<decltype(functor), S>{static_cast<const S*>(x.data()),
+                                                  static_cast<const S*>(g.data()),
+                                                  static_cast<S*>(out.data()), functor},
+               "unary_mul kernel");
+    });
+  });
+}
+
 bool unscale_and_check(const Tensor& t, double inv_scale) {
   return dispatch_float(t.dtype(), "unscale_and_check", [&](auto tag) {
     using S = typename decltype(tag)::type;

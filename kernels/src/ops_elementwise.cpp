@@ -250,6 +250,20 @@ void unary_into(UnaryOp op, const Tensor& x, const Tensor& out) {
   TENAX_RUN_KERNEL(x.device(), unary, op, x, out);
 }
 
+Tensor unary_mul(UnaryOp op, const Tensor& x, const Tensor& g) {
+  check_float_pair("unary_mul", "x", x, "g", g);
+  Tensor out = Tensor::empty_like(x);
+  unary_mul_into(op, x, g, out);
+  return out;
+}
+
+void unary_mul_into(UnaryOp op, const Tensor& x, const Tensor& g, const Tensor& out) {
+  check_float_pair("unary_mul", "x", x, "g", g);
+  check_float_pair("unary_mul", "x", x, "out", out);
+  if (x.numel() == 0) return;
+  TENAX_RUN_KERNEL(x.device(), unary_mul, op, x, g, out);
+}
+
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   check_float_pair(to_string(op), "a", a, "b", b);
   Tensor out = Tensor::empty_like(a);

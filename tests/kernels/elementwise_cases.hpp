@@ -296,6 +296,41 @@ TEST_P(ElementwiseKernels, UnaryOverEverySixteenBitPatternHasTheBitsOfSmallArray
   }
 }
 
+// unary_mul has the bits of mul(g, unary(op, x)) for every op and dtype, at sizes below and above
+// the CPU's 16-bit tables, in place into x and into g; mismatched operands are refused.
+TEST_P(ElementwiseKernels, UnaryMulHasTheBitsOfMulOfUnary) {
+  for (DType dtype : kFloatDTypes) {
+    for (std::int64_t n : {std::int64_t{13}, kLarge}) {
+      const Tensor x = put(make_tensor(ramp(n, -12.0, 24.0 / static_cast<double>(n)), dtype));
+      const Tensor g = put(make_tensor(ramp(n, 3.0, -6.0 / static_cast<double>(n)), dtype));
+      for (int code = 0; code <= static_cast<int>(ops::UnaryOp::gelu_tanh_grad); ++code) {
+        const auto op = static_cast<ops::UnaryOp>(code);
+        const std::string what =
+            std::string(ops::to_string(op)) + " " + std::string(to_string(dtype));
+        const Tensor want = ops::mul(g, ops::unary(op, x)).to(Device::cpu());
+        const Tensor got = ops::unary_mul(op, x, g).to(Device::cpu());
+        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0) << what;
+        Tensor into_x = x.clone();
+        ops::unary_mul_into(op, into_x, g, into_x);
+        ASSERT_EQ(std::memcmp(want.data(), into_x.to(Device::cpu()).data(), want.nbytes()), 0)
+            << what << " in place into x";
+        Tensor into_g = g.clone();
+        ops::unary_mul_into(op, x, into_g, into_g);
+        ASSERT_EQ(std::memcmp(want.data(), into_g.to(Device::cpu()).data(), want.nbytes()), 0)
+            << what << " in place into g";
+      }
+    }
+  }
+  const Tensor x = put(make_tensor({1, 2, 3}, DType::f32));
+  EXPECT_THROW(
+      (void)ops::unary_mul(ops::UnaryOp::gelu_grad, x, put(make_tensor({1, 2}, DType::f32))),
+      UsageError);
+  EXPECT_THROW(
+      (void)ops::unary_mul(ops::UnaryOp::gelu_grad, x, put(make_tensor({1, 2, 3}, DType::f64))),
+      UsageError);
+  EXPECT_THROW((void)ops::unary_mul(static_cast<ops::UnaryOp>(200), x, x), UsageError);
+}
+
 TEST_P(ElementwiseKernels, UnaryNamedOpsLargeTensorsAndInPlace) {
   const Tensor x = put(make_tensor(ramp(kLarge, -20.0, 1e-4), DType::f32));
   const Tensor y = ops::sigmoid(x);

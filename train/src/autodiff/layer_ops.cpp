@@ -93,7 +93,7 @@ Variable gelu(const Variable& x, GeluApproximation approximation) {
   check_defined("gelu_tanh", "x", x);
   return finish("gelu_tanh", {&x}, ops::gelu_tanh(x.value()), [&] {
     return [x](const Tensor& g) {
-      Tape::accumulate_grad(x, ops::mul(g, ops::gelu_tanh_grad(x.value())));
+      Tape::accumulate_grad(x, ops::unary_mul(ops::UnaryOp::gelu_tanh_grad, x.value(), g));
     };
   });
 }

@@ -256,7 +256,7 @@ Variable relu(const Variable& x) {
   return finish("relu", {&x}, std::move(value), [&] {
     return [x, y](const Tensor& g) {
       // relu'(x) = step(x), read off the output: y > 0 exactly where x > 0.
-      Tape::accumulate_grad(x, ops::mul(g, ops::step(y)));
+      Tape::accumulate_grad(x, ops::unary_mul(ops::UnaryOp::step, y, g));
     };
   });
 }
@@ -264,8 +264,9 @@ Variable relu(const Variable& x) {
 Variable gelu(const Variable& x) {
   check_defined("gelu", "x", x);
   return finish("gelu", {&x}, ops::gelu(x.value()), [&] {
-    return
-        [x](const Tensor& g) { Tape::accumulate_grad(x, ops::mul(g, ops::gelu_grad(x.value()))); };
+    return [x](const Tensor& g) {
+      Tape::accumulate_grad(x, ops::unary_mul(ops::UnaryOp::gelu_grad, x.value(), g));
+    };
   });
 }
 

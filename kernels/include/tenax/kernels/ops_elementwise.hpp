@@ -146,6 +146,14 @@ void scale(double a, const Tensor& x);
 [[nodiscard]] Tensor unary(UnaryOp op, const Tensor& x);
 /// unary into `out`, which has x's shape, dtype and device and may be x itself.
 void unary_into(UnaryOp op, const Tensor& x, const Tensor& out);
+/// op(x) * g element by element, into a new tensor like x: the backward pass of an activation
+/// (g the gradient of its output, op its derivative, e.g. UnaryOp::gelu_grad). The bits of
+/// mul(g, unary(op, x)) (op's result rounded to the dtype, then the product), in one pass over
+/// memory without the array between. x and g: same shape, dtype (floating) and device, else
+/// UsageError.
+[[nodiscard]] Tensor unary_mul(UnaryOp op, const Tensor& x, const Tensor& g);
+/// unary_mul into `out`, which has x's shape, dtype and device and may be x or g itself.
+void unary_mul_into(UnaryOp op, const Tensor& x, const Tensor& g, const Tensor& out);
 /// op applied element by element to a and b (same shape, dtype and device; broadcast_binary
 /// broadcasts), into a new tensor like a.
 [[nodiscard]] Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);

@@ -298,6 +298,21 @@ struct UnaryBody {
   TENAX_HD void operator()(std::int64_t i) const { store(out[i], op(load(x[i]))); }
 };
 
+/// out[i] = op(x[i]) * g[i], op's result rounded to S first: the bits of binary mul of g and
+/// unary op of x (multiplication commutes), without the array in between.
+template <class Op, class S>
+struct UnaryMulBody {
+  const S* x;
+  const S* g;
+  S* out;
+  Op op;
+  TENAX_HD void operator()(std::int64_t i) const {
+    S fx;
+    store(fx, op(load(x[i])));
+    store(out[i], load(g[i]) * load(fx));
+  }
+};
+
 template <class Op, class S>
 struct BinaryBody {
   const S* a;

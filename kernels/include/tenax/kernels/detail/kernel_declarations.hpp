@@ -29,6 +29,8 @@
   X(void, unary, (ops::UnaryOp op, const Tensor& x, const Tensor& out), (op, x, out))            \
   X(void, binary, (ops::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out),       \
     (op, a, b, out))                                                                             \
+  X(void, unary_mul, (ops::UnaryOp op, const Tensor& x, const Tensor& g, const Tensor& out),     \
+    (op, x, g, out))                                                                             \
   X(bool, unscale_and_check, (const Tensor& t, double inv_scale), (t, inv_scale))                \
   X(double, sum, (const Tensor& x), (x))                                                         \
   X(double, dot, (const Tensor& x, const Tensor& y), (x, y))                                     \
