@@ -1,5 +1,6 @@
 // CPU backend of the element-wise, fill, cast and mixed-precision-check kernels: the bodies of
 // elementwise_bodies.hpp run from for_each loops.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -99,19 +100,22 @@ struct TableLookupBody {
   void operator()(std::int64_t i) const { out[i] = table[x[i]]; }
 };
 
-// UnaryMulBody with op(x) looked up: g[i] * table[x[i]], rounded to S.
+// UnaryMulBody with op(x) looked up, a block at a time: the block's op(x) gathered from the table
+// (scalar loads), then g * op(x) as BinaryBody's mul over the block, which vectorises (an element
+// at a time, gather and product together ran at a third of the speed).
 template <class S>
-struct TableMulBody {
-  const std::uint16_t* x;
-  const S* g;
-  S* out;
-  const std::uint16_t* table;
-  void operator()(std::int64_t i) const {
-    S fx;
-    fx.bits = table[x[i]];
-    store(out[i], load(g[i]) * load(fx));
-  }
-};
+void table_mul(CpuContext& context, const std::uint16_t* x, const S* g, S* out,
+               const std::uint16_t* table, std::int64_t n) {
+  constexpr std::int64_t kBlock = 256;
+  context.parallel_for(0, n, detail::kMinChunk, [&](std::int64_t begin, std::int64_t end) {
+    S fx[kBlock];
+    for (std::int64_t at = begin; at < end; at += kBlock) {
+      const std::int64_t count = std::min(kBlock, end - at);
+      for (std::int64_t k = 0; k < count; ++k) fx[k].bits = table[x[at + k]];
+      detail::run_chunk_best(BinaryBody<MulOp, S>{g + at, fx, out + at, MulOp{}}, 0, count);
+    }
+  });
+}
 
 // The table of one op (each UnaryOp has its own functor type) over one 16-bit type.
 template <class S, class Functor>
@@ -162,10 +166,10 @@ void unary_mul(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tens
     dispatch_unary(op, [&](auto functor) {
       if constexpr (sizeof(S) == sizeof(std::uint16_t)) {
         if (x.numel() >= kTableMinElements) {
-          for_each(context, x.numel(),
-                   TableMulBody<S>{static_cast<const std::uint16_t*>(x.data()),
-                                   static_cast<const S*>(g.data()), static_cast<S*>(out.data()),
-                                   unary_table<S>(context, functor)});
+          const std::uint16_t* table = unary_table<S>(context, functor);
+          table_mul<S>(context, static_cast<const std::uint16_t*>(x.data()),
+                       static_cast<const S*>(g.data()), static_cast<S*>(out.data()), table,
+                       x.numel());
           return;
         }
       }
