@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -246,6 +247,45 @@ TEST(NnLayers, LayerNormAndItsGradientsMatchTheFormulas) {
     for (int j = 0; j < 4; ++j) {
       const double xhat = (xv[r * 4 + j] - m[r]) * s[r];
       EXPECT_NEAR(dxv[r * 4 + j], s[r] * (g[r * 4 + j] * wv[j] - mg - xhat * mgx), 1e-13);
+    }
+  }
+}
+
+// f16 and bf16 layer norms compute in f32 on the widened values: their output and input gradient
+// are the f32 ones on the widened operands, rounded once, bit for bit, for rows the CPU widens
+// onto the stack (d <= kStagedRow) and rows longer than that.
+TEST(NnLayers, SixteenBitLayerNormIsTheF32OneRoundedOnce) {
+  for (const DType dtype : {DType::bf16, DType::f16}) {
+    for (const std::int64_t d : {std::int64_t{256}, kernels::kStagedRow + 5}) {
+      const std::string what = std::string(to_string(dtype)) + " d " + std::to_string(d);
+      const Tensor x = uniform_tensor({3, d}, dtype, 21, -4, 4);
+      const Tensor dy = uniform_tensor({3, d}, dtype, 22, -1, 1);
+      const Tensor w = uniform_tensor({d}, DType::f32, 23, 0.5, 1.5);
+      const Tensor b = uniform_tensor({d}, DType::f32, 24, -0.5, 0.5);
+      const Tensor x32 = ops::cast(x, DType::f32);
+      const Tensor dy32 = ops::cast(dy, DType::f32);
+      Tensor y = Tensor::empty_like(x);
+      Tensor y32 = Tensor::empty_like(x32);
+      Tensor mean = Tensor::empty({3}, DType::f32);
+      Tensor rstd = Tensor::empty({3}, DType::f32);
+      Tensor mean32 = Tensor::empty({3}, DType::f32);
+      Tensor rstd32 = Tensor::empty({3}, DType::f32);
+      ops::layer_norm(x, w, b, 1e-5, y, mean, rstd);
+      ops::layer_norm(x32, w, b, 1e-5, y32, mean32, rstd32);
+      const Tensor y_want = ops::cast(y32, dtype);
+      EXPECT_EQ(std::memcmp(y.data(), y_want.data(), y.nbytes()), 0) << what << " output";
+      EXPECT_EQ(std::memcmp(mean.data(), mean32.data(), mean.nbytes()), 0) << what << " mean";
+      EXPECT_EQ(std::memcmp(rstd.data(), rstd32.data(), rstd.nbytes()), 0) << what << " rstd";
+      for (const bool weighted : {true, false}) {
+        const Tensor weight = weighted ? w : Tensor();
+        Tensor dx = Tensor::empty_like(x);
+        Tensor dx32 = Tensor::empty_like(x32);
+        ops::layer_norm_grad_input(dy, x, weight, mean, rstd, dx);
+        ops::layer_norm_grad_input(dy32, x32, weight, mean32, rstd32, dx32);
+        const Tensor dx_want = ops::cast(dx32, dtype);
+        EXPECT_EQ(std::memcmp(dx.data(), dx_want.data(), dx.nbytes()), 0)
+            << what << (weighted ? " weighted" : "") << " input gradient";
+      }
     }
   }
 }

@@ -245,6 +245,9 @@ struct SoftmaxGradBody {
   }
 };
 
+/// The longest row a CPU layer normalisation of f16 or bf16 widens once onto the stack (16 KiB).
+inline constexpr std::int64_t kStagedRow = 4096;
+
 /// Layer normalisation of row r of x [rows, d]: mean and biased variance taken in C, two passes,
 /// each sum in the order of reduction_order.hpp (ordered_sum); rstd = 1 / sqrt(var + eps);
 /// y = (x - mean) rstd w + b (w, b of type C, nullptr for none). mean and rstd are saved per row
@@ -263,9 +266,25 @@ struct LayerNormBody {
   TENAX_HD void operator()(std::int64_t r) const {
     using C = compute_t<S>;
     const S* row = x + r * d;
-    const C mu = ordered_sum<C>(d, [row](std::int64_t j) { return C(load(row[j])); }) / C(d);
-    const C squares = ordered_sum<C>(d, [row, mu](std::int64_t j) {
-      const C centred = load(row[j]) - mu;
+#if !defined(__CUDA_ARCH__)
+    if constexpr (!std::is_same_v<S, C>) {
+      if (d <= kStagedRow) {  // the row widened once, not in each of the three passes
+        C staged[kStagedRow];
+        for (std::int64_t j = 0; j < d; ++j) staged[j] = load(row[j]);
+        normalise(r, [&staged](std::int64_t j) { return staged[j]; });
+        return;
+      }
+    }
+#endif
+    normalise(r, [row](std::int64_t j) { return C(load(row[j])); });
+  }
+
+  template <class X>
+  TENAX_HD void normalise(std::int64_t r, const X& x_at) const {
+    using C = compute_t<S>;
+    const C mu = ordered_sum<C>(d, x_at) / C(d);
+    const C squares = ordered_sum<C>(d, [&x_at, mu](std::int64_t j) {
+      const C centred = x_at(j) - mu;
       return centred * centred;
     });
     const C inv = C(1) / SqrtOp{}(squares / C(d) + eps);
@@ -273,7 +292,7 @@ struct LayerNormBody {
     rstd[r] = inv;
     S* out = y + r * d;
     for (std::int64_t j = 0; j < d; ++j) {
-      C v = (load(row[j]) - mu) * inv;
+      C v = (x_at(j) - mu) * inv;
       if (weight != nullptr) v = v * weight[j];
       if (bias != nullptr) v = v + bias[j];
       store(out[j], v);
@@ -297,29 +316,50 @@ struct LayerNormGradInputBody {
   TENAX_HD void operator()(std::int64_t r) const {
     using C = compute_t<S>;
     const S* g_row = dy + r * d;
+    const S* x_row = x + r * d;
     const C* w = weight;
+#if !defined(__CUDA_ARCH__)
+    if constexpr (!std::is_same_v<S, C>) {
+      if (d <= kStagedRow) {  // g and x widened once, not in each of the three passes
+        C g_staged[kStagedRow];
+        C x_staged[kStagedRow];
+        if (w != nullptr) {
+          for (std::int64_t j = 0; j < d; ++j) g_staged[j] = C(load(g_row[j]) * w[j]);
+        } else {
+          for (std::int64_t j = 0; j < d; ++j) g_staged[j] = C(load(g_row[j]));
+        }
+        for (std::int64_t j = 0; j < d; ++j) x_staged[j] = load(x_row[j]);
+        row(
+            r, [&g_staged](std::int64_t j) { return g_staged[j]; },
+            [&x_staged](std::int64_t j) { return x_staged[j]; });
+        return;
+      }
+    }
+#endif
+    const auto x_at = [x_row](std::int64_t j) { return C(load(x_row[j])); };
     // The two cases apart, so that the loops carry no test of the weight.
     if (w != nullptr) {
-      row(r, [g_row, w](std::int64_t j) { return C(load(g_row[j]) * w[j]); });
+      row(
+          r, [g_row, w](std::int64_t j) { return C(load(g_row[j]) * w[j]); }, x_at);
     } else {
-      row(r, [g_row](std::int64_t j) { return C(load(g_row[j])); });
+      row(
+          r, [g_row](std::int64_t j) { return C(load(g_row[j])); }, x_at);
     }
   }
 
-  template <class G>
-  TENAX_HD void row(std::int64_t r, const G& g_at) const {
+  template <class G, class X>
+  TENAX_HD void row(std::int64_t r, const G& g_at, const X& x_at) const {
     using C = compute_t<S>;
-    const S* x_row = x + r * d;
     const C mu = mean[r];
     const C inv = rstd[r];
     const C mean_g = ordered_sum<C>(d, g_at) / C(d);
     const C mean_gx =
-        ordered_sum<C>(d, [&g_at, x_row, mu, inv](
-                              std::int64_t j) { return g_at(j) * ((load(x_row[j]) - mu) * inv); }) /
+        ordered_sum<C>(d, [&g_at, &x_at, mu,
+                           inv](std::int64_t j) { return g_at(j) * ((x_at(j) - mu) * inv); }) /
         C(d);
     S* out = dx + r * d;
     for (std::int64_t j = 0; j < d; ++j) {
-      const C xhat = (load(x_row[j]) - mu) * inv;
+      const C xhat = (x_at(j) - mu) * inv;
       store(out[j], inv * (g_at(j) - mean_g - xhat * mean_gx));
     }
   }
