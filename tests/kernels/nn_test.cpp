@@ -3,6 +3,7 @@
 // the loss, large logits, 16-bit logits, and bad labels.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,7 +15,11 @@
 #include "kernels/usage_error.hpp"
 #include "tenax/core/context.hpp"
 #include "tenax/core/cuda_runtime.hpp"
+#include "tenax/core/half.hpp"
+#include "tenax/kernels/detail/nn_bodies.hpp"
 #include "tenax/kernels/detail/nn_kernels.hpp"
+#include "tenax/kernels/detail/reduce_bodies.hpp"
+#include "tenax/kernels/float_math.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/kernels/ops_nn.hpp"
 
@@ -230,6 +235,38 @@ TEST(SoftmaxCrossEntropy, GradientInPlaceAndOneClass) {
   // No rows: nothing to do.
   ops::softmax_cross_entropy(Tensor::empty({0, 3}, DType::f32), Tensor::empty({0}, DType::i64),
                              Tensor::empty({0}, DType::f32));
+}
+
+// The gradient's bits by its rule, for rows whose exponentials the CPU keeps on the stack
+// (classes <= kStagedSoftmaxLine) and longer ones: the f32 maximum, exponentials of x - max
+// rounded to float, their sum in the order of reduction_order.hpp, scale * (e / sum - [label]).
+TEST(SoftmaxCrossEntropy, GradientHasTheBitsOfItsRuleAtEveryRowLength) {
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const std::int64_t classes : {std::int64_t{256}, kernels::kStagedSoftmaxLine,
+                                       kernels::kStagedSoftmaxLine + 1, std::int64_t{1500}}) {
+      const std::string what = std::string(to_string(dtype)) + " " + std::to_string(classes);
+      const Tensor logits32 = random_logits(3, classes, DType::f32, 9);
+      const Tensor logits = ops::cast(logits32, dtype);
+      const Tensor wide = ops::cast(logits, DType::f32);
+      const Tensor labels = uniform_indices(3, classes, 10);
+      const Tensor got = ops::cast(grad_of(logits, labels, 0.25), DType::f32);
+      const auto* x = static_cast<const float*>(wide.data());
+      const auto* label = static_cast<const std::int64_t*>(labels.data());
+      const auto* out = static_cast<const float*>(got.data());
+      for (std::int64_t r = 0; r < 3; ++r) {
+        const float* row = x + r * classes;
+        float m = -std::numeric_limits<float>::infinity();
+        for (std::int64_t j = 0; j < classes; ++j) m = std::max(m, row[j]);
+        const auto e = [&](std::int64_t j) { return kernels::exp_f32(row[j] - m); };
+        const float sum = kernels::ordered_sum<float>(classes, e);
+        for (std::int64_t j = 0; j < classes; ++j) {
+          const float want_f32 = 0.25f * (e(j) / sum - (j == label[r] ? 1.0f : 0.0f));
+          const float want = dtype == DType::f32 ? want_f32 : to_float(to_bfloat16(want_f32));
+          ASSERT_EQ(out[r * classes + j], want) << what << " row " << r << " class " << j;
+        }
+      }
+    }
+  }
 }
 
 // A NaN logit makes its own row's loss and gradient NaN, and no other row's.

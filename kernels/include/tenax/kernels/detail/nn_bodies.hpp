@@ -47,6 +47,10 @@ TENAX_HD inline std::int64_t valid_label(std::int64_t label, std::int64_t classe
   return label >= 0 && label < classes ? label : -1;
 }
 
+/// The longest line whose exponentials a CPU softmax keeps on the stack (4 KiB in f32): the
+/// softmax of f16 and bf16 lines, and the cross-entropy gradient's rows.
+inline constexpr std::int64_t kStagedSoftmaxLine = 1024;
+
 /// A row's maximum (NaN when the row has a NaN) and the sum of exp(x - max) over the row, in the
 /// order of reduction_order.hpp (fold_line): lanes that vectorise, the same bits on every backend.
 template <class C>
@@ -110,8 +114,27 @@ struct SoftmaxXentGradBody {
       for (std::int64_t j = 0; j < classes; ++j) store(out[j], quiet_nan<C>());
       return;
     }
-    const SoftmaxStats<C> stats = softmax_stats(row, classes);
     const ExpOp exp_op{};
+#if !defined(__CUDA_ARCH__)
+    if (classes <= kStagedSoftmaxLine) {
+      // softmax_stats with the exponentials kept on the stack: one per element, not two (host
+      // only: a device thread would keep them in slow local memory).
+      const MaximumOp max_op{};
+      const C m = fold_line<C>(classes, max_op, -infinity<C>(),
+                               [row](std::int64_t j) { return C(load(row[j])); });
+      C staged[kStagedSoftmaxLine];
+      const C sum = ordered_sum<C>(classes, [row, m, exp_op, &staged](std::int64_t j) {
+        const C e = exp_op(load(row[j]) - m);
+        staged[j] = e;
+        return e;
+      });
+      for (std::int64_t j = 0; j < classes; ++j) {
+        store(out[j], scale * (staged[j] / sum - (j == label ? C(1) : C(0))));
+      }
+      return;
+    }
+#endif
+    const SoftmaxStats<C> stats = softmax_stats(row, classes);
     for (std::int64_t j = 0; j < classes; ++j) {
       const C p = exp_op(load(row[j]) - stats.max) / stats.sum;
       store(out[j], scale * (p - (j == label ? C(1) : C(0))));
@@ -124,9 +147,6 @@ struct SoftmaxXentGradBody {
 struct UnitStep {
   TENAX_HD constexpr operator std::int64_t() const { return 1; }
 };
-
-/// The longest line whose exponentials a CPU softmax of f16 or bf16 keeps on the stack (4 KiB).
-inline constexpr std::int64_t kStagedSoftmaxLine = 1024;
 
 /// Softmax or log-softmax of the lines of x along one axis, x viewed as [outer, n, inner]: line r
 /// (r in [0, outer * inner)) holds the n elements x[o, :, i] (o = r / inner, i = r % inner), at
