@@ -131,6 +131,23 @@ TEST(NnLayers, SixteenBitSoftmaxLinesHaveTheBitsOfTheirRuleAtEveryLength) {
   }
 }
 
+// A bf16 softmax gradient computes in f32 on the widened y and dy: the f32 gradient of the
+// widened operands rounded once, bit for bit, for lines the CPU widens onto the stack and longer.
+TEST(NnLayers, SixteenBitSoftmaxGradientIsTheF32OneRoundedOnce) {
+  for (const std::int64_t n : {std::int64_t{128}, kernels::kStagedSoftmaxLine + 1}) {
+    const Tensor y = uniform_tensor({5, n}, DType::bf16, 31, 0, 0.1);
+    const Tensor dy = uniform_tensor({5, n}, DType::bf16, 32, -1, 1);
+    Tensor dx = Tensor::empty_like(y);
+    ops::softmax_grad(y, dy, -1, dx);
+    const Tensor y32 = ops::cast(y, DType::f32);
+    const Tensor dy32 = ops::cast(dy, DType::f32);
+    Tensor dx32 = Tensor::empty_like(y32);
+    ops::softmax_grad(y32, dy32, -1, dx32);
+    const Tensor want = ops::cast(dx32, DType::bf16);
+    EXPECT_EQ(std::memcmp(dx.data(), want.data(), dx.nbytes()), 0) << "n " << n;
+  }
+}
+
 TEST(NnLayers, HugeLogitsStayFiniteAndInPlaceWorks) {
   Tensor x = make_tensor({2, 3}, DType::f32, {1e4, 1e4 + 1, 1e4 - 2, -3e4, -3e4, -3e4 + 5});
   const std::vector<double> want = reference_softmax(x, 1, false);

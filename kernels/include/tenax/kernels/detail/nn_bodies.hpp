@@ -238,6 +238,23 @@ struct SoftmaxGradBody {
   TENAX_HD void operator()(std::int64_t r) const {
     const std::int64_t base = (r / inner) * n * inner + r % inner;
     if (inner == 1) {
+#if !defined(__CUDA_ARCH__)
+      if constexpr (!std::is_same_v<S, compute_t<S>>) {
+        if (!log && n <= kStagedSoftmaxLine) {  // y and dy widened once, not in each pass
+          using C = compute_t<S>;
+          C y_staged[kStagedSoftmaxLine];
+          C dy_staged[kStagedSoftmaxLine];
+          for (std::int64_t j = 0; j < n; ++j) y_staged[j] = load(y[base + j]);
+          for (std::int64_t j = 0; j < n; ++j) dy_staged[j] = load(dy[base + j]);
+          const C s = ordered_sum<C>(
+              n, [&y_staged, &dy_staged](std::int64_t j) { return dy_staged[j] * y_staged[j]; });
+          for (std::int64_t j = 0; j < n; ++j) {
+            store(dx[base + j], y_staged[j] * (dy_staged[j] - s));
+          }
+          return;
+        }
+      }
+#endif
       line(y + base, dy + base, dx + base, UnitStep{});
     } else {
       line(y + base, dy + base, dx + base, inner);
