@@ -159,6 +159,19 @@ void layer_norm_grad_params(CpuContext& context, const LayerNormGradParamsArgs& 
   });
 }
 
+void bias_grad(CpuContext& context, const BiasGradArgs& args) {
+  kernels::detail::dispatch_float(args.dy.dtype(), "bias_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    const BiasGradBody<S> body{static_cast<const S*>(args.dy.data()),
+                               static_cast<C*>(args.dbias.data()), args.rows, args.d};
+    // Blocks of columns over the threads, each summing its rows in order, rows outer.
+    context.parallel_for(0, args.d, 64, [&body](std::int64_t first, std::int64_t last) {
+      detail::call_best([&body, first, last] { body.columns(first, last); });
+    });
+  });
+}
+
 void embedding(CpuContext& context, const EmbeddingArgs& args) {
   check_indices("embedding", args.indices, args.vocab);
   kernels::detail::dispatch_float(args.weight.dtype(), "embedding", [&](auto tag) {

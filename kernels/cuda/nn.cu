@@ -101,6 +101,17 @@ void layer_norm_grad_params(const LayerNormGradParamsArgs& args) {
   });
 }
 
+void bias_grad(const BiasGradArgs& args) {
+  kernels::detail::dispatch_float(args.dy.dtype(), "bias_grad", [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
+    detail::for_each(args.dy.device(), args.d,
+                     BiasGradBody<S>{static_cast<const S*>(args.dy.data()),
+                                     static_cast<C*>(args.dbias.data()), args.rows, args.d},
+                     "bias_grad kernel");
+  });
+}
+
 void embedding(const EmbeddingArgs& args) {
   kernels::detail::dispatch_float(args.weight.dtype(), "embedding", [&](auto tag) {
     using S = typename decltype(tag)::type;

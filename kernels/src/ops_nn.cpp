@@ -291,6 +291,20 @@ void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mea
       kernels::LayerNormGradParamsArgs{dy, x, mean, rstd, dweight, dbias, shape.rows, shape.d});
 }
 
+void bias_grad(const Tensor& dy, const Tensor& dbias) {
+  constexpr std::string_view op = "bias_grad";
+  const RowsOf shape = rows_of_last_axis(op, dy);
+  detail::check_defined(op, "dbias", dbias);
+  check_vector(op, "dbias", dbias, shape.d, compute_dtype(dy.dtype()), dy.device());
+  if (shape.rows == 0) {  // a sum over no rows
+    fill(dbias, 0.0);
+    return;
+  }
+  if (shape.d == 0) return;
+  run(dy.device(), &kernels::cpu::bias_grad, &kernels::cuda::bias_grad,
+      kernels::BiasGradArgs{dy, dbias, shape.rows, shape.d});
+}
+
 namespace {
 
 // weight [vocab, d] floating, indices i64 on its device; `rows` the shape indices.shape + [d].

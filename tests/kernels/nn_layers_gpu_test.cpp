@@ -36,6 +36,19 @@ void expect_close(const Tensor& cpu, const Tensor& gpu, DType dtype, const std::
   }
 }
 
+// Ordered column sums of the same values: bit for bit.
+TEST_F(NnLayersGpu, BiasGradientIsTheCpusBitForBit) {
+  for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    const Tensor dy = uniform_tensor({3, 37, 300}, dtype, 5, -2, 2);
+    const DType compute = dtype == DType::f64 ? DType::f64 : DType::f32;
+    Tensor db = Tensor::empty({300}, compute);
+    Tensor gdb = Tensor::empty({300}, compute, gpu());
+    ops::bias_grad(dy, db);
+    ops::bias_grad(dy.to(gpu()), gdb);
+    EXPECT_EQ(values_of(db), values_of(gdb.to(Device::cpu()))) << to_string(dtype);
+  }
+}
+
 TEST_F(NnLayersGpu, SoftmaxesAgreeWithTheCpu) {
   for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
     const std::string name(to_string(dtype));

@@ -307,6 +307,42 @@ TEST(NnLayers, SixteenBitLayerNormIsTheF32OneRoundedOnce) {
   }
 }
 
+// bias_grad: each column's sum over the rows, in row order, in the compute type; zeros for no
+// rows; bad operands refused with the op's name.
+TEST(NnLayers, BiasGradientSumsEachColumnOverTheRowsInOrder) {
+  for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    const std::string what(to_string(dtype));
+    const Tensor dy = uniform_tensor({2, 333, 300}, dtype, 41, -3, 3);
+    const bool wide = dtype == DType::f64;
+    Tensor db = Tensor::empty({300}, wide ? DType::f64 : DType::f32);
+    ops::bias_grad(dy, db);
+    const std::vector<double> v = values_of(dy);
+    const std::vector<double> got = values_of(db);
+    for (std::size_t j = 0; j < 300; ++j) {
+      double sum_wide = 0;
+      float sum = 0;
+      for (std::size_t r = 0; r < 666; ++r) {
+        sum_wide += v[r * 300 + j];
+        sum += static_cast<float>(v[r * 300 + j]);
+      }
+      ASSERT_EQ(got[j], wide ? sum_wide : static_cast<double>(sum)) << what << " column " << j;
+    }
+  }
+  Tensor db = Tensor::empty({4}, DType::f32);
+  ops::bias_grad(Tensor::empty({0, 4}, DType::bf16), db);
+  EXPECT_EQ(values_of(db), (std::vector<double>{0, 0, 0, 0}));
+  const Tensor dy = uniform_tensor({3, 4}, DType::bf16, 42, -1, 1);
+  expect_contains(usage_error([&] { ops::bias_grad(dy, Tensor::empty({5}, DType::f32)); }),
+                  {"bias_grad", "dbias"});
+  expect_contains(usage_error([&] { ops::bias_grad(dy, Tensor::empty({4}, DType::bf16)); }),
+                  {"bias_grad", "dbias"});
+  expect_contains(usage_error([&] { ops::bias_grad(dy, Tensor()); }), {"bias_grad", "dbias"});
+  expect_contains(usage_error([&] {
+                    ops::bias_grad(Tensor::empty({3, 4}, DType::i32), db);
+                  }),
+                  {"bias_grad"});
+}
+
 TEST(NnLayers, LayerNormRefusesBadOperands) {
   const Tensor x = uniform_tensor({2, 4}, DType::f16, 1, -1, 1);
   Tensor y = Tensor::empty_like(x);

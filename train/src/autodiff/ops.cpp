@@ -116,14 +116,14 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
 
   const Variable bias_var = bias != nullptr ? *bias : Variable();
   auto make_backward = [&] {
-    return [x, x_rows, weight, bias_var, w, ones, samples, per, out](const Tensor& g_out) {
+    return [x, x_rows, weight, bias_var, w, samples, per, out](const Tensor& g_out) {
       const Tensor g = g_out.reshape(Shape{x_rows.shape()[0], out});
       Tensor gx = x.requires_grad() ? Tensor::empty_like(x_rows) : Tensor();
       // Parameter gradients in the master dtype, from products with f32 accumulation.
       Tensor gw = weight.requires_grad() ? Tensor::empty_like(weight.value()) : Tensor();
       const bool want_bias = bias_var.defined() && bias_var.requires_grad();
       Tensor gb =
-          want_bias ? Tensor::empty(Shape{out, 1}, bias_var.value().dtype(), g.device()) : Tensor();
+          want_bias ? Tensor::empty(Shape{out}, bias_var.value().dtype(), g.device()) : Tensor();
       for_each_grain(samples, [&](std::int64_t first, std::int64_t last) {
         const std::int64_t begin = first * per;
         const std::int64_t end = last * per;
@@ -133,11 +133,9 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
           ops::gemm(g_rows, x_rows.slice(begin, end), gw, 1.0, 0.0, Transpose::yes, Transpose::no);
           Tape::accumulate_grain_grad(weight, gw, GrainScope::grain_index(first));
         }
-        if (gb.defined()) {  // db = dy^T ones: column sums of dy
-          ops::gemm(g_rows, ones.slice(0, end - begin), gb, 1.0, 0.0, Transpose::yes,
-                    Transpose::no);
-          Tape::accumulate_grain_grad(bias_var, gb.reshape(Shape{out}),
-                                      GrainScope::grain_index(first));
+        if (gb.defined()) {  // db: the column sums of dy, in the master dtype
+          ops::bias_grad(g_rows, gb);
+          Tape::accumulate_grain_grad(bias_var, gb, GrainScope::grain_index(first));
         }
       });
       if (gx.defined()) Tape::accumulate_grad(x, gx.reshape(x.value().shape()));

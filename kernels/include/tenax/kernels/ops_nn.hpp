@@ -91,6 +91,17 @@ void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mea
                             const Tensor& rstd, const Tensor& dweight, const Tensor& dbias);
 ///@}
 
+/// @name Bias gradient
+///@{
+
+/// The gradient of a bias [d] added to every row of a [..., d] tensor (a Linear layer's):
+/// dbias[j] = the sum over the rows of dy [..., d] of column j, in dy's compute type (dbias is f32
+/// for f32, f16 and bf16 dy, f64 for f64), the rows in order; overwritten, 0 for no rows. One
+/// pass over dy. UsageError for an undefined or integer dy, or a dbias of another length, dtype
+/// or device.
+void bias_grad(const Tensor& dy, const Tensor& dbias);
+///@}
+
 /// @name Embedding lookup
 ///@{
 

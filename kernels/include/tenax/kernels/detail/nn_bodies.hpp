@@ -444,6 +444,35 @@ struct LayerNormGradParamsBody {
   }
 };
 
+/// The gradient of a bias added to every row of [rows, d]: dbias[j] = the sum of column j of dy
+/// over the rows in order, in the compute type (the rule of LayerNormGradParamsBody's dbias).
+template <class S>
+struct BiasGradBody {
+  const S* dy;
+  compute_t<S>* dbias;
+  std::int64_t rows;
+  std::int64_t d;
+
+  TENAX_HD void operator()(std::int64_t j) const { columns(j, j + 1); }
+
+  // Columns [first, last) at once, rows outer (the CPU's order of memory); each column's sum
+  // takes the rows in order, so the bits are those of one column at a time.
+  TENAX_HD void columns(std::int64_t first, std::int64_t last) const {
+    using C = compute_t<S>;
+    constexpr std::int64_t kMax = 256;
+    C sum[kMax];
+    for (std::int64_t begin = first; begin < last; begin += kMax) {
+      const std::int64_t width = last - begin < kMax ? last - begin : kMax;
+      for (std::int64_t c = 0; c < width; ++c) sum[c] = C(0);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const S* g_row = dy + r * d + begin;
+        for (std::int64_t c = 0; c < width; ++c) sum[c] += load(g_row[c]);
+      }
+      for (std::int64_t c = 0; c < width; ++c) dbias[begin + c] = sum[c];
+    }
+  }
+};
+
 /// Row i of out [rows, d] is row indices[i] of weight [vocab, d]; NaN for an index outside
 /// [0, vocab) (the CPU front end refuses such an index before anything runs).
 template <class S>

@@ -95,6 +95,14 @@ struct LayerNormGradParamsArgs {
   std::int64_t d = 0;
 };
 
+/// dbias [d] (compute type) = the column sums of dy [rows, d], rows in order.
+struct BiasGradArgs {
+  Tensor dy;
+  Tensor dbias;
+  std::int64_t rows = 0;
+  std::int64_t d = 0;
+};
+
 /// out [rows, d] = rows `indices` of weight [vocab, d].
 struct EmbeddingArgs {
   Tensor weight;
@@ -145,6 +153,7 @@ template <class C>
   X(layer_norm, LayerNormArgs)                               \
   X(layer_norm_grad_input, LayerNormGradInputArgs)           \
   X(layer_norm_grad_params, LayerNormGradParamsArgs)         \
+  X(bias_grad, BiasGradArgs)                                 \
   X(embedding, EmbeddingArgs)                                \
   X(embedding_grad, EmbeddingGradArgs)                       \
   X(dropout, DropoutArgs)
