@@ -258,6 +258,29 @@ void gemm_half(CpuContext& context, const GemmArgs& g) {
 }  // namespace
 
 void gemm(CpuContext& context, const GemmArgs& args) {
+  if (args.bias.defined()) {
+#if TENAX_HAVE_AMX
+    // The AMX epilogue adds the bias as it writes C (alpha * sum + bias: the two steps' alpha *
+    // sum + 1 * bias); k == 0 leaves the sums out, and so the two steps' -0 bias kept as -0.
+    if (args.a.dtype() == DType::bf16 && cpu_simd().amx_bf16 && args.k > 0) {
+      return amx_gemm_bf16(context, args);
+    }
+#endif
+    // Elsewhere the two steps: C's rows filled with the bias (exactly what a product of a ones
+    // column and the bias row gives), then the product added with beta = 1.
+    const auto row_bytes = static_cast<std::size_t>(args.n) * size_of(args.c.dtype());
+    auto* rows = static_cast<std::byte*>(args.c.data());
+    const auto* bias = static_cast<const std::byte*>(args.bias.data());
+    context.parallel_for(0, args.m, 256, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t i = first; i < last; ++i) {
+        std::memcpy(rows + static_cast<std::size_t>(i) * row_bytes, bias, row_bytes);
+      }
+    });
+    GemmArgs product = args;
+    product.bias = Tensor();
+    product.beta = 1.0;
+    return gemm(context, product);
+  }
   switch (args.a.dtype()) {
     case DType::f64:
       return gemm_native<double>(context, args);

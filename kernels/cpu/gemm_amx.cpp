@@ -268,6 +268,20 @@ void finish_row(const float* sum, const GemmArgs& g, std::int64_t row) {
   const auto alpha = static_cast<float>(g.alpha);
   const auto beta = static_cast<float>(g.beta);
   const std::int64_t n = g.n;
+  if (g.bias.defined()) {  // beta is 0: alpha * sum + bias
+    if (g.c.dtype() == DType::f32) {
+      float* c = g.c.data_as<float>() + row * n;
+      const float* bias = g.bias.data_as<const float>();
+      for (std::int64_t j = 0; j < n; ++j) c[j] = alpha * sum[j] + bias[j];
+      return;
+    }
+    auto* c = reinterpret_cast<std::uint16_t*>(g.c.data_as<BFloat16>() + row * n);
+    const auto* bias = reinterpret_cast<const std::uint16_t*>(g.bias.data_as<const BFloat16>());
+    for (std::int64_t j = 0; j < n; ++j) {
+      c[j] = float_to_bf16_bits(alpha * sum[j] + bf16_bits_to_float(bias[j]));
+    }
+    return;
+  }
   if (g.c.dtype() == DType::f32) {
     float* c = g.c.data_as<float>() + row * n;
     if (beta == 0.0f) {

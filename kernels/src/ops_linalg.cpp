@@ -9,6 +9,8 @@
 
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/linalg_kernels.hpp"
+#include "tenax/kernels/ops_broadcast.hpp"
+#include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax::ops {
 namespace {
@@ -85,7 +87,7 @@ kernels::GemmArgs checked_gemm(std::string_view op, const Tensor& a, const Tenso
                 name + ": c has shape " + to_string(c.shape()) + " but op(a) * op(b) has shape [" +
                     str(m) + ", " + str(n) + "]",
                 "allocate c as [" + str(m) + ", " + str(n) + "]");
-  return kernels::GemmArgs{a, b, c, m, n, k, ta, tb, alpha, beta};
+  return kernels::GemmArgs{a, b, c, m, n, k, ta, tb, alpha, beta, Tensor()};
 }
 
 // gemm's and gemm_batched's checks of the operands as wholes: defined, c apart from a and b.
@@ -116,6 +118,33 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, doubl
   } else {
     kernels::cuda::gemm(args);
   }
+}
+
+void addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& c, double alpha,
+           Transpose transpose_a, Transpose transpose_b) {
+  constexpr std::string_view op = "addmm";
+  check_gemm_operands(op, a, b, c);
+  check_defined(op, "bias", bias);
+  kernels::GemmArgs args = checked_gemm(op, a, b, c, alpha, 0.0, transpose_a, transpose_b);
+  check_same_device(op, "c", c, "bias", bias);
+  detail::check_same_dtype(op, "c", c, "bias", bias);
+  TENAX_EXPECTS(
+      bias.shape().rank() == 1 && bias.shape()[0] == args.n, UsageError,
+      "addmm: bias has shape " + to_string(bias.shape()) + " but c has " + str(args.n) + " columns",
+      "pass a bias of shape [" + str(args.n) + "], one value per column of c");
+  check_no_overlap(op, "c", c, "bias", bias);
+  if (args.m == 0 || args.n == 0) return;
+  if (c.device().is_cpu()) {
+    args.bias = bias;
+    kernels::cpu::gemm(args);
+    return;
+  }
+  // On CUDA the two steps: every row of c the bias (1 * bias: exact, -0 and NaN kept), then the
+  // product added with beta = 1.
+  fill(c, 1.0);
+  broadcast_binary_into(BinaryOp::mul, c, bias.reshape(Shape{1, args.n}), c);
+  args.beta = 1.0;
+  kernels::cuda::gemm(args);
 }
 
 void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, double beta,

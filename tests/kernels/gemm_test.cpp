@@ -278,6 +278,60 @@ TEST(Gemm, F16AccumulationIsNotF16) {
   EXPECT_EQ(values_of(c)[0], 4096.0);
 }
 
+// addmm has the bits of filling c's rows with the bias and then gemm with beta = 1, for every
+// dtype (bf16 through the AMX epilogue where the CPU has it), c of the inputs' dtype or f32,
+// every transpose, alpha != 1, k = 0 (a -0 bias stays -0) and NaN in the bias; bad biases are
+// refused.
+TEST(Gemm, AddmmHasTheBitsOfBiasRowsThenGemm) {
+  const std::tuple<std::int64_t, std::int64_t, std::int64_t> sizes[] = {
+      {3, 5, 4}, {33, 17, 65}, {130, 40, 64}, {64, 48, 0}};
+  for (DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    for (DType c_dtype : {dtype, DType::f32}) {
+      if (c_dtype == DType::f32 && dtype == DType::f64) continue;  // f64 products stay f64
+      for (auto [m, n, k] : sizes) {
+        for (int t = 0; t < 4; ++t) {
+          const bool ta = (t & 1) != 0;
+          const bool tb = (t & 2) != 0;
+          const std::string what = std::string(to_string(dtype)) + " into " +
+                                   std::string(to_string(c_dtype)) + " " + std::to_string(m) + "x" +
+                                   std::to_string(n) + "x" + std::to_string(k) + (ta ? " ta" : "") +
+                                   (tb ? " tb" : "");
+          const auto seed = static_cast<std::uint32_t>(m * 7 + n * 3 + k + t);
+          const Tensor a = make_tensor(stored_shape(m, k, ta), dtype,
+                                       random_reals(static_cast<std::size_t>(m * k), dtype, seed));
+          const Tensor b =
+              make_tensor(stored_shape(k, n, tb), dtype,
+                          random_reals(static_cast<std::size_t>(k * n), dtype, seed + 1));
+          std::vector<double> bias_values =
+              random_reals(static_cast<std::size_t>(n), c_dtype, seed + 2);
+          bias_values[0] = -0.0;
+          if (n > 2) bias_values[2] = std::numeric_limits<double>::quiet_NaN();
+          const Tensor bias = make_tensor(Shape{n}, c_dtype, bias_values);
+          Tensor want = Tensor::empty(Shape{m, n}, c_dtype);
+          for (std::int64_t i = 0; i < m; ++i) {
+            std::memcpy(static_cast<std::byte*>(want.data()) + i * bias.nbytes(), bias.data(),
+                        bias.nbytes());
+          }
+          ops::gemm(a, b, want, 0.5, 1.0, flag(ta), flag(tb));
+          Tensor got = Tensor::empty(Shape{m, n}, c_dtype);
+          ops::addmm(bias, a, b, got, 0.5, flag(ta), flag(tb));
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0) << what;
+        }
+      }
+    }
+  }
+  const Tensor a = make_tensor(Shape{2, 3}, DType::f32, {1, 2, 3, 4, 5, 6});
+  const Tensor b = make_tensor(Shape{3, 2}, DType::f32, {1, 0, 0, 1, 1, 1});
+  Tensor c = Tensor::empty(Shape{2, 2}, DType::f32);
+  EXPECT_THROW(ops::addmm(Tensor(), a, b, c), UsageError);
+  EXPECT_THROW(ops::addmm(make_tensor(Shape{3}, DType::f32, {1, 2, 3}), a, b, c), UsageError);
+  EXPECT_THROW(ops::addmm(make_tensor(Shape{2}, DType::f64, {1, 2}), a, b, c), UsageError);
+  EXPECT_THROW(ops::addmm(make_tensor(Shape{1, 2}, DType::f32, {1, 2}), a, b, c), UsageError);
+  EXPECT_THROW(ops::addmm(c.reshape(Shape{4}).slice(0, 2), a, b, c), UsageError);
+  ops::addmm(make_tensor(Shape{2}, DType::f32, {10, 20}), a, b, c);
+  EXPECT_EQ(values_of(c), (std::vector<double>{14, 25, 20, 31}));
+}
+
 TEST(Gemm, BetaZeroDoesNotReadC) {
   const Tensor a = make_tensor({2, 2}, DType::f32, {1, 2, 3, 4});
   const Tensor b = make_tensor({2, 2}, DType::f32, {1, 0, 0, 1});

@@ -90,13 +90,7 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
 
   // The weights in the compute dtype: rounded once per call under mixed precision.
   const Tensor w = as_dtype(weight.value(), dtype);
-  const Tensor b =
-      bias != nullptr ? as_dtype(bias->value(), dtype).reshape(Shape{1, out}) : Tensor();
-  const std::int64_t grain =
-      (GrainScope::rows() > 0 ? std::min(GrainScope::rows(), samples) : samples) * per;
-  // Broadcast the bias over rows with a rank-1 product ones[rows, 1] * bias[1, out]: exact
-  // (each element is 1 * b_j), and it needs no op beyond gemm.
-  const Tensor ones = filled(Shape{std::max<std::int64_t>(grain, 1), 1}, dtype, device, 1.0);
+  const Tensor b = bias != nullptr ? as_dtype(bias->value(), dtype) : Tensor();
   std::vector<std::int64_t> out_dims;
   for (int a = 0; a + 1 < sx.rank(); ++a) out_dims.push_back(sx[a]);
   out_dims.push_back(out);
@@ -106,12 +100,11 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
     const std::int64_t begin = first * per;
     const std::int64_t end = last * per;
     const Tensor rows = value_rows.slice(begin, end);
-    double beta = 0.0;
-    if (b.defined()) {
-      ops::gemm(ones.slice(0, end - begin), b, rows);
-      beta = 1.0;
+    if (b.defined()) {  // the bias added as the product writes the rows
+      ops::addmm(b, x_rows.slice(begin, end), w, rows, 1.0, Transpose::no, Transpose::yes);
+    } else {
+      ops::gemm(x_rows.slice(begin, end), w, rows, 1.0, 0.0, Transpose::no, Transpose::yes);
     }
-    ops::gemm(x_rows.slice(begin, end), w, rows, 1.0, beta, Transpose::no, Transpose::yes);
   });
 
   const Variable bias_var = bias != nullptr ? *bias : Variable();

@@ -36,6 +36,16 @@ enum class Transpose : bool {
 void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0,
           Transpose transpose_a = Transpose::no, Transpose transpose_b = Transpose::no);
 
+/// C = bias + alpha * op(A) * op(B), the bias [n] added to every row of C (PyTorch's addmm with
+/// beta 1): a Linear layer's forward pass in one product. A, B, C, alpha and the transposes as
+/// gemm's; bias has C's dtype and device. The bits are those of filling every row of C with bias,
+/// then gemm(a, b, c, alpha, 1.0, ...); on AMX the bias is added as the product writes C (no
+/// second pass over C). UsageError as gemm's, and for a bias that is undefined, not of shape
+/// [n], of another dtype or device than C, or overlapping C.
+void addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& c,
+           double alpha = 1.0, Transpose transpose_a = Transpose::no,
+           Transpose transpose_b = Transpose::no);
+
 /// gemm on each matrix of a batch: C[i] = alpha * op(A[i]) * op(B[i]) + beta * C[i] for a, b and
 /// c of shape [count, rows, cols] (contiguous row-major, one leading extent), with gemm's dtypes,
 /// transposes and rules for every product (each has the bits gemm gives it). On the CPU the

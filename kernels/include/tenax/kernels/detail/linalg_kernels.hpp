@@ -29,6 +29,10 @@ struct GemmArgs {
   bool transpose_b = false;
   double alpha = 1.0;
   double beta = 0.0;
+  /// Optional [n] row in C's dtype added to every row of C (ops::addmm): with it beta is 0 and
+  /// C = alpha * op(A) * op(B) + bias, with the bits of C's rows filled with bias followed by the
+  /// product with beta = 1. Only the CPU backend takes it.
+  Tensor bias;
 };
 
 /// y[rows] = alpha * a * x[cols] + beta * y; x, y and a.values() share one dtype (f64 or f32).
