@@ -2,33 +2,27 @@
 // that a long solve checkpoints, resumes mid-solve (bitwise as if never stopped) and survives the
 // faults of `--inject`.
 //
-// Systems:
-//  - --problem poisson (default): -Δu = f on the unit square (--dim 2) or cube (--dim 3) with n
-//    interior points per side, h = 1/(n+1), Dirichlet zero, and the manufactured solution
-//    u = g(x) g(y) [g(z)], g(t) = t (1 - t) e^t (see manufactured()). The operator is -Δh:
-//    assembled
-//    (--operator csr) or matrix-free (--operator stencil). The error against u is reported.
-//  - --problem convdiff: -Δu + beta (u_x + u_y) on the unit square with first-order upwind
-//    differences, scaled by h^2 (no 1/h^2 factor): each row is
-//      centre 4 + 2 beta h, west and south -1 - beta h, east and north -1,
-//    non-symmetric for beta > 0 (--beta-h sets beta h). b = A 1, so the solution is all ones.
-//  - --matrix A.mtx [--rhs b.mtx]: a user's system from Matrix Market files (coordinate or
-//    array); without --rhs, b = A 1 and the error against all ones is reported.
+// Systems, built by the library (tenax/solvers/{poisson,convection_diffusion,manufactured}.hpp,
+// tenax/runtime/{linear_system,matrix_market_system}.hpp): --problem poisson (default), -Δu = f
+// on the unit square (--dim 2) or cube (--dim 3), n points per side, with a manufactured solution
+// and -Δh assembled (--operator csr) or matrix-free (--operator stencil); --problem convdiff, 2-D
+// upwind convection-diffusion (--beta-h sets beta h); --matrix A.mtx [--rhs b.mtx], a user's
+// system from Matrix Market files. convdiff, and --matrix without --rhs, solve A x = A 1; the
+// error against the known solution (u, or all ones) is reported.
 //
 // Each Runner step runs --iterations-per-step iterations; the solver's whole iteration state is
 // the checkpoint. --precision f32 solves in f32 throughout; --precision mixed runs mixed-precision
 // iterative refinement (f32 inner solves, f64 residuals), as one step.
 //
 // Prints iterations, residual, time per iteration and the bandwidth achieved under the bytes
-// model of the method (see bytes_per_iteration); --json adds one JSON object as the last line.
+// model of the method (runtime::bytes_per_iteration); --json adds one JSON object as the last line.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
-#include <optional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tenax/app/app.hpp"
@@ -37,26 +31,21 @@
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/tensor.hpp"
-#include "tenax/io/checksum.hpp"
-#include "tenax/io/matrix_market.hpp"
-#include "tenax/io/run_config.hpp"
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops.hpp"
-#include "tenax/kernels/reduction_order.hpp"
-#include "tenax/runtime/distributed_csr.hpp"
-#include "tenax/runtime/distributed_vector.hpp"
 #include "tenax/runtime/krylov_solve.hpp"
+#include "tenax/runtime/linear_system.hpp"
+#include "tenax/runtime/matrix_market_system.hpp"
 #include "tenax/runtime/runner.hpp"
 #include "tenax/solvers/solvers.hpp"
 
 namespace {
 
-using tenax::CsrMatrix;
 using tenax::Device;
 using tenax::DType;
-using tenax::StateDict;
 using tenax::Tensor;
 using tenax::UsageError;
+namespace runtime = tenax::runtime;
 namespace solvers = tenax::solvers;
 
 // poisson's settings, each declared once: the flag, its check, its help and what a resume may
@@ -132,333 +121,63 @@ struct Settings {
   tenax::app::Setting<bool>& json;
 };
 
-// The system to solve and what is known about its solution.
-struct System {
-  solvers::OperatorPtr a;  // on several ranks: this rank's rows (DistributedCsrOperator)
-  Tensor b;
-  std::optional<std::vector<double>> exact;  // on the host, f64; this rank's rows
-  std::int64_t nnz = 0;                      // stored entries (0 for a matrix-free operator)
-  std::int64_t matrix_bytes = 0;  // bytes a product reads from the matrix, all ranks together
-  std::int64_t rows = 0;          // rows of the whole system
-  std::string description;
-  // This rank's rows (block-aligned, so the reductions keep the single-process bits; all of them
-  // on one rank) and, on several ranks, the communicator.
-  tenax::kernels::ShardRange range;
-  tenax::runtime::Communicator* comm = nullptr;
-};
-
-// The assembled operator of one rank holding the whole matrix.
-void use_csr_operator(System& system, CsrMatrix matrix) {
-  system.nnz = matrix.nnz();
-  const auto csr = std::make_shared<const solvers::CsrOperator>(std::move(matrix));
-  system.matrix_bytes = csr->matrix().product_bytes();
-  system.a = csr;
+// The system, for the first line of the results.
+std::string describe_problem(const Settings& o) {
+  const std::string n = std::to_string(o.n()), dim = std::to_string(o.dim());
+  if (!o.generated()) return o.matrix();
+  if (o.problem() == "poisson") return "Poisson " + dim + "-D " + n + "^" + dim;
+  return "convection-diffusion " + n + "^2, beta h " + std::to_string(o.beta_h());
 }
 
-// This rank's rows of the distributed operator (collective).
-void use_distributed_operator(System& system, tenax::runtime::Communicator& comm,
-                              const CsrMatrix& rows) {
-  const auto distributed =
-      std::make_shared<const tenax::runtime::DistributedCsrOperator>(comm, system.range, rows);
-  const Tensor bytes = Tensor::empty({1}, DType::i64);
-  bytes.data_as<std::int64_t>()[0] = distributed->local_matrix().product_bytes();
-  comm.all_reduce(bytes, tenax::runtime::ReduceOp::sum);
-  system.matrix_bytes = bytes.data_as<std::int64_t>()[0];
-  system.a = distributed;
-}
-
-// Waits for the device's queued work, so that timings cover it (the CPU backend is synchronous).
-void wait_for(Device device) {
-  if (device.is_cuda()) tenax::cuda::context(device).synchronize();
-}
-
-// The manufactured solution u = g(x) g(y) [g(z)] with g(t) = t (1 - t) e^t, zero on the
-// boundary, and f = -Δu = sum over the axes of a(t_axis) times g of the other coordinates, with
-// a(t) = -g''(t) = t (t + 3) e^t. Not an eigenvector of -Δh (a sine product would be, and CG
-// would finish in one iteration), and not a low-degree polynomial (the stencil would be exact).
-struct Manufactured {
-  double u = 1.0;
-  double f = 0.0;
-};
-
-Manufactured manufactured(int dim, std::int64_t index, std::int64_t n, double h) {
-  double g[3];
-  double a[3];
-  for (int axis = 0; axis < dim; ++axis) {
-    const double t = h * static_cast<double>(index % n + 1);
-    index /= n;
-    g[axis] = t * (1.0 - t) * std::exp(t);
-    a[axis] = t * (t + 3.0) * std::exp(t);
-  }
-  Manufactured m;
-  for (int axis = 0; axis < dim; ++axis) {
-    m.u *= g[axis];
-    double term = a[axis];
-    for (int other = 0; other < dim; ++other) {
-      if (other != axis) term *= g[other];
-    }
-    m.f += term;
-  }
-  return m;
-}
-
-Tensor host_vector(const std::vector<double>& values, DType dtype, Device device) {
-  Tensor host = Tensor::empty({static_cast<std::int64_t>(values.size())}, DType::f64);
-  std::copy(values.begin(), values.end(), host.data_as<double>());
-  return tenax::ops::cast(host, dtype).to(device);
-}
-
-// The i64 index arrays of a host CSR matrix as `index_dtype`, then the matrix on `device`.
-CsrMatrix with_index_dtype(const CsrMatrix& matrix, DType index_dtype, Device device) {
-  if (matrix.index_dtype() == index_dtype) return matrix.to(device);
-  TENAX_EXPECTS(matrix.nnz() < (std::int64_t{1} << 31), UsageError,
-                "--index i32 cannot hold " + std::to_string(matrix.nnz()) + " entries",
-                "use --index i64");
-  auto narrowed = [](const Tensor& wide) {
-    Tensor narrow = Tensor::empty(wide.shape(), DType::i32);
-    const std::int64_t* from = wide.data_as<std::int64_t>();
-    std::int32_t* to = narrow.data_as<std::int32_t>();
-    for (std::int64_t k = 0; k < wide.numel(); ++k) to[k] = static_cast<std::int32_t>(from[k]);
-    return narrow;
-  };
-  return CsrMatrix(matrix.rows(), matrix.cols(), narrowed(matrix.row_ptr()),
-                   narrowed(matrix.col_idx()), matrix.values())
-      .to(device);
-}
-
-// Assembled into pool tensors (TENAX_MEMORY_LIMIT holds for them); the sizes were checked by
-// expect_generated_problem_fits.
-CsrMatrix convection_diffusion(std::int64_t n, double beta_h) {
-  const std::int64_t rows = n * n;
-  const std::int64_t entries = 5 * rows - 4 * n;  // no south row, west column, ... at the edges
-  Tensor row_ptr = Tensor::empty({rows + 1}, DType::i64);
-  Tensor columns = Tensor::empty({entries}, DType::i64);
-  Tensor values = Tensor::empty({entries}, DType::f64);
-  std::int64_t* const ptr = row_ptr.data_as<std::int64_t>();
-  std::int64_t* const col = columns.data_as<std::int64_t>();
-  double* const val = values.data_as<double>();
-  std::int64_t written = 0;
-  const auto add = [&](std::int64_t c, double v) {
-    col[written] = c;
-    val[written] = v;
-    ++written;
-  };
-  ptr[0] = 0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t row = j * n + i;
-      // Increasing column order: south, west, centre, east, north.
-      if (j > 0) add(row - n, -1.0 - beta_h);
-      if (i > 0) add(row - 1, -1.0 - beta_h);
-      add(row, 4.0 + 2.0 * beta_h);
-      if (i + 1 < n) add(row + 1, -1.0);
-      if (j + 1 < n) add(row + n, -1.0);
-      ptr[row + 1] = written;
-    }
-  }
-  return CsrMatrix(rows, rows, std::move(row_ptr), std::move(columns), std::move(values));
-}
-
-// b = A 1, in A's dtype on its device.
-Tensor times_ones(const solvers::LinearOperator& a) {
-  Tensor ones = Tensor::empty({a.cols()}, a.dtype(), a.device());
-  tenax::ops::fill(ones, 1.0);
-  Tensor b = Tensor::empty({a.rows()}, a.dtype(), a.device());
-  a.apply(ones, b);
-  return b;
-}
-
-// A square matrix with an empty row is singular. A file that stores fewer entries than rows
-// (say 50 000 000 rows and 3 entries) has one for certain: refuse it after reading the entries
-// and before the rows' arrays are built, so memory follows the entries present, not the size
-// line. `empty_rows`: how many rows are empty at least (rows minus entries, summed over the
-// ranks' shares).
-void expect_no_empty_rows(const std::string& path, std::int64_t entries, std::int64_t rows,
-                          std::int64_t empty_rows) {
-  TENAX_EXPECTS(empty_rows <= 0, UsageError,
-                "--matrix " + path + " stores " + std::to_string(entries) + " entries for " +
-                    std::to_string(rows) + " rows: at least " + std::to_string(empty_rows) +
-                    " rows have no entry, so the matrix is singular",
-                "check the size line of the file (rows columns entries) against its entries");
-}
-
-Tensor read_rhs(const std::string& path, std::int64_t rows, DType dtype, Device device) {
-  const tenax::io::CooMatrix coo = tenax::io::read_matrix_market(path);
-  TENAX_EXPECTS(coo.rows == rows && coo.cols == 1, UsageError,
-                "--rhs " + path + " is " + std::to_string(coo.rows) + " x " +
-                    std::to_string(coo.cols) + ", the matrix has " + std::to_string(rows) + " rows",
-                "give a " + std::to_string(rows) +
-                    " x 1 vector (Matrix Market array or "
-                    "coordinate)");
-  std::vector<double> b(static_cast<std::size_t>(rows), 0.0);
-  for (std::size_t k = 0; k < coo.value.size(); ++k) {
-    b[static_cast<std::size_t>(coo.row[k])] += coo.value[k];
-  }
-  return host_vector(b, dtype, device);
-}
-
-System build_whole_system(const Settings& o, DType dtype, Device device) {
-  const DType index_dtype = o.index() == "i64" ? DType::i64 : DType::i32;
-  System system;
-  if (!o.matrix().empty()) {
-    const tenax::io::CooMatrix coo = tenax::io::read_matrix_market(o.matrix());
-    TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
-                  "--matrix " + o.matrix() + " is " + std::to_string(coo.rows) + " x " +
-                      std::to_string(coo.cols),
-                  "Krylov solvers need a square, non-empty matrix");
-    expect_no_empty_rows(o.matrix(), coo.nnz(), coo.rows, coo.rows - coo.nnz());
-    const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
-    CsrMatrix matrix(coo.rows, coo.cols, arrays.row_ptr, arrays.col_idx,
-                     tenax::ops::cast(arrays.values, dtype));
-    matrix = with_index_dtype(matrix, index_dtype, device);
-    use_csr_operator(system, std::move(matrix));
-    if (o.rhs().empty()) {
-      system.b = times_ones(*system.a);
-      system.exact = std::vector<double>(static_cast<std::size_t>(coo.rows), 1.0);
-    } else {
-      system.b = read_rhs(o.rhs(), coo.rows, dtype, device);
-    }
-    system.description = o.matrix();
-    return system;
-  }
+// The generated system, whole: the manufactured Poisson problem, with -Δh assembled or
+// matrix-free, or the convection-diffusion matrix with b = A 1 (the solution is all ones).
+runtime::LinearSystem generated_system(const Settings& o, DType dtype, DType index_dtype,
+                                       Device device) {
+  const std::int64_t n = o.n();
   if (o.problem() == "convdiff") {
     TENAX_EXPECTS(o.dim() == 2 && o.op() == "csr", UsageError,
                   "--problem convdiff is assembled in 2-D only",
                   "use --dim 2 --operator csr with --problem convdiff");
-    CsrMatrix matrix = convection_diffusion(o.n(), o.beta_h());
-    matrix = CsrMatrix(matrix.rows(), matrix.cols(), matrix.row_ptr(), matrix.col_idx(),
-                       tenax::ops::cast(matrix.values(), dtype));
-    matrix = with_index_dtype(matrix, index_dtype, device);
-    use_csr_operator(system, std::move(matrix));
-    system.b = times_ones(*system.a);
-    system.exact = std::vector<double>(static_cast<std::size_t>(o.n() * o.n()), 1.0);
-    system.description = "convection-diffusion " + std::to_string(o.n()) + "^2, beta h " +
-                         std::to_string(o.beta_h());
-    return system;
+    const solvers::OperatorPtr a = solvers::make_csr_operator(
+        solvers::convection_diffusion_2d_csr(n, n, o.beta_h(), dtype, index_dtype, device));
+    solvers::ManufacturedSolution ones = solvers::manufactured_ones(*a);
+    return runtime::whole_system(a, ones.rhs, std::move(ones.solution));
   }
-  const double h = 1.0 / static_cast<double>(o.n() + 1);
-  const std::int64_t rows = o.dim() == 2 ? o.n() * o.n() : o.n() * o.n() * o.n();
-  if (o.op() == "stencil") {
-    if (o.dim() == 2) {
-      system.a = std::make_shared<solvers::Laplacian2dOperator>(o.n(), o.n(), h, h, dtype, device);
-    } else {
-      system.a = std::make_shared<solvers::Laplacian3dOperator>(o.n(), o.n(), o.n(), h, h, h, dtype,
-                                                                device);
-    }
+  const double h = 1.0 / static_cast<double>(n + 1);
+  solvers::OperatorPtr a;
+  if (o.op() == "stencil" && o.dim() == 2) {
+    a = std::make_shared<solvers::Laplacian2dOperator>(n, n, h, h, dtype, device);
+  } else if (o.op() == "stencil") {
+    a = std::make_shared<solvers::Laplacian3dOperator>(n, n, n, h, h, h, dtype, device);
   } else {
-    CsrMatrix matrix =
-        o.dim() == 2
-            ? solvers::poisson_2d_csr(o.n(), o.n(), h, h, dtype, index_dtype, device)
-            : solvers::poisson_3d_csr(o.n(), o.n(), o.n(), h, h, h, dtype, index_dtype, device);
-    use_csr_operator(system, std::move(matrix));
+    a = solvers::make_csr_operator(
+        o.dim() == 2 ? solvers::poisson_2d_csr(n, n, h, h, dtype, index_dtype, device)
+                     : solvers::poisson_3d_csr(n, n, n, h, h, h, dtype, index_dtype, device));
   }
-  std::vector<double> f(static_cast<std::size_t>(rows));
-  std::vector<double> u(static_cast<std::size_t>(rows));
-  for (std::int64_t k = 0; k < rows; ++k) {
-    const Manufactured m = manufactured(o.dim(), k, o.n(), h);
-    u[static_cast<std::size_t>(k)] = m.u;
-    f[static_cast<std::size_t>(k)] = m.f;
-  }
-  system.b = host_vector(f, dtype, device);
-  system.exact = std::move(u);
-  system.description = "Poisson " + std::to_string(o.dim()) + "-D " + std::to_string(o.n()) + "^" +
-                       std::to_string(o.dim());
-  return system;
-}
-
-// A user's matrix on several ranks: each rank reads the file and keeps only the entries of its
-// block-aligned rows (read_matrix_market_rows), so no rank holds the whole matrix. The rows are
-// those csr_rows would cut from the whole matrix, so every product has the same bits.
-System read_distributed_system(const Settings& o, DType dtype, tenax::runtime::Communicator& comm) {
-  System system;
-  tenax::io::CooMatrix coo =
-      tenax::io::read_matrix_market_rows(o.matrix(), [&](std::int64_t rows, std::int64_t /*cols*/) {
-        system.range = tenax::kernels::block_aligned_range(rows, comm.size(), comm.rank());
-        return tenax::io::RowRange{system.range.first, system.range.count};
-      });
-  TENAX_EXPECTS(coo.rows == coo.cols && coo.rows > 0, UsageError,
-                "--matrix " + o.matrix() + " is " + std::to_string(coo.rows) + " x " +
-                    std::to_string(coo.cols),
-                "Krylov solvers need a square, non-empty matrix");
-  system.rows = coo.rows;
-  system.comm = &comm;
-  const std::int64_t first = system.range.first;
-  const std::int64_t count = system.range.count;
-  {
-    // The empty-row check of the whole matrix, agreed on by all ranks (one rank's rows may pass
-    // where another's fail): the entries read and the rows short of one entry each.
-    const Tensor read = Tensor::empty({2}, DType::i64);
-    read.data_as<std::int64_t>()[0] = coo.nnz();
-    read.data_as<std::int64_t>()[1] = std::max<std::int64_t>(0, count - coo.nnz());
-    comm.all_reduce(read, tenax::runtime::ReduceOp::sum);
-    const std::int64_t entries = read.data_as<std::int64_t>()[0];
-    const std::int64_t short_rows = read.data_as<std::int64_t>()[1];
-    expect_no_empty_rows(o.matrix(), entries, coo.rows, short_rows);
-  }
-  for (std::int64_t& row : coo.row) row -= first;
-  coo.rows = count;
-  const tenax::io::CsrArrays arrays = tenax::io::to_csr(coo);
-  const CsrMatrix rows(count, coo.cols, arrays.row_ptr, arrays.col_idx,
-                       tenax::ops::cast(arrays.values, dtype));
-  const Tensor entries = Tensor::empty({1}, DType::i64);
-  entries.data_as<std::int64_t>()[0] = rows.nnz();
-  comm.all_reduce(entries, tenax::runtime::ReduceOp::sum);
-  system.nnz = entries.data_as<std::int64_t>()[0];
-  std::printf("poisson [rank %d/%d]: read rows [%lld, %lld) of %s: %lld of its %lld entries\n",
-              comm.rank(), comm.size(), static_cast<long long>(first),
-              static_cast<long long>(first + count), o.matrix().c_str(),
-              static_cast<long long>(rows.nnz()), static_cast<long long>(system.nnz));
-  use_distributed_operator(
-      system, comm,
-      with_index_dtype(rows, o.index() == "i64" ? DType::i64 : DType::i32, Device::cpu()));
-  if (o.rhs().empty()) {
-    system.b = times_ones(*system.a);
-    system.exact = std::vector<double>(static_cast<std::size_t>(count), 1.0);
-  } else {
-    // The right-hand side is one value per row: read whole, this rank's part kept.
-    system.b =
-        read_rhs(o.rhs(), coo.cols, dtype, Device::cpu()).slice(first, first + count).clone();
-  }
-  system.description = o.matrix();
-  return system;
+  solvers::ManufacturedSolution u = solvers::manufactured_poisson(o.dim(), n, dtype, device);
+  return runtime::whole_system(a, u.rhs, std::move(u.solution));
 }
 
 // The system, and on several ranks this rank's rows of it: every rank builds the whole generated
-// matrix and keeps its block-aligned range of rows, right-hand side and known solution; a user's
-// matrix is read by rows (read_distributed_system).
-System build_system(const Settings& o, DType dtype, Device device,
-                    tenax::runtime::Communicator& comm) {
-  if (!o.matrix().empty() && comm.size() > 1) return read_distributed_system(o, dtype, comm);
-  System system = build_whole_system(o, dtype, device);
-  system.rows = system.a->rows();
-  system.range = tenax::kernels::block_aligned_range(system.rows, comm.size(), comm.rank());
-  if (comm.size() == 1) return system;
-  const auto* csr = dynamic_cast<const solvers::CsrOperator*>(system.a.get());
-  TENAX_EXPECTS(csr != nullptr, UsageError, "poisson: a matrix-free operator on several ranks",
-                "use --operator csr on several ranks");
-  system.comm = &comm;
-  const std::int64_t first = system.range.first;
-  const std::int64_t count = system.range.count;
-  use_distributed_operator(system, comm, tenax::runtime::csr_rows(csr->matrix(), system.range));
-  system.b = system.b.slice(first, first + count).clone();
-  if (system.exact) {
-    system.exact =
-        std::vector<double>(system.exact->begin() + first, system.exact->begin() + first + count);
+// system and keeps its block-aligned rows; a user's matrix is read by rows, each rank its own.
+runtime::LinearSystem build_system(const Settings& o, DType dtype, DType index_dtype, Device device,
+                                   runtime::Communicator& comm) {
+  if (!o.generated()) {
+    runtime::MatrixMarketSystemOptions files{
+        o.matrix(), o.rhs(), dtype, index_dtype, device, {"--matrix", "--rhs", "--index"}};
+    files.on_rows_read = [&](const auto& rows, std::int64_t mine, std::int64_t all) {
+      std::printf("poisson [rank %d/%d]: read rows [%lld, %lld) of %s: %lld of its %lld entries\n",
+                  comm.rank(), comm.size(), static_cast<long long>(rows.first),
+                  static_cast<long long>(rows.first + rows.count), o.matrix().c_str(),
+                  static_cast<long long>(mine), static_cast<long long>(all));
+    };
+    return runtime::read_matrix_market_system(comm, files);
   }
-  return system;
-}
-
-// Bytes one iteration moves at least, for the achieved-bandwidth figure: the operator's arrays
-// (CsrMatrix::product_bytes: the compact index where the matrix has one) and vectors read and
-// written once per product, plus the method's passes over vectors of N elements, as the solver
-// counts them (KrylovSolver::iteration_traffic; 0: not modelled, no bandwidth figure).
-double bytes_per_iteration(const solvers::KrylovSolver& solver, const System& system, DType dtype,
-                           std::int64_t iterations) {
-  const auto traffic = solver.iteration_traffic(iterations);
-  if (!traffic) return 0.0;
-  const double pass = static_cast<double>(system.rows) * static_cast<double>(tenax::size_of(dtype));
-  return traffic->applies * (static_cast<double>(system.matrix_bytes) + 2 * pass) +
-         traffic->passes * pass;
+  runtime::LinearSystem system = generated_system(o, dtype, index_dtype, device);
+  TENAX_EXPECTS(comm.size() == 1 || o.op() == "csr", UsageError,
+                "poisson: a matrix-free operator on several ranks",
+                "use --operator csr on several ranks");
+  return runtime::split_rows(std::move(system), comm);
 }
 
 // The checks between settings (each setting checks its own value).
@@ -470,45 +189,12 @@ void validate(const Settings& o) {
                 "give the matrix with --matrix A.mtx");
 }
 
-// Largest and root-mean-square difference between x and the known solution, over the whole
-// system (on several ranks, a reduction across them with the single-process bits).
-std::pair<double, double> error_against(const System& system, const Tensor& x,
-                                        const std::vector<double>& exact) {
-  const Tensor error = tenax::ops::cast(x, DType::f64).to(Device::cpu());
-  const Tensor known = host_vector(exact, DType::f64, Device::cpu());
-  tenax::ops::binary_into(tenax::ops::BinaryOp::sub, error, known, error);
-  tenax::ops::unary_into(tenax::ops::UnaryOp::abs, error, error);
-  double largest = 0.0;
-  double squares = 0.0;
-  if (system.comm != nullptr) {  // the error is split like the system: its reductions are global
-    const tenax::runtime::DistributedVector split(*system.comm, system.range, error);
-    largest = system.rows > 0 ? split.max() : 0.0;
-    squares = split.dot(split);
-  } else {
-    largest = system.rows > 0 ? tenax::ops::max(error) : 0.0;
-    squares = tenax::ops::dot(error, error);
-  }
-  return {largest, std::sqrt(squares / static_cast<double>(system.rows))};
-}
-
-// The whole solution on rank 0; on other ranks an undefined tensor.
-Tensor gather_solution(const System& system, const Tensor& x) {
-  if (system.comm == nullptr) return x;
-  return tenax::runtime::DistributedVector(*system.comm, system.range, x).gather();
-}
-
 // Convergence is a result: a solve that stopped short still ends the program normally, but a
 // non-finite residual is an anomaly (3) and a breakdown or divergence an error of the setup (2).
 int exit_code_of(const solvers::SolveResult& result) {
-  switch (result.status) {
-    case solvers::SolveStatus::converged:
-    case solvers::SolveStatus::max_iterations:
-      return 0;
-    case solvers::SolveStatus::non_finite:
-      return 3;
-    default:
-      return 2;
-  }
+  using enum solvers::SolveStatus;
+  if (result.status == converged || result.status == max_iterations) return 0;
+  return result.status == non_finite ? 3 : 2;
 }
 
 // A generated problem's sizes, checked before anything is assembled: every rank builds the
@@ -546,7 +232,7 @@ int run(const Settings& o, tenax::app::Job& job) {
 
   solvers::SolverOptions solver_options = o.solve.options();
   const std::string& method = o.solve.method();
-  tenax::runtime::Communicator* comm = &job.comm();
+  runtime::Communicator* comm = &job.comm();
   if (comm->size() > 1) {
     const std::string ranks = std::to_string(comm->size()) + " ranks";
     TENAX_EXPECTS(o.precision() != "mixed", UsageError,
@@ -566,14 +252,18 @@ int run(const Settings& o, tenax::app::Job& job) {
   const bool speaker = comm->rank() == 0;  // rank 0 prints the results
   if (o.matrix().empty()) expect_generated_problem_fits(o, dtype, index_dtype);
 
+  const auto seconds_since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   const auto setup_start = std::chrono::steady_clock::now();
-  System system = build_system(o, dtype, device, *comm);
-  wait_for(device);
+  const runtime::LinearSystem system = build_system(o, dtype, index_dtype, device, *comm);
+  // Timings cover the device's queued work (the CPU backend is synchronous).
+  if (device.is_cuda()) tenax::cuda::context(device).synchronize();
   // A GMRES cycle longer than the system: the Krylov space is the whole space after n
   // iterations, so a cycle of n is the longest that does anything, and the basis and the
   // Hessenberg ((restart + 1) x restart: 3 GB for --restart 20000) need no more.
   if (method == "gmres" && solver_options.restart > system.rows) {
-    if (comm->rank() == 0) {
+    if (speaker) {
       std::fprintf(stderr,
                    "poisson: --restart %lld is longer than the %lld unknowns: GMRES cycles of "
                    "%lld (the Krylov space is the whole space after that many iterations)\n",
@@ -584,8 +274,7 @@ int run(const Settings& o, tenax::app::Job& job) {
   }
 
   solvers::SolveResult result;
-  double solve_seconds = 0.0;
-  double setup_seconds = 0.0;
+  double solve_seconds = 0.0, setup_seconds = 0.0;
   std::int64_t inner_iterations = -1;
   Tensor x;
   Tensor residual_history;  // not for --precision mixed (its inner solves have their own)
@@ -600,42 +289,40 @@ int run(const Settings& o, tenax::app::Job& job) {
     solvers::MixedPrecisionRefinement solve(refinement);
     x = Tensor::empty({system.a->rows()}, dtype, device);
     tenax::ops::fill(x, 0.0);
-    setup_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+    setup_seconds = seconds_since(setup_start);
     const auto start = std::chrono::steady_clock::now();
     const solvers::RefinementResult refined = solve.solve(system.a, system.b, x);
-    wait_for(device);
-    solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (device.is_cuda()) tenax::cuda::context(device).synchronize();
+    solve_seconds = seconds_since(start);
     result = refined.outer;
     inner_iterations = refined.inner_iterations;
   } else {
     // A Runner step is --iterations-per-step iterations: the run ends when the iteration limit
     // is reached (or the solve converged: KrylovSolve::finished).
-    tenax::runtime::KrylovSolve workload(system.a, system.b, method, solver_options,
-                                         o.iterations_per_step());
-    tenax::runtime::RunnerOptions runner_options = job.runner_options();
+    runtime::KrylovSolve workload(system.a, system.b, method, solver_options,
+                                  o.iterations_per_step());
+    runtime::RunnerOptions runner_options = job.runner_options();
     runner_options.total_steps = workload.steps_to_iteration_limit();
-    setup_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
-    const tenax::runtime::RunResult run = job.run(workload, runner_options);
-    if (run.status != tenax::runtime::RunStatus::completed) return run.exit_code;
+    setup_seconds = seconds_since(setup_start);
+    const runtime::RunResult run = job.run(workload, runner_options);
+    if (run.status != runtime::RunStatus::completed) return run.exit_code;
     result = workload.result();
     solve_seconds = workload.solve_seconds();
     x = workload.solution();
     residual_history = workload.residual_history();
-    bytes = bytes_per_iteration(workload.solver(), system, dtype, result.iterations);
+    bytes = runtime::bytes_per_iteration(system, workload.solver(), result.iterations);
   }
 
   const std::int64_t iterations = std::max<std::int64_t>(result.iterations, 1);
   const double ms_per_iteration = 1e3 * solve_seconds / static_cast<double>(iterations);
   const double gbps = bytes > 0 && solve_seconds > 0 ? bytes / (ms_per_iteration * 1e6) : 0.0;
-  double error_max = -1.0;
-  double error_rms = -1.0;
-  if (system.exact) std::tie(error_max, error_rms) = error_against(system, x, *system.exact);
-  const Tensor solution = o.output().empty() ? Tensor() : gather_solution(system, x);
+  const runtime::SolutionError error = system.solution
+                                           ? runtime::solution_error(system, x)
+                                           : runtime::SolutionError{.max = -1.0, .rms = -1.0};
+  const Tensor solution = o.output().empty() ? Tensor() : runtime::gather_solution(system, x);
   if (!speaker) return exit_code_of(result);
   std::printf("poisson: %s on %s (%s, %lld rows, %lld stored entries) on %s%s\n", method.c_str(),
-              system.description.c_str(), system.a->describe().c_str(),
+              describe_problem(o).c_str(), system.a->describe().c_str(),
               static_cast<long long>(system.rows), static_cast<long long>(system.nnz),
               tenax::to_string(device).c_str(),
               comm->size() > 1 ? (", " + std::to_string(comm->size()) + " ranks").c_str() : "");
@@ -650,14 +337,12 @@ int run(const Settings& o, tenax::app::Job& job) {
               solve_seconds, setup_seconds);
   if (gbps > 0) std::printf(", %.1f GB/s (%.0f bytes per iteration)", gbps, bytes);
   std::printf("\n");
-  if (system.exact) {
-    std::printf("poisson: error against the known solution: max %.6e, rms %.6e\n", error_max,
-                error_rms);
+  if (system.solution) {
+    std::printf("poisson: error against the known solution: max %.6e, rms %.6e\n", error.max,
+                error.rms);
   }
   if (!o.output().empty()) {
-    tenax::io::FileMetadata metadata;
-    metadata.step = result.iterations;
-    metadata.config = job.config();
+    const tenax::io::FileMetadata metadata{.step = result.iterations, .config = job.config()};
     tenax::io::write_tensor_file(
         o.output(), "x", tenax::ops::cast(solution, DType::f64).to(Device::cpu()),
         {{"iterations", static_cast<double>(result.iterations)}, {"residual", result.residual}},
@@ -681,7 +366,7 @@ int run(const Settings& o, tenax::app::Job& job) {
         static_cast<long long>(system.nnz), static_cast<long long>(result.iterations),
         result.residual, result.relative_residual,
         std::string(solvers::to_string(result.status)).c_str(), setup_seconds, solve_seconds,
-        ms_per_iteration, bytes, gbps, error_max, error_rms);
+        ms_per_iteration, bytes, gbps, error.max, error.rms);
   }
   if (result.status == solvers::SolveStatus::non_finite) {
     std::fprintf(stderr,

@@ -1,27 +1,25 @@
 #include "tenax/solvers/poisson.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
+#include "detail/stencil_csr.hpp"
 #include "tenax/core/checked_size.hpp"
 #include "tenax/core/error.hpp"
 
 namespace tenax::solvers {
 namespace {
 
-// One axis of the grid: its extent, stride in the flattened index and coupling 1/h^2.
-struct Axis {
-  std::int64_t extent;
-  std::int64_t stride;
-  double coupling;
-};
+using detail::StencilAxis;
 
-void check_grid(const char* op, const std::vector<Axis>& axes, const double* spacings,
+// -Δh along one axis: the coupling 1/h^2 to both neighbours.
+StencilAxis laplacian_axis(std::int64_t extent, std::int64_t stride, double h) {
+  const double coupling = 1.0 / (h * h);
+  return {extent, stride, -coupling, -coupling};
+}
+
+void check_grid(const char* op, const std::vector<StencilAxis>& axes, const double* spacings,
                 DType value_dtype, DType index_dtype) {
   for (std::size_t a = 0; a < axes.size(); ++a) {
     TENAX_EXPECTS(axes[a].extent >= 1, UsageError,
@@ -33,95 +31,14 @@ void check_grid(const char* op, const std::vector<Axis>& axes, const double* spa
                       " but must be positive and finite",
                   "pass the distance between neighbouring grid points");
   }
-  TENAX_EXPECTS(value_dtype == DType::f64 || value_dtype == DType::f32, UsageError,
-                std::string(op) + ": value dtype " + std::string(to_string(value_dtype)) +
-                    " is not supported",
-                "use DType::f64 or DType::f32");
-  TENAX_EXPECTS(index_dtype == DType::i64 || index_dtype == DType::i32, UsageError,
-                std::string(op) + ": index dtype " + std::string(to_string(index_dtype)) +
-                    " is not supported",
-                "use DType::i64 or DType::i32");
+  detail::expect_csr_dtypes(op, value_dtype, index_dtype);
 }
 
-template <class T, class I>
-CsrMatrix assemble(const char* op, const std::vector<Axis>& axes, Device device) {
-  // Every size is checked before anything is allocated, and the arrays are tensors from the
-  // memory pool: a grid too large for the index type, for 64-bit sizes or for TENAX_MEMORY_LIMIT
-  // is refused with its sizes instead of wrapping or reaching the kernel's OOM killer.
-  constexpr std::string_view kSmallerGrid = "use a smaller grid";
-  std::int64_t n = 1;
+// The diagonal 2 * (sum of 1/h_axis^2), in f64.
+double laplacian_diagonal(const std::vector<StencilAxis>& axes) {
   double diagonal = 0.0;
-  for (const Axis& axis : axes) {
-    n = size_product(std::string(op) + ": the grid's points", {n, axis.extent}, kSmallerGrid);
-    diagonal += 2.0 * axis.coupling;
-  }
-  // The diagonal, and two couplings for each pair of neighbours along each axis.
-  std::int64_t nnz = n;
-  for (const Axis& axis : axes) {
-    const std::int64_t pairs = (n / axis.extent) * (axis.extent - 1);
-    nnz = size_sum(std::string(op) + ": the matrix entries", nnz,
-                   size_product(std::string(op) + ": the matrix entries", {2, pairs}, kSmallerGrid),
-                   kSmallerGrid);
-  }
-  TENAX_EXPECTS(nnz <= std::numeric_limits<I>::max(), UsageError,
-                std::string(op) + ": " + std::to_string(nnz) + " entries do not fit the " +
-                    std::string(to_string(dtype_of<I>)) + " index dtype",
-                "assemble with DType::i64 indices");
-  const std::int64_t bytes =
-      size_sum(std::string(op) + ": the matrix bytes",
-               size_product(std::string(op) + ": the matrix bytes",
-                            {nnz, static_cast<std::int64_t>(sizeof(T) + sizeof(I))}, kSmallerGrid),
-               size_product(std::string(op) + ": the matrix bytes",
-                            {n + 1, static_cast<std::int64_t>(sizeof(I))}, kSmallerGrid),
-               kSmallerGrid);
-
-  Tensor row_ptr, col_idx, values;
-  try {
-    row_ptr = Tensor::empty({n + 1}, dtype_of<I>);
-    col_idx = Tensor::empty({nnz}, dtype_of<I>);
-    values = Tensor::empty({nnz}, dtype_of<T>);
-  } catch (const OutOfMemoryError& e) {
-    throw OutOfMemoryError(std::string(op) + ": the matrix of " + std::to_string(n) + " rows and " +
-                               std::to_string(nnz) + " entries needs " + std::to_string(bytes) +
-                               " bytes on the host: " + e.cause(),
-                           "use a smaller grid, or raise TENAX_MEMORY_LIMIT where the machine "
-                           "has the memory");
-  }
-  I* const row = row_ptr.data_as<I>();
-  I* const col = col_idx.data_as<I>();
-  T* const value = values.data_as<T>();
-  std::int64_t written = 0;
-  const auto add = [&](std::int64_t c, double v) {
-    col[written] = static_cast<I>(c);
-    value[written] = static_cast<T>(v);
-    ++written;
-  };
-  row[0] = 0;
-  // Axes are ordered slowest first, so the "minus" neighbours come in increasing column order
-  // for a slow-to-fast walk and the "plus" neighbours for a fast-to-slow walk.
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (const Axis& axis : axes) {
-      if ((i / axis.stride) % axis.extent > 0) add(i - axis.stride, -axis.coupling);
-    }
-    add(i, diagonal);
-    for (auto axis = axes.rbegin(); axis != axes.rend(); ++axis) {
-      if ((i / axis->stride) % axis->extent + 1 < axis->extent) {
-        add(i + axis->stride, -axis->coupling);
-      }
-    }
-    row[i + 1] = static_cast<I>(written);
-  }
-  return CsrMatrix(n, n, std::move(row_ptr), std::move(col_idx), std::move(values)).to(device);
-}
-
-CsrMatrix assemble(const char* op, const std::vector<Axis>& axes, DType value_dtype,
-                   DType index_dtype, Device device) {
-  if (value_dtype == DType::f64) {
-    return index_dtype == DType::i64 ? assemble<double, std::int64_t>(op, axes, device)
-                                     : assemble<double, std::int32_t>(op, axes, device);
-  }
-  return index_dtype == DType::i64 ? assemble<float, std::int64_t>(op, axes, device)
-                                   : assemble<float, std::int32_t>(op, axes, device);
+  for (const StencilAxis& axis : axes) diagonal += 2.0 * -axis.minus;
+  return diagonal;
 }
 
 }  // namespace
@@ -129,25 +46,27 @@ CsrMatrix assemble(const char* op, const std::vector<Axis>& axes, DType value_dt
 CsrMatrix poisson_2d_csr(std::int64_t ny, std::int64_t nx, double hy, double hx, DType value_dtype,
                          DType index_dtype, Device device) {
   const double spacings[] = {hy, hx};
-  const std::vector<Axis> axes = {{ny, nx, 1.0 / (hy * hy)}, {nx, 1, 1.0 / (hx * hx)}};
+  const std::vector<StencilAxis> axes = {laplacian_axis(ny, nx, hy), laplacian_axis(nx, 1, hx)};
   check_grid("poisson_2d_csr", axes, spacings, value_dtype, index_dtype);
-  return assemble("poisson_2d_csr", axes, value_dtype, index_dtype, device);
+  return detail::stencil_csr("poisson_2d_csr", axes, laplacian_diagonal(axes), value_dtype,
+                             index_dtype, device);
 }
 
 CsrMatrix poisson_3d_csr(std::int64_t nz, std::int64_t ny, std::int64_t nx, double hz, double hy,
                          double hx, DType value_dtype, DType index_dtype, Device device) {
   const double spacings[] = {hz, hy, hx};
-  // The z stride ny * nx is checked with the points in assemble; check_grid rejects extents
+  // The z stride ny * nx is checked with the points in stencil_csr; check_grid rejects extents
   // below 1 first, so the product is only formed for positive extents.
   const std::int64_t plane = checked_multiply(ny, nx).value_or(std::int64_t{-1});
-  const std::vector<Axis> axes = {
-      {nz, plane, 1.0 / (hz * hz)}, {ny, nx, 1.0 / (hy * hy)}, {nx, 1, 1.0 / (hx * hx)}};
+  const std::vector<StencilAxis> axes = {laplacian_axis(nz, plane, hz), laplacian_axis(ny, nx, hy),
+                                         laplacian_axis(nx, 1, hx)};
   check_grid("poisson_3d_csr", axes, spacings, value_dtype, index_dtype);
   TENAX_EXPECTS(plane > 0, UsageError,
                 "poisson_3d_csr: a plane of the grid (" + std::to_string(ny) + " * " +
                     std::to_string(nx) + " points) cannot be counted below 2^63",
                 "use a smaller grid");
-  return assemble("poisson_3d_csr", axes, value_dtype, index_dtype, device);
+  return detail::stencil_csr("poisson_3d_csr", axes, laplacian_diagonal(axes), value_dtype,
+                             index_dtype, device);
 }
 
 }  // namespace tenax::solvers

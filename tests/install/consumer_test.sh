@@ -9,7 +9,8 @@
 # examples/gray_scott.cpp, a kernel of the user's own on a grid; plate.cpp, a heat job on the
 # library's DiffusionSimulation, killed and resumed to the same line; the model tutorial (a
 # module and a loss on the training workload), killed and resumed to the same loss; and
-# examples/train_gpt.cpp and examples/train_mlp.cpp.
+# examples/train_gpt.cpp, examples/train_mlp.cpp and examples/poisson.cpp (its systems from the
+# installed solvers and runtime headers).
 # Usage: consumer_test.sh <build dir> <source dir of the consumer> <scratch dir>
 set -euo pipefail
 build_dir=$1
@@ -107,5 +108,7 @@ expect 0 "completed at step 2" -- "$scratch/build/train_gpt" --run-dir "$runs/gp
   --d-model 16 --heads 2 --context 8 --batch 4 --steps 2 --val-fraction 0 --device cpu >/dev/null
 expect 0 "completed at step 3" -- "$scratch/build/train_mlp" --run-dir "$runs/mlp" --steps 3 \
   --batch 16 --device cpu >/dev/null
+expect 0 "poisson: error against the known solution" -- "$scratch/build/poisson" \
+  --run-dir "$runs/poisson" --problem convdiff --n 16 --solver gmres --device cpu >/dev/null
 echo "consumer_test: the installed job got its flags, checks, kill and bitwise resume; the" \
-  "tutorials, the GPT and the MLP built and ran"
+  "tutorials, the GPT, the MLP and the sparse solve built and ran"

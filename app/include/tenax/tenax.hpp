@@ -1,6 +1,7 @@
 /// The umbrella header: everything a job needs, for a program that includes one header. Tensors
 /// and devices (core), the checked operations (kernels), checkpoints' files (io), the Runner,
-/// workloads, communicators, vectors split across ranks (DistributedVector), structured grids and
+/// workloads, communicators, vectors split across ranks (DistributedVector), linear systems whole
+/// or split by rows (LinearSystem, from Matrix Market files too), structured grids and
 /// kernels of your own over them, the training step (runtime: Trainer, loss scaler), operators,
 /// Krylov solvers, time integrators, autodiff and the nn models, optimizers and learning-rate
 /// schedules (solvers), and the App that turns a Workload into a program with the standard flags,
@@ -26,6 +27,8 @@
 #include "tenax/runtime/distributed_vector.hpp"    // IWYU pragma: export
 #include "tenax/runtime/grid.hpp"                  // IWYU pragma: export
 #include "tenax/runtime/krylov_solve.hpp"          // IWYU pragma: export
+#include "tenax/runtime/linear_system.hpp"         // IWYU pragma: export
+#include "tenax/runtime/matrix_market_system.hpp"  // IWYU pragma: export
 #include "tenax/runtime/runner.hpp"                // IWYU pragma: export
 #include "tenax/runtime/stencil.hpp"               // IWYU pragma: export
 #include "tenax/runtime/step_notices.hpp"          // IWYU pragma: export

@@ -1,11 +1,13 @@
 /// The solvers layer in one include: linear operators, stopping criteria, Krylov solvers,
-/// preconditioners, creation by name, mixed-precision refinement and time integrators. @file
+/// preconditioners, creation by name, mixed-precision refinement, time integrators and test
+/// systems (Poisson and convection–diffusion matrices, manufactured solutions). @file
 #pragma once
 
 #include "tenax/solvers/assemble_csr.hpp"
 #include "tenax/solvers/bicgstab.hpp"
 #include "tenax/solvers/callable_operator.hpp"
 #include "tenax/solvers/cg.hpp"
+#include "tenax/solvers/convection_diffusion.hpp"
 #include "tenax/solvers/csr_operator.hpp"
 #include "tenax/solvers/dense_solve.hpp"
 #include "tenax/solvers/factory.hpp"
@@ -15,6 +17,7 @@
 #include "tenax/solvers/krylov_solver.hpp"
 #include "tenax/solvers/laplacian_operator.hpp"
 #include "tenax/solvers/linear_operator.hpp"
+#include "tenax/solvers/manufactured.hpp"
 #include "tenax/solvers/mixed_precision.hpp"
 #include "tenax/solvers/poisson.hpp"
 #include "tenax/solvers/preconditioner.hpp"
