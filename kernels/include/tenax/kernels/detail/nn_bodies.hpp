@@ -459,7 +459,7 @@ struct BiasGradBody {
   // takes the rows in order, so the bits are those of one column at a time.
   TENAX_HD void columns(std::int64_t first, std::int64_t last) const {
     using C = compute_t<S>;
-    constexpr std::int64_t kMax = 256;
+    constexpr std::int64_t kMax = 64;  // 64 f32 sums stay in vector registers
     C sum[kMax];
     for (std::int64_t begin = first; begin < last; begin += kMax) {
       const std::int64_t width = last - begin < kMax ? last - begin : kMax;
