@@ -33,4 +33,17 @@ inline void expect_contains(const std::string& text, std::initializer_list<const
   }
 }
 
+// Runs `fn`, which must throw UsageError whose cause contains cause_part and whose fix contains
+// fix_part.
+template <class Fn>
+void expect_usage_error(Fn&& fn, const std::string& cause_part, const std::string& fix_part) {
+  try {
+    fn();
+    ADD_FAILURE() << "no UsageError; expected one containing '" << cause_part << "'";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.cause().find(cause_part), std::string::npos) << e.cause();
+    EXPECT_NE(e.fix().find(fix_part), std::string::npos) << e.fix();
+  }
+}
+
 }  // namespace tenax::testing

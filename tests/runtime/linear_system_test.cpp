@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/tensor_values.hpp"
+#include "kernels/usage_error.hpp"
 #include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops.hpp"
@@ -27,6 +28,8 @@
 namespace tenax::runtime {
 namespace {
 
+using tenax::testing::expect_usage_error;
+
 using testing::bits;
 using testing::make_tensor;
 
@@ -37,17 +40,6 @@ Tensor random_vector(std::int64_t n, unsigned seed) {
 
 std::vector<std::string> run_ranks(int size, const std::function<void(int, Communicator&)>& body) {
   return testing::on_thread_ranks(size, 60, body);
-}
-
-template <class Fn>
-void expect_usage_error(Fn&& fn, const std::string& cause_part, const std::string& fix_part) {
-  try {
-    fn();
-    ADD_FAILURE() << "no UsageError; expected one containing '" << cause_part << "'";
-  } catch (const UsageError& e) {
-    EXPECT_NE(e.cause().find(cause_part), std::string::npos) << e.cause();
-    EXPECT_NE(e.fix().find(fix_part), std::string::npos) << e.fix();
-  }
 }
 
 // The manufactured Poisson system on an n x n grid, assembled.

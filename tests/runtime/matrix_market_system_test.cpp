@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/tensor_values.hpp"
+#include "kernels/usage_error.hpp"
 #include "runtime/thread_ranks.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops.hpp"
@@ -23,22 +24,13 @@
 namespace tenax::runtime {
 namespace {
 
+using tenax::testing::expect_usage_error;
+
 namespace fs = std::filesystem;
 using testing::bits;
 using testing::make_tensor;
 using testing::uniform_values;
 using testing::values_of;
-
-template <class Fn>
-void expect_usage_error(Fn&& fn, const std::string& cause_part, const std::string& fix_part) {
-  try {
-    fn();
-    ADD_FAILURE() << "no UsageError; expected one containing '" << cause_part << "'";
-  } catch (const UsageError& e) {
-    EXPECT_NE(e.cause().find(cause_part), std::string::npos) << e.cause();
-    EXPECT_NE(e.fix().find(fix_part), std::string::npos) << e.fix();
-  }
-}
 
 class MatrixMarketSystem : public ::testing::Test {
  protected:

@@ -2,6 +2,7 @@
 // order and of the split across ranks, stored zeros, the value and index dtypes, the one rule
 // shared with io::to_csr, and the refusals (each naming the value and the fix).
 #include "tenax/solvers/assemble_csr.hpp"
+#include "kernels/usage_error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,8 @@
 
 namespace tenax::solvers {
 namespace {
+
+using tenax::testing::expect_usage_error;
 
 struct Triplets {
   std::vector<std::int64_t> row, col;
@@ -82,17 +85,6 @@ Triplets contributions(std::int64_t n, std::uint64_t seed) {
     }
   }
   return t;
-}
-
-template <class Fn>
-void expect_usage_error(Fn&& fn, const std::string& cause_part, const std::string& fix_part) {
-  try {
-    fn();
-    ADD_FAILURE() << "no UsageError; expected one containing '" << cause_part << "'";
-  } catch (const UsageError& e) {
-    EXPECT_NE(e.cause().find(cause_part), std::string::npos) << e.cause();
-    EXPECT_NE(e.fix().find(fix_part), std::string::npos) << e.fix();
-  }
 }
 
 TEST(AssembleCsr, SortsColumnsAndSumsDuplicates) {

@@ -13,6 +13,7 @@
 
 #include "host_memory_limit.hpp"
 #include "kernels/tensor_values.hpp"
+#include "kernels/usage_error.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/solvers/csr_operator.hpp"
@@ -23,6 +24,8 @@
 namespace tenax::solvers {
 namespace {
 
+using tenax::testing::expect_usage_error;
+
 using tenax::testing::values_of;
 
 std::vector<std::int64_t> indices_of(const Tensor& t) {
@@ -32,17 +35,6 @@ std::vector<std::int64_t> indices_of(const Tensor& t) {
                                           : t.data_as<std::int64_t>()[k]);
   }
   return out;
-}
-
-template <class Fn>
-void expect_usage_error(Fn&& fn, const std::string& cause_part, const std::string& fix_part) {
-  try {
-    fn();
-    ADD_FAILURE() << "no UsageError; expected one containing '" << cause_part << "'";
-  } catch (const UsageError& e) {
-    EXPECT_NE(e.cause().find(cause_part), std::string::npos) << e.cause();
-    EXPECT_NE(e.fix().find(fix_part), std::string::npos) << e.fix();
-  }
 }
 
 TEST(ConvectionDiffusion, EveryEntryOfATwoByThreeGrid) {

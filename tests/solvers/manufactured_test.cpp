@@ -14,6 +14,7 @@
 
 #include "host_memory_limit.hpp"
 #include "kernels/tensor_values.hpp"
+#include "kernels/usage_error.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/kernels/ops.hpp"
 #include "tenax/solvers/convection_diffusion.hpp"
@@ -25,21 +26,12 @@
 namespace tenax::solvers {
 namespace {
 
+using tenax::testing::expect_usage_error;
+
 using tenax::testing::values_of;
 
 double g(double t) { return t * (1.0 - t) * std::exp(t); }
 double minus_g2(double t) { return t * (t + 3.0) * std::exp(t); }  // -g''(t)
-
-template <class Fn>
-void expect_usage_error(Fn&& fn, const std::string& cause_part, const std::string& fix_part) {
-  try {
-    fn();
-    ADD_FAILURE() << "no UsageError; expected one containing '" << cause_part << "'";
-  } catch (const UsageError& e) {
-    EXPECT_NE(e.cause().find(cause_part), std::string::npos) << e.cause();
-    EXPECT_NE(e.fix().find(fix_part), std::string::npos) << e.fix();
-  }
-}
 
 // max |A u - f| for the assembled -Δh on the n^dim grid.
 double truncation_error(int dim, std::int64_t n) {
