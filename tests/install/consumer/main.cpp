@@ -138,6 +138,23 @@ int main() {
     std::fprintf(stderr, "consumer: a batch of products is wrong\n");
     return 1;
   }
+  // A layer by hand in bf16: out = rows W^T + bias in one product (each 3 * 0.5 + 0.25 = 1.75), an
+  // activation's backward in one pass (step(out) * out = out) and the bias gradient as column sums.
+  tenax::Tensor rows = tenax::Tensor::empty({4, 3}, tenax::DType::bf16);
+  tenax::Tensor w = tenax::Tensor::empty({2, 3}, tenax::DType::bf16);
+  tenax::Tensor bias = tenax::Tensor::empty({2}, tenax::DType::bf16);
+  tenax::Tensor out = tenax::Tensor::empty({4, 2}, tenax::DType::bf16);
+  tenax::Tensor dbias = tenax::Tensor::empty({2}, tenax::DType::f32);
+  tenax::ops::fill(rows, 1.0);
+  tenax::ops::fill(w, 0.5);
+  tenax::ops::fill(bias, 0.25);
+  tenax::ops::addmm(bias, rows, w, out, 1.0, tenax::ops::Transpose::no, tenax::ops::Transpose::yes);
+  const tenax::Tensor dy = tenax::ops::unary_mul(tenax::ops::UnaryOp::step, out, out);
+  tenax::ops::bias_grad(dy, dbias);
+  if (tenax::ops::sum(out) != 14.0 || tenax::ops::sum(dbias) != 14.0) {
+    std::fprintf(stderr, "consumer: the bf16 layer by hand is wrong\n");
+    return 1;
+  }
   // A data set of one's own, read and checked, and the samples of a step's batch.
   const std::filesystem::path data = std::filesystem::temp_directory_path() / "consumer-data.h5";
   tenax::Tensor inputs = tenax::Tensor::empty({8, 2}, tenax::DType::f32);
