@@ -302,6 +302,17 @@ void gemm(CpuContext& context, const GemmArgs& args) {
 
 void gemm(const GemmArgs& args) { gemm(CpuContext::instance(), args); }
 
+bool gemm_rows_independent(DType dtype) {
+#if TENAX_HAVE_AMX
+  // The dispatch of gemm above: bf16 on AMX tiles (Eigen's panels choose their k blocking from
+  // the product's sizes, so its other paths give no such promise).
+  return dtype == DType::bf16 && cpu_simd().amx_bf16;
+#else
+  (void)dtype;
+  return false;
+#endif
+}
+
 void gemm_batched(CpuContext& context, const std::vector<GemmArgs>& products) {
   const GemmArgs& first = products.front();
   const double flops = 2.0 * static_cast<double>(first.m) * static_cast<double>(first.n) *

@@ -120,6 +120,10 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, doubl
   }
 }
 
+bool gemm_rows_independent(DType dtype, Device device) {
+  return device.is_cpu() && kernels::cpu::gemm_rows_independent(dtype);
+}
+
 void addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& c, double alpha,
            Transpose transpose_a, Transpose transpose_b) {
   constexpr std::string_view op = "addmm";

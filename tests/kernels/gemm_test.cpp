@@ -193,6 +193,17 @@ TEST(Gemm, Bf16IsExactOnSmallIntegerMatricesForEveryTranspose) {
 // groups of any size, one row included: the f32 sums of a row depend on that row of op(A) and on
 // op(B) only (gemm_amx.hpp). (Eigen's path gives that for groups of its row blocking only, a
 // one-row product being a matrix-vector one: gemm.cpp's workers split at such multiples.)
+// The promise callers rely on to multiply several batches' rows at once (autodiff's Linear):
+// made for bf16 on AMX alone, and the test below checks it holds there.
+TEST(Gemm, RowsAreIndependentOnlyWhereTheAmxPathRuns) {
+  EXPECT_EQ(ops::gemm_rows_independent(DType::bf16, Device::cpu()),
+            kernels::cpu::cpu_simd().amx_bf16);
+  for (DType dtype : {DType::f64, DType::f32, DType::f16}) {
+    EXPECT_FALSE(ops::gemm_rows_independent(dtype, Device::cpu())) << to_string(dtype);
+  }
+  EXPECT_FALSE(ops::gemm_rows_independent(DType::bf16, Device::cuda(0)));
+}
+
 TEST(Gemm, Bf16RowsOnAmxDoNotDependOnHowManyRowsAProductHas) {
   if (!kernels::cpu::cpu_simd().amx_bf16) {
     GTEST_SKIP() << "this CPU (or TENAX_CPU_SIMD) runs bf16 products without AMX tiles";

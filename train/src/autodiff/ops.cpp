@@ -96,16 +96,24 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
   out_dims.push_back(out);
   Tensor value = Tensor::empty(Shape{std::span<const std::int64_t>(out_dims)}, dtype, device);
   const Tensor value_rows = value.reshape(Shape{batch, out});
-  for_each_grain(samples, [&](std::int64_t first, std::int64_t last) {
-    const std::int64_t begin = first * per;
-    const std::int64_t end = last * per;
+  const auto forward_rows = [&](std::int64_t begin, std::int64_t end) {
     const Tensor rows = value_rows.slice(begin, end);
     if (b.defined()) {  // the bias added as the product writes the rows
       ops::addmm(b, x_rows.slice(begin, end), w, rows, 1.0, Transpose::no, Transpose::yes);
     } else {
       ops::gemm(x_rows.slice(begin, end), w, rows, 1.0, 0.0, Transpose::no, Transpose::yes);
     }
-  });
+  };
+  // Each grain's rows get the bits they would get in a product of their own: one product per
+  // grain, or one for all where the product's rows do not depend on its row count (bf16 on AMX:
+  // fewer, larger products, the weight packed once).
+  if (ops::gemm_rows_independent(dtype, device)) {
+    forward_rows(0, batch);
+  } else {
+    for_each_grain(samples, [&](std::int64_t first, std::int64_t last) {
+      forward_rows(first * per, last * per);
+    });
+  }
 
   const Variable bias_var = bias != nullptr ? *bias : Variable();
   auto make_backward = [&] {
@@ -117,12 +125,15 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
       const bool want_bias = bias_var.defined() && bias_var.requires_grad();
       Tensor gb =
           want_bias ? Tensor::empty(Shape{out}, bias_var.value().dtype(), g.device()) : Tensor();
+      // dx = dy W: rows as in the forward pass (one product where rows are independent).
+      const bool rows_independent = ops::gemm_rows_independent(g.dtype(), g.device());
+      if (gx.defined() && rows_independent) ops::gemm(g, w, gx);
       for_each_grain(samples, [&](std::int64_t first, std::int64_t last) {
         const std::int64_t begin = first * per;
         const std::int64_t end = last * per;
         const Tensor g_rows = g.slice(begin, end);
-        if (gx.defined()) ops::gemm(g_rows, w, gx.slice(begin, end));  // dx = dy W
-        if (gw.defined()) {                                            // dW = dy^T x
+        if (gx.defined() && !rows_independent) ops::gemm(g_rows, w, gx.slice(begin, end));
+        if (gw.defined()) {  // dW = dy^T x, a sum over the grain's rows: grain by grain
           ops::gemm(g_rows, x_rows.slice(begin, end), gw, 1.0, 0.0, Transpose::yes, Transpose::no);
           Tape::accumulate_grain_grad(weight, gw, GrainScope::grain_index(first));
         }

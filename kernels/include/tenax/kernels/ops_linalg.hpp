@@ -36,6 +36,13 @@ enum class Transpose : bool {
 void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha = 1.0, double beta = 0.0,
           Transpose transpose_a = Transpose::no, Transpose transpose_b = Transpose::no);
 
+/// Whether gemm and addmm give each row of C the same bits however many rows the product has
+/// (each row computed from its own row of op(A) by a fixed sequence of operations), for
+/// operands of `dtype` on `device`: true for bf16 on a CPU with AMX tiles, false elsewhere (the
+/// other paths choose their blocking from the product's sizes). Where true, a caller may
+/// multiply the rows of several independent batches in one product and get each batch's bits.
+[[nodiscard]] bool gemm_rows_independent(DType dtype, Device device);
+
 /// C = bias + alpha * op(A) * op(B), the bias [n] added to every row of C (PyTorch's addmm with
 /// beta 1): a Linear layer's forward pass in one product. A, B, C, alpha and the transposes as
 /// gemm's; bias has C's dtype and device. The bits are those of filling every row of C with bias,

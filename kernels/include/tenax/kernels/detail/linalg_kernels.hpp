@@ -94,6 +94,9 @@ TENAX_LINALG_KERNELS(TENAX_LINALG_DECLARE_CPU_KERNEL_WITH_CONTEXT)
 /// context's threads, one thread each; larger ones one after the other on every thread.
 void gemm_batched(::tenax::CpuContext& context, const std::vector<GemmArgs>& products);
 void gemm_batched(const std::vector<GemmArgs>& products);
+/// Whether gemm computes each row of C from its own row of op(A) alone, by the same sequence of
+/// operations whatever the product's row count (the AMX path: fixed k blocks, no split by m).
+[[nodiscard]] bool gemm_rows_independent(DType dtype);
 }  // namespace tenax::kernels::cpu
 
 /// The CUDA backend: runs on the tensors' device, ordered on its context's stream.
