@@ -88,11 +88,10 @@ namespace {
 // as an array would be (NaNs, infinities and subnormals included), so a looked-up element has the
 // bits a computed one has, on any target; the lookup costs a load where the exact GELU costs a
 // double-precision polynomial and exponential. Filled on an op's first array of kTableMinElements
-// or more, kept for the process (128 KiB per op and type, at most 28 of them: 3.5 MiB).
+// or more, kept for the process (128 KiB per op and type: at most 15 ops x 2 types, 3.75 MiB).
 inline constexpr std::int64_t kTableMinElements = std::int64_t{1} << 16;
 inline constexpr std::int64_t kTableEntries = std::int64_t{1} << 16;
 
-template <class S>
 struct TableLookupBody {
   const std::uint16_t* x;
   std::uint16_t* out;
@@ -117,9 +116,11 @@ void table_mul(CpuContext& context, const std::uint16_t* x, const S* g, S* out,
   });
 }
 
-// The table of one op (each UnaryOp has its own functor type) over one 16-bit type.
+// The table of one op (each UnaryOp has its own functor type) over one 16-bit type. Filled on
+// the calling thread through a one-thread context (the same loop, no pool): a fill that waited for
+// the pool could deadlock against a pool chunk waiting for the fill.
 template <class S, class Functor>
-const std::uint16_t* unary_table(CpuContext& context, Functor functor) {
+const std::uint16_t* unary_table(Functor functor) {
   static_assert(sizeof(S) == sizeof(std::uint16_t));
   static struct {
     std::once_flag filled;
@@ -129,7 +130,8 @@ const std::uint16_t* unary_table(CpuContext& context, Functor functor) {
     auto inputs = std::make_unique<std::uint16_t[]>(kTableEntries);
     auto results = std::make_unique<std::uint16_t[]>(kTableEntries);
     for (std::int64_t i = 0; i < kTableEntries; ++i) inputs[i] = static_cast<std::uint16_t>(i);
-    for_each(context, kTableEntries,
+    CpuContext calling_thread(1);
+    for_each(calling_thread, kTableEntries,
              UnaryBody<Functor, S>{reinterpret_cast<const S*>(inputs.get()),
                                    reinterpret_cast<S*>(results.get()), functor});
     table.entries = std::move(results);
@@ -145,10 +147,10 @@ void unary(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tensor& 
     dispatch_unary(op, [&](auto functor) {
       if constexpr (sizeof(S) == sizeof(std::uint16_t)) {
         if (x.numel() >= kTableMinElements) {
-          for_each(context, x.numel(),
-                   TableLookupBody<S>{static_cast<const std::uint16_t*>(x.data()),
-                                      static_cast<std::uint16_t*>(out.data()),
-                                      unary_table<S>(context, functor)});
+          for_each(
+              context, x.numel(),
+              TableLookupBody{static_cast<const std::uint16_t*>(x.data()),
+                              static_cast<std::uint16_t*>(out.data()), unary_table<S>(functor)});
           return;
         }
       }
@@ -166,7 +168,7 @@ void unary_mul(CpuContext& context, ops::UnaryOp op, const Tensor& x, const Tens
     dispatch_unary(op, [&](auto functor) {
       if constexpr (sizeof(S) == sizeof(std::uint16_t)) {
         if (x.numel() >= kTableMinElements) {
-          const std::uint16_t* table = unary_table<S>(context, functor);
+          const std::uint16_t* table = unary_table<S>(functor);
           table_mul<S>(context, static_cast<const std::uint16_t*>(x.data()),
                        static_cast<const S*>(g.data()), static_cast<S*>(out.data()), table,
                        x.numel());
