@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/krylov_test_helpers.hpp"
+#include "kernels/usage_error.hpp"
 #include "tenax/core/cuda_runtime.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/csr_matrix.hpp"
@@ -67,6 +68,31 @@ class BackendTest : public ::testing::TestWithParam<Device> {
   /// Whether two tensors, on any devices, hold the same bytes.
   [[nodiscard]] static bool same(const Tensor& a, const Tensor& b) {
     return same_bytes(a.to(Device::cpu()), b.to(Device::cpu()));
+  }
+  /// An op's _into form, `into(out)`, writes the out it is given with the bits `expected` (the
+  /// allocating form's result) and nothing beside it: out is a slice of a larger tensor on the
+  /// backend's device, with a sentinel row before and after it that must keep its bytes. On a GPU
+  /// backend an out on the CPU is also refused (a UsageError naming the CPU), not written.
+  template <class Into>
+  void expect_into_writes_its_output_only(const std::string& what, const Tensor& expected,
+                                          Into&& into) const {
+    ASSERT_GE(expected.shape().rank(), 1) << what;
+    const std::int64_t rows = expected.shape()[0];
+    const Shape shape = expected.shape().with_leading(rows + 2);
+    const Tensor whole = Tensor::empty(shape, expected.dtype(), device());
+    ops::fill(whole,
+              is_floating(expected.dtype()) ? std::numeric_limits<double>::quiet_NaN() : 77.0);
+    const Tensor pristine = whole.to(Device::cpu());
+    into(whole.slice(1, 1 + rows));
+    EXPECT_TRUE(same(whole.slice(1, 1 + rows), expected))
+        << what << ": out differs from the allocating form";
+    EXPECT_TRUE(same(whole.slice(0, 1), pristine.slice(0, 1)) &&
+                same(whole.slice(rows + 1, rows + 2), pristine.slice(rows + 1, rows + 2)))
+        << what << " wrote outside its out";
+    if (device().is_cuda()) {
+      expect_contains(usage_error([&] { into(Tensor::empty(expected.shape(), expected.dtype())); }),
+                      {"cpu"});
+    }
   }
 };
 

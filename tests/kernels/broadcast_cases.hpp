@@ -311,4 +311,17 @@ TEST_P(BroadcastKernels, SumToEmptyInputsGiveZeros) {
   EXPECT_EQ(ops::sum_to(x, {0, 4}).numel(), 0);
 }
 
+// broadcast_binary_into and sum_to_into write the out they are given (a slice of a larger tensor)
+// with the allocating forms' bits, and nothing beside it.
+TEST_P(BroadcastKernels, IntoFormsWriteTheirOutputOnly) {
+  const Tensor a = put(uniform_tensor({4, 1, 5}, DType::f32, 3, -2, 2));
+  const Tensor b = put(uniform_tensor({3, 1}, DType::f32, 4, -2, 2));
+  expect_into_writes_its_output_only(
+      "broadcast_binary_into", ops::broadcast_binary(ops::BinaryOp::mul, a, b),
+      [&](const Tensor& out) { ops::broadcast_binary_into(ops::BinaryOp::mul, a, b, out); });
+  const Tensor x = put(uniform_tensor({6, 3, 5}, DType::f32, 5, -2, 2));
+  expect_into_writes_its_output_only("sum_to_into", ops::sum_to(x, {3, 1}),
+                                     [&](const Tensor& out) { ops::sum_to_into(x, out); });
+}
+
 }  // namespace tenax::broadcast_cases

@@ -147,4 +147,14 @@ TEST_P(IndexKernels, ScatterAddEveryAxisAddsInIndexOrder) {
   }
 }
 
+// gather_into writes the out it is given (a slice of a larger tensor) with gather's bits, and
+// nothing beside it.
+TEST_P(IndexKernels, GatherIntoWritesItsOutputOnly) {
+  const Tensor x = put(counting_tensor({3, 4}, DType::f64, 2));
+  const Tensor index = put(index_tensor({3, 0, 0, 2, 1}, DType::i64));
+  expect_into_writes_its_output_only(
+      "gather_into", ops::gather(x, 1, index),
+      [&](const Tensor& out) { ops::gather_into(x, 1, index, out); });
+}
+
 }  // namespace tenax::index_cases

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -85,6 +86,98 @@ TEST_F(LinalgGpu, GemmMatchesTheCpuBackend) {
           }
         }
       }
+    }
+  }
+}
+
+// addmm on the device: within gemm's bound of the CPU's addmm (cuBLAS sums in its own order); with
+// k = 0 every row is the bias bit for bit (a -0 and a NaN kept), as on the CPU; a bias on another
+// device than c is refused.
+TEST_F(LinalgGpu, AddmmAgreesWithTheCpuAndKeepsTheBiasBits) {
+  const std::tuple<std::int64_t, std::int64_t, std::int64_t> sizes[] = {
+      {3, 5, 4}, {33, 17, 65}, {130, 40, 64}, {64, 48, 0}};
+  std::uint32_t seed = 100;
+  for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    const DType out = dtype == DType::f64 ? DType::f64 : DType::f32;
+    const double u = dtype == DType::f64 ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
+    for (const auto& [m, n, k] : sizes) {
+      for (int t = 0; t < 4; ++t) {
+        const bool ta = (t & 1) != 0, tb = (t & 2) != 0;
+        const auto fa = ta ? Transpose::yes : Transpose::no;
+        const auto fb = tb ? Transpose::yes : Transpose::no;
+        const Tensor a = make_tensor(ta ? Shape{k, m} : Shape{m, k}, dtype,
+                                     random_reals(static_cast<std::size_t>(m * k), dtype, seed++));
+        const Tensor b = make_tensor(tb ? Shape{n, k} : Shape{k, n}, dtype,
+                                     random_reals(static_cast<std::size_t>(k * n), dtype, seed++));
+        std::vector<double> bias_values = random_reals(static_cast<std::size_t>(n), out, seed++);
+        bias_values[0] = -0.0;
+        bias_values[2] = std::numeric_limits<double>::quiet_NaN();
+        const Tensor bias = make_tensor(Shape{n}, out, bias_values);
+        const Tensor want = Tensor::empty({m, n}, out);
+        const Tensor got = Tensor::empty({m, n}, out, gpu());
+        ops::addmm(bias, a, b, want, 0.5, fa, fb);
+        ops::addmm(bias.to(gpu()), a.to(gpu()), b.to(gpu()), got, 0.5, fa, fb);
+        const std::string what = std::string(to_string(dtype)) + " " + std::to_string(m) + "x" +
+                                 std::to_string(n) + "x" + std::to_string(k) + " t" +
+                                 std::to_string(t);
+        if (k == 0) {
+          testing::expect_identical(want, got, what);
+          continue;
+        }
+        const std::vector<double> w = values_of(want), g = fetch(got);
+        for (std::size_t i = 0; i < w.size(); ++i) {
+          if (std::isnan(w[i])) {
+            ASSERT_TRUE(std::isnan(g[i])) << what << " element " << i;
+            continue;
+          }
+          // |a|, |b| <= 1, alpha 0.5: both within the product's bound of the exact result.
+          const double tol = 2.0 * (static_cast<double>(k) + 2.0) * u * (0.5 * k + 1.0);
+          ASSERT_NEAR(g[i], w[i], tol) << what << " element " << i;
+        }
+      }
+    }
+  }
+  const Tensor a = Tensor::empty({2, 3}, DType::f32, gpu());
+  const Tensor b = Tensor::empty({3, 2}, DType::f32, gpu());
+  const Tensor c = Tensor::empty({2, 2}, DType::f32, gpu());
+  try {
+    ops::addmm(make_tensor(Shape{2}, DType::f32, {1, 2}), a, b, c);
+    FAIL() << "a bias on the cpu for c on the device must be refused";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("addmm"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+  }
+}
+
+// gemm_batched on the device gives each product the bits the device's gemm gives it, and agrees
+// with the CPU's within gemm's bound.
+TEST_F(LinalgGpu, GemmBatchedIsEachProductsGemm) {
+  const std::int64_t count = 5, m = 17, n = 33, k = 24;
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    const Tensor a = make_tensor({count, k, m}, dtype,
+                                 random_reals(static_cast<std::size_t>(count * m * k), dtype, 7));
+    const Tensor b = make_tensor({count, k, n}, dtype,
+                                 random_reals(static_cast<std::size_t>(count * k * n), dtype, 8));
+    const Tensor c0 = make_tensor({count, m, n}, dtype,
+                                  random_reals(static_cast<std::size_t>(count * m * n), dtype, 9));
+    const Tensor got = c0.to(gpu());
+    ops::gemm_batched(a.to(gpu()), b.to(gpu()), got, 1.5, 0.5, Transpose::yes, Transpose::no);
+    const Tensor cpu = c0.clone();
+    ops::gemm_batched(a, b, cpu, 1.5, 0.5, Transpose::yes, Transpose::no);
+    for (std::int64_t i = 0; i < count; ++i) {
+      const Tensor one = c0.slice(i, i + 1).reshape(Shape{m, n}).to(gpu());
+      ops::gemm(a.slice(i, i + 1).reshape(Shape{k, m}).to(gpu()),
+                b.slice(i, i + 1).reshape(Shape{k, n}).to(gpu()), one, 1.5, 0.5, Transpose::yes,
+                Transpose::no);
+      testing::expect_identical(one.to(Device::cpu()), got.slice(i, i + 1).reshape(Shape{m, n}),
+                                std::string(to_string(dtype)) + " product " + std::to_string(i));
+    }
+    const std::vector<double> w = values_of(cpu), g = fetch(got);
+    const double out_u = dtype == DType::bf16 ? std::ldexp(1.0, -8) : 0.0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double tol = 2.0 * (k + 2.0) * std::ldexp(1.0, -24) * (1.5 * k + 0.5) +
+                         2.0 * std::fabs(w[i]) * out_u * 1.01 + 2.0 * out_u;
+      ASSERT_NEAR(g[i], w[i], tol) << to_string(dtype) << " element " << i;
     }
   }
 }

@@ -78,34 +78,71 @@ TEST_F(NnLayersGpu, SoftmaxesAgreeWithTheCpu) {
   }
 }
 
+// softmax_grad from the same y and dy on both sides (so only the gradient kernel is compared),
+// along every axis; and 16-bit lines at and past the CPU's staged length (kStagedSoftmaxLine, 1024:
+// the host widens such a line once into a stack buffer, the device reads it in place), forward and
+// gradient.
+TEST_F(NnLayersGpu, SoftmaxGradientAndLongLinesAgreeWithTheCpu) {
+  for (const DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    const std::string name(to_string(dtype));
+    const Tensor x = uniform_tensor({7, 33, 65}, dtype, 8, -6, 6);
+    const Tensor dy = uniform_tensor(x.shape(), dtype, 9, -1, 1);
+    for (int axis = 0; axis < 3; ++axis) {
+      Tensor y = Tensor::empty_like(x);
+      ops::softmax(x, axis, y);
+      Tensor dx = Tensor::empty_like(x);
+      Tensor gdx = Tensor::empty(x.shape(), dtype, gpu());
+      ops::softmax_grad(y, dy, axis, dx);
+      ops::softmax_grad(y.to(gpu()), dy.to(gpu()), axis, gdx);
+      expect_close(dx, gdx, dtype, name + " softmax_grad axis " + std::to_string(axis));
+    }
+    for (const std::int64_t length : {1023, 1024, 1025, 3000}) {
+      const std::string what = name + " line " + std::to_string(length);
+      const Tensor lines = uniform_tensor({3, length}, dtype, 10, -9, 9);
+      const Tensor g = uniform_tensor({3, length}, dtype, 11, -1, 1);
+      Tensor y = Tensor::empty_like(lines), gy = Tensor::empty(lines.shape(), dtype, gpu());
+      ops::softmax(lines, 1, y);
+      ops::softmax(lines.to(gpu()), 1, gy);
+      expect_close(y, gy, dtype, what + " softmax");
+      Tensor dx = Tensor::empty_like(lines), gdx = Tensor::empty(lines.shape(), dtype, gpu());
+      ops::softmax_grad(y, g, 1, dx);
+      ops::softmax_grad(y.to(gpu()), g.to(gpu()), 1, gdx);
+      expect_close(dx, gdx, dtype, what + " softmax_grad");
+    }
+  }
+}
+
+// Rows of 96 and of 4097 elements (past the CPU's staged row, kStagedRow 4096).
 TEST_F(NnLayersGpu, LayerNormAgreesWithTheCpu) {
   for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
-    const std::string name(to_string(dtype));
-    const DType master = dtype == DType::f64 ? DType::f64 : DType::f32;
-    const Tensor x = uniform_tensor({9, 31, 96}, dtype, 4, -3, 3);
-    const Tensor w = uniform_tensor({96}, master, 5, 0.5, 1.5);
-    const Tensor b = uniform_tensor({96}, master, 6, -1, 1);
-    const Tensor dy = uniform_tensor(x.shape(), dtype, 7, -1, 1);
-    const std::int64_t rows = 9 * 31;
-    Tensor y = Tensor::empty_like(x), mean = Tensor::empty({rows}, master),
-           rstd = Tensor::empty({rows}, master);
-    Tensor gy = Tensor::empty(x.shape(), dtype, gpu()),
-           gmean = Tensor::empty({rows}, master, gpu()),
-           grstd = Tensor::empty({rows}, master, gpu());
-    ops::layer_norm(x, w, b, 1e-5, y, mean, rstd);
-    ops::layer_norm(x.to(gpu()), w.to(gpu()), b.to(gpu()), 1e-5, gy, gmean, grstd);
-    expect_close(y, gy, dtype, name + " layer_norm");
-    expect_close(rstd, grstd, master, name + " rstd");
-    Tensor dx = Tensor::empty_like(x), gdx = Tensor::empty(x.shape(), dtype, gpu());
-    ops::layer_norm_grad_input(dy, x, w, mean, rstd, dx);
-    ops::layer_norm_grad_input(dy.to(gpu()), x.to(gpu()), w.to(gpu()), gmean, grstd, gdx);
-    expect_close(dx, gdx, dtype, name + " layer_norm_grad_input");
-    Tensor dw = Tensor::empty({96}, master), db = Tensor::empty({96}, master);
-    Tensor gdw = Tensor::empty({96}, master, gpu()), gdb = Tensor::empty({96}, master, gpu());
-    ops::layer_norm_grad_params(dy, x, mean, rstd, dw, db);
-    ops::layer_norm_grad_params(dy.to(gpu()), x.to(gpu()), gmean, grstd, gdw, gdb);
-    expect_close(dw, gdw, master, name + " dweight");
-    expect_close(db, gdb, master, name + " dbias");
+    for (const std::int64_t d : {std::int64_t{96}, std::int64_t{4097}}) {
+      const std::string name = std::string(to_string(dtype)) + " d " + std::to_string(d);
+      const DType master = dtype == DType::f64 ? DType::f64 : DType::f32;
+      const Tensor x = uniform_tensor({9, 31, d}, dtype, 4, -3, 3);
+      const Tensor w = uniform_tensor({d}, master, 5, 0.5, 1.5);
+      const Tensor b = uniform_tensor({d}, master, 6, -1, 1);
+      const Tensor dy = uniform_tensor(x.shape(), dtype, 7, -1, 1);
+      const std::int64_t rows = 9 * 31;
+      Tensor y = Tensor::empty_like(x), mean = Tensor::empty({rows}, master),
+             rstd = Tensor::empty({rows}, master);
+      Tensor gy = Tensor::empty(x.shape(), dtype, gpu()),
+             gmean = Tensor::empty({rows}, master, gpu()),
+             grstd = Tensor::empty({rows}, master, gpu());
+      ops::layer_norm(x, w, b, 1e-5, y, mean, rstd);
+      ops::layer_norm(x.to(gpu()), w.to(gpu()), b.to(gpu()), 1e-5, gy, gmean, grstd);
+      expect_close(y, gy, dtype, name + " layer_norm");
+      expect_close(rstd, grstd, master, name + " rstd");
+      Tensor dx = Tensor::empty_like(x), gdx = Tensor::empty(x.shape(), dtype, gpu());
+      ops::layer_norm_grad_input(dy, x, w, mean, rstd, dx);
+      ops::layer_norm_grad_input(dy.to(gpu()), x.to(gpu()), w.to(gpu()), gmean, grstd, gdx);
+      expect_close(dx, gdx, dtype, name + " layer_norm_grad_input");
+      Tensor dw = Tensor::empty({d}, master), db = Tensor::empty({d}, master);
+      Tensor gdw = Tensor::empty({d}, master, gpu()), gdb = Tensor::empty({d}, master, gpu());
+      ops::layer_norm_grad_params(dy, x, mean, rstd, dw, db);
+      ops::layer_norm_grad_params(dy.to(gpu()), x.to(gpu()), gmean, grstd, gdw, gdb);
+      expect_close(dw, gdw, master, name + " dweight");
+      expect_close(db, gdb, master, name + " dbias");
+    }
   }
 }
 

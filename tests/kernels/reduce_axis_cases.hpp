@@ -175,4 +175,14 @@ TEST_P(ReduceAxisKernels, EmptyLinesAndEmptyOutputs) {
   expect_contains(usage_error([&] { (void)ops::min_along(x, -1); }), {"reduce(min)"});
 }
 
+// reduce_into writes the out it is given (a slice of a larger tensor) with reduce's bits, and
+// nothing beside it.
+TEST_P(ReduceAxisKernels, ReduceIntoWritesItsOutputOnly) {
+  const Tensor x = random({5, 6, 7}, DType::f32, 11);
+  for (const ops::AxisReduction op : {ops::AxisReduction::sum, ops::AxisReduction::max}) {
+    expect_into_writes_its_output_only("reduce_into", ops::reduce(op, x, 1),
+                                       [&](const Tensor& out) { ops::reduce_into(op, x, 1, out); });
+  }
+}
+
 }  // namespace tenax::reduce_axis_cases

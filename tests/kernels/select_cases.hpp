@@ -106,4 +106,17 @@ TEST_P(SelectKernels, WhereEveryDtypeAnyNonzeroIsTrue) {
       0);
 }
 
+// compare_into and where_into write the out they are given (a slice of a larger tensor) with the
+// allocating forms' bits, and nothing beside it.
+TEST_P(SelectKernels, IntoFormsWriteTheirOutputOnly) {
+  const Tensor a = put(make_tensor({2, 3}, DType::f32, {1, -2, 3, 4, 0, 6}));
+  const Tensor b = put(make_tensor({2, 3}, DType::f32, {1, 2, -3, 5, 0, -6}));
+  expect_into_writes_its_output_only(
+      "compare_into", ops::compare(ops::CompareOp::gt, a, b),
+      [&](const Tensor& out) { ops::compare_into(ops::CompareOp::gt, a, b, out); });
+  const Tensor cond = ops::compare(ops::CompareOp::le, a, b);
+  expect_into_writes_its_output_only("where_into", ops::where(cond, a, b),
+                                     [&](const Tensor& out) { ops::where_into(cond, a, b, out); });
+}
+
 }  // namespace tenax::select_cases

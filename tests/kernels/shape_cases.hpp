@@ -245,4 +245,24 @@ TEST_P(ShapeKernels, PermuteTransposeRankOneScalarEmpty) {
             (Shape{3, 2, 0}));
 }
 
+// The _into forms write the out they are given (a slice of a larger tensor) with the allocating
+// forms' bits, and nothing beside it.
+TEST_P(ShapeKernels, IntoFormsWriteTheirOutputOnly) {
+  const Tensor x = put(counting_tensor({3, 4, 5}, DType::f32, 7));
+  expect_into_writes_its_output_only("roll_into", ops::roll(x, 2, 1),
+                                     [&](const Tensor& out) { ops::roll_into(x, 2, 1, out); });
+  expect_into_writes_its_output_only(
+      "pad_into", ops::pad(x, 2, 1, 2, ops::PadMode::reflect),
+      [&](const Tensor& out) { ops::pad_into(x, 2, 1, 2, ops::PadMode::reflect, 0.0, out); });
+  expect_into_writes_its_output_only("concat_into", ops::concat({x, x}, 1), [&](const Tensor& out) {
+    ops::concat_into({x, x}, 1, out);
+  });
+  expect_into_writes_its_output_only("narrow_into", ops::narrow(x, 2, 1, 4),
+                                     [&](const Tensor& out) { ops::narrow_into(x, 2, 1, 4, out); });
+  expect_into_writes_its_output_only("permute_into", ops::permute(x, {2, 0, 1}),
+                                     [&](const Tensor& out) {
+                                       ops::permute_into(x, {2, 0, 1}, out);
+                                     });
+}
+
 }  // namespace tenax::shape_cases
