@@ -26,7 +26,7 @@ bundle=$stage/gpu-bundle
 mkdir -p "$bundle/build/bin" "$bundle/build/lib" "$bundle/scripts"
 programs=("$build"/bin/*_gpu_test "$build"/bin/bench_gpu "$build"/bin/tenax "$build"/bin/heat2d
           "$build"/bin/gray_scott
-          "$build"/bin/poisson "$build"/bin/train_mlp)
+          "$build"/bin/poisson "$build"/bin/train_mlp "$build"/bin/train_gpt)
 cp "${programs[@]}" "$bundle/build/bin/"
 cp -P "$build"/lib/libtenax_*.so* "$bundle/build/lib/"
 cp scripts/gpu-check.sh "$bundle/scripts/"
@@ -38,6 +38,12 @@ ls "$bundle"/build/lib/libcudart.so.* >/dev/null 2>&1 ||
   { echo "gpu-bundle: no libcudart among the programs' libraries (ldd found none)" >&2; exit 1; }
 cp scripts/gpu-preflight.sh "$bundle/scripts/"
 mkdir -p "$bundle/bench/peers" && cp bench/peers/gpu_anchors.py "$bundle/bench/peers/"
+# train_gpt's PyTorch model (the gpt-* anchors) and a text for it to read (the GPU machine has no
+# Debian packages, so not the example's default file).
+cp tests/examples/train_gpt_reference.py "$bundle/bench/peers/"
+if [ -f /usr/share/games/fortunes/songs-poems ]; then
+  cp /usr/share/games/fortunes/songs-poems "$bundle/bench/peers/gpt-text.txt"
+fi
 cat >"$bundle/run-gpu-check.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the bundled pre-flight, then gpu-check: the bundle's libraries first, then the machine's

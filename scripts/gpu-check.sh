@@ -5,7 +5,7 @@
 # benchmarks (bench_gpu), CG on a 4096^2 Poisson problem (ms per iteration and the fraction of the
 # device's copy bandwidth), the explicit heat step on the device, gray_scott's kernel of its own on
 # the device (bitwise the CPU's) and its 4096^2 step, training on the device in each
-# precision, and with two GPUs the doctor on each of 2 ranks, the NCCL communicator and heat2d
+# precision (train_mlp, and train_gpt against PyTorch's step of the same model), and with two GPUs the doctor on each of 2 ranks, the NCCL communicator and heat2d
 # across 2 ranks. Finishes in a few minutes on one GPU.
 #
 # Every step is one row of the summary: PASS, SKIP (only the 2-rank checks, with fewer than 2
@@ -264,6 +264,22 @@ for precision in ("f32", "bf16", "f16"):
         ours = 1e3 * run[-1]["seconds"] / run[-1]["steps"]
         print(f"  {'train-' + precision:18s} {ours:8.3f} vs torch {peer['ms_per_step']:8.3f} ms/step"
               f"  {peer['ms_per_step'] / ours:.2f}x")
+for precision in ("f32", "bf16", "f16"):
+    try:
+        seconds = [json.loads(l)["seconds"] for l in open(os.path.join(res, f"gpt-{precision}", "events.jsonl"))
+                   if '"event":"step"' in l]
+    except (OSError, ValueError, KeyError):
+        continue
+    if len(seconds) <= 5:
+        continue
+    steady = sorted(seconds[5:])
+    ours = 1e3 * steady[len(steady) // 2]
+    peer = peers.get(f"gpt-{precision}")
+    if peer:
+        print(f"  {'gpt-' + precision:18s} {ours:8.3f} vs torch {peer['ms_per_step']:8.3f} ms/step"
+              f"  {peer['ms_per_step'] / ours:.2f}x")
+    else:
+        print(f"  {'gpt-' + precision:18s} {ours:8.3f} ms/step (no peer figure)")
 PY
 }
 
@@ -451,6 +467,24 @@ done
 run_program train-overflow 60 "$bin/train_mlp" --device cuda --precision f16 --steps 20 \
   --checkpoint-every 0 --progress quiet --json --inject overflow@step=5 \
   --run-dir "$res/train-overflow"
+
+# --- train_gpt on the device in each precision, at the sizes its CPU peer uses (d 256, 4 layers,
+# 4 heads, T 128, batch 32): its step time (the median of the Runner's step times after the first
+# five, from events.jsonl) is read against PyTorch's step of the same model below. The text: the
+# example's default, else the copy the bundle carries, else this script (any bytes will do).
+gpt_text=/usr/share/games/fortunes/songs-poems
+[[ -f $gpt_text ]] || gpt_text=bench/peers/gpt-text.txt
+[[ -f $gpt_text ]] || gpt_text=scripts/gpu-check.sh
+if [[ -x $bin/train_gpt ]]; then
+  for precision in f32 bf16 f16; do
+    run_program "gpt-$precision" 120 "$bin/train_gpt" --device cuda --precision "$precision" \
+      --layers 4 --d-model 256 --heads 4 --context 128 --batch 32 --steps 30 \
+      --checkpoint-every 0 --eval-every 0 --val-fraction 0 --progress quiet --data "$gpt_text" \
+      --run-dir "$res/gpt-$precision"
+  done
+else
+  record gpt FAIL "no $bin/train_gpt (examples off in this build?)"
+fi
 
 # --- The peers on the same device (PyTorch, CuPy): the figures the rows above are read against.
 anchors=bench/peers/gpu_anchors.py

@@ -13,6 +13,10 @@ same run on the same device: PyTorch and CuPy doing what tenax's GPU benchmarks 
   train-*     PyTorch's optimizer step of train_mlp's model: 2 -> 256 -> 256 -> 2, tanh,
               cross-entropy, Adam, batch 1024 (f32; bf16 and f16 under CUDA autocast, f16 with
               a GradScaler) (gpu-check's train-f32/-bf16/-f16 rows)
+  gpt-*       PyTorch's optimizer step of train_gpt's model (tests/examples/train_gpt_reference.py:
+              GPT-2 pre-LayerNorm blocks, exact GELU): d 256, 4 layers, 4 heads, T 128, batch 32,
+              vocabulary 256, mean cross-entropy, AdamW; f32 with TF32 off, bf16 and f16 under
+              CUDA autocast (f16 with a GradScaler) (gpu-check's gpt-f32/-bf16/-f16 rows)
   malloc-async  cudaMallocAsync/cudaFreeAsync pair of 1 MiB and 64 MiB through CuPy's
               MemoryAsyncPool (bench_gpu BM_CudaPoolCachedPair; includes Python's call overhead,
               so it is an upper bound of the driver's time)
@@ -161,6 +165,49 @@ def train(torch, repeats):
         emit(peer="torch", figure=f"train-{precision}", widths=widths, batch=batch, ms_per_step=ms)
 
 
+def gpt(torch, repeats):
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    # The reference model: tests/examples/ in the source tree, beside this script in a bundle.
+    for folder in (os.path.join(here, "..", "..", "tests", "examples"), here):
+        if os.path.exists(os.path.join(folder, "train_gpt_reference.py")):
+            sys.path.insert(0, folder)
+            break
+    from train_gpt_reference import Gpt
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    layers, d, heads, t, batch = 4, 256, 4, 128, 32
+    for precision in ("f32", "bf16", "f16"):
+        torch.manual_seed(0)
+        model = Gpt(layers, d, heads, t).cuda()
+        params = list(model.parameters())
+        groups = [{"params": [q for q in params if q.dim() >= 2], "weight_decay": 0.01},
+                  {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
+        optimizer = torch.optim.AdamW(groups, lr=1e-3)
+        scaler = torch.amp.GradScaler("cuda") if precision == "f16" else None
+        window = torch.randint(0, 256, (batch, t + 1), device="cuda")
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(precision)
+
+        def step():
+            optimizer.zero_grad(set_to_none=False)
+            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+                logits = model(window[:, :t])
+            loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, 256),
+                                                     window[:, 1:].reshape(-1))
+            if scaler:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+
+        ms = timed_ms(torch, step, repeats, inner=10)
+        emit(peer="torch", figure=f"gpt-{precision}", layers=layers, d_model=d, heads=heads,
+             context=t, batch=batch, ms_per_step=ms)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -177,9 +224,10 @@ def main():
         torch = None
     for name, run in (("copy/gemm", lambda: copy_and_gemm(torch, args.repeats)),
                       ("train", lambda: train(torch, args.repeats)),
+                      ("gpt", lambda: gpt(torch, args.repeats)),
                       ("cg", lambda: cg(args.repeats)),
                       ("malloc-async", lambda: malloc_async(args.repeats))):
-        if torch is None and name in ("copy/gemm", "train"):
+        if torch is None and name in ("copy/gemm", "train", "gpt"):
             continue
         try:
             run()

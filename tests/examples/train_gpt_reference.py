@@ -17,8 +17,6 @@ constant learning rate, in float32 on the CPU, and writes the loss of every step
 import argparse
 import math
 
-import h5py
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -85,6 +83,11 @@ class Gpt(nn.Module):
 
 
 def main():
+    # Imported here: the model alone (bench/peers/gpu_anchors.py imports Gpt on a GPU machine)
+    # needs only torch.
+    import h5py
+    import numpy as np
+
     p = argparse.ArgumentParser()
     p.add_argument("data")
     p.add_argument("out_init")

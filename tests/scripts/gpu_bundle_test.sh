@@ -19,8 +19,8 @@ size=$(stat -c %s "$work/bundle.tar.xz")
 mkdir "$work/unpacked" && tar -C "$work/unpacked" -xJf "$work/bundle.tar.xz" || fail "cannot unpack"
 b=$work/unpacked/gpu-bundle
 for f in run-gpu-check.sh scripts/gpu-check.sh scripts/gpu-preflight.sh bench/peers/gpu_anchors.py \
-  build/bin/tenax build/bin/heat2d build/bin/poisson build/bin/train_mlp build/bin/gray_scott \
-  build/bin/bench_gpu; do
+  bench/peers/train_gpt_reference.py build/bin/tenax build/bin/heat2d build/bin/poisson \
+  build/bin/train_mlp build/bin/train_gpt build/bin/gray_scott build/bin/bench_gpu; do
   [[ -e $b/$f ]] || fail "the bundle lacks $f"
 done
 ls "$b"/build/lib/libcudart.so.* >/dev/null 2>&1 || fail "the bundle lacks the CUDA runtime (every program needs it)"
