@@ -1,5 +1,6 @@
 // GPU benchmarks, run by scripts/gpu-check.sh on a machine with an NVIDIA GPU: bandwidth of the
-// streaming kernels against a device-to-device copy in the same run, GEMM through tenax::ops
+// streaming kernels against a device-to-device copy in the same run, CG's three kernels one by
+// one at poisson's 4096^2 size (where a CG iteration's time goes), GEMM through tenax::ops
 // (cuBLAS) in f32 and f16, host<->device transfers from pageable vs pinned memory, and the
 // cached allocate+free pair of the device pool. Every benchmark reports an error and skips,
 // saying why, where CUDA is not usable.
@@ -16,6 +17,7 @@
 #include "tenax/core/memory/device_memory.hpp"
 #include "tenax/core/tensor.hpp"
 #include "tenax/kernels/ops.hpp"
+#include "tenax/solvers/poisson.hpp"
 
 namespace {
 
@@ -72,6 +74,60 @@ void BM_CudaUnscaleAndCheck(benchmark::State& state) {
   streaming(state, 2, [](const Tensor& /*x*/, const Tensor& y) {
     benchmark::DoNotOptimize(tenax::ops::unscale_and_check(y, 1.0));
   });
+}
+
+// CG's iteration on the 2-D Poisson problem of side n (poisson --n N), kernel by kernel, f64: q = A
+// p with p.q (the assembled CSR matrix, i64 indices, or the matrix-free 5-point stencil), then x +=
+// alpha p, r -= alpha q with r.r (cg_update), then p = r + beta p (xpay). Each reports the bytes it
+// must move at the least -- every array read or written once -- so its bytes per second read
+// directly against BM_CudaCopy's: CSR 5 values + 5 column indices + 1 row offset read, p read and q
+// written per row (104 bytes; 5 per row is the interior's count, the boundary rows hold fewer); the
+// stencil p read and q written (16); cg_update p, q, x, r read and x, r written (48); xpay r, p
+// read and p written (24).
+void cg_kernel(benchmark::State& state, bool assembled, double bytes_per_row,
+               void (*kernel)(const tenax::CsrMatrix&, const Tensor&, const Tensor&, const Tensor&,
+                              const Tensor&, std::int64_t)) {
+  if (!cuda_usable(state)) return;
+  const std::int64_t n = state.range(0);
+  const tenax::CsrMatrix a =
+      assembled ? tenax::solvers::poisson_2d_csr(n, n, 1.0, 1.0, DType::f64, DType::i64, kGpu)
+                : tenax::CsrMatrix();
+  const Tensor p = filled(n * n, 1.0, DType::f64), q = filled(n * n, 0.5, DType::f64);
+  const Tensor x = filled(n * n, 0.25, DType::f64), r = filled(n * n, 0.125, DType::f64);
+  kernel(a, p, q, x, r, n);
+  synchronize();
+  for (auto _ : state) {
+    kernel(a, p, q, x, r, n);
+    synchronize();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(static_cast<double>(state.iterations()) *
+                                                    static_cast<double>(n * n) * bytes_per_row));
+}
+void BM_CudaCgSpmvDot(benchmark::State& state) {
+  cg_kernel(
+      state, true, 104,
+      [](const tenax::CsrMatrix& a, const Tensor& p, const Tensor& q, const Tensor&, const Tensor&,
+         std::int64_t) { benchmark::DoNotOptimize(tenax::ops::spmv_dot(a, p, q)); });
+}
+void BM_CudaCgStencilDot(benchmark::State& state) {
+  cg_kernel(state, false, 16,
+            [](const tenax::CsrMatrix&, const Tensor& p, const Tensor& q, const Tensor&,
+               const Tensor&, std::int64_t n) {
+              benchmark::DoNotOptimize(tenax::ops::laplacian_5pt_dot(
+                  p.reshape({n, n}), q.reshape({n, n}), 1.0, 1.0, -1.0));
+            });
+}
+void BM_CudaCgUpdate(benchmark::State& state) {
+  cg_kernel(state, false, 48,
+            [](const tenax::CsrMatrix&, const Tensor& p, const Tensor& q, const Tensor& x,
+               const Tensor& r, std::int64_t) {
+              benchmark::DoNotOptimize(tenax::ops::cg_update(1e-3, p, q, x, r));
+            });
+}
+void BM_CudaCgXpay(benchmark::State& state) {
+  cg_kernel(state, false, 24,
+            [](const tenax::CsrMatrix&, const Tensor& p, const Tensor&, const Tensor&,
+               const Tensor& r, std::int64_t) { tenax::ops::xpay(r, 0.5, p); });
 }
 
 void gemm(benchmark::State& state, DType dtype) {
@@ -140,6 +196,10 @@ BENCHMARK(BM_CudaAxpby)->Arg(1 << 26)->UseRealTime();
 // block, so small vectors run on few threads (and a call waits for its result).
 BENCHMARK(BM_CudaDot)->Arg(1 << 20)->Arg(1 << 22)->Arg(1 << 26)->UseRealTime();
 BENCHMARK(BM_CudaUnscaleAndCheck)->Arg(1 << 26)->UseRealTime();
+BENCHMARK(BM_CudaCgSpmvDot)->Arg(4096)->UseRealTime();
+BENCHMARK(BM_CudaCgStencilDot)->Arg(4096)->UseRealTime();
+BENCHMARK(BM_CudaCgUpdate)->Arg(4096)->UseRealTime();
+BENCHMARK(BM_CudaCgXpay)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CudaGemmF32)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CudaGemmF16)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_CudaHostToDevicePageable)->Arg(256 << 20)->UseRealTime();

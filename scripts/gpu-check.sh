@@ -215,6 +215,12 @@ for path in paths:
             per = row.get("ms_per_iteration", row.get("ms_per_step"))
             print(f"  {os.path.basename(path)[:-4]:16s} {per:.3f} ms  {gbps:.1f} GB/s"
                   f"  {100 * gbps * 1e9 / copy:.0f} % of copy")
+# CG's kernels one by one (bench_gpu BM_CudaCg*, 4096^2 f64): where an iteration's time goes.
+for b in bench["benchmarks"]:
+    if b["name"].startswith("BM_CudaCg") and b["name"].endswith("_median") and "bytes_per_second" in b:
+        unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[b.get("time_unit", "ns")]
+        print(f"  {b['name'].split('/')[0][7:]:16s} {b['real_time'] * unit:.3f} ms"
+              f"  {b['bytes_per_second'] / 1e9:.1f} GB/s  {100 * b['bytes_per_second'] / copy:.0f} % of copy")
 PY
   python3 - "$res" <<'PY' || true
 # tenax against the peers on the same device (bench/peers/gpu_anchors.py): > 1 is faster.
