@@ -132,6 +132,27 @@ def malloc_async(repeats):
         emit(peer="cupy", figure="malloc-async", bytes=size, us_per_pair=us)
 
 
+def optimizer_step(torch, optimizer, precision, loss_of):
+    """One optimizer step as a function: the loss (loss_of()) under CUDA autocast for bf16 and
+    f16, its backward pass (through a GradScaler for f16) and the update."""
+    scaler = torch.amp.GradScaler("cuda") if precision == "f16" else None
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(precision)
+
+    def step():
+        optimizer.zero_grad(set_to_none=False)
+        with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
+            loss = loss_of()
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            loss.backward()
+            optimizer.step()
+
+    return step
+
+
 def train(torch, repeats):
     widths, batch, steps = [2, 256, 256, 2], 1024, 50
     for precision in ("f32", "bf16", "f16"):
@@ -143,24 +164,10 @@ def train(torch, repeats):
                 layers.append(torch.nn.Tanh())
         model = torch.nn.Sequential(*layers).cuda()
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-        scaler = torch.amp.GradScaler("cuda") if precision == "f16" else None
         x = torch.randn(batch, 2, device="cuda")
         y = torch.randint(0, 2, (batch,), device="cuda")
         loss_fn = torch.nn.CrossEntropyLoss()
-        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(precision)
-
-        def step():
-            optimizer.zero_grad(set_to_none=False)
-            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
-                loss = loss_fn(model(x), y)
-            if scaler:
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                loss.backward()
-                optimizer.step()
-
+        step = optimizer_step(torch, optimizer, precision, lambda: loss_fn(model(x), y))
         ms = timed_ms(torch, step, repeats, inner=steps)
         emit(peer="torch", figure=f"train-{precision}", widths=widths, batch=batch, ms_per_step=ms)
 
@@ -185,25 +192,14 @@ def gpt(torch, repeats):
         groups = [{"params": [q for q in params if q.dim() >= 2], "weight_decay": 0.01},
                   {"params": [q for q in params if q.dim() < 2], "weight_decay": 0.0}]
         optimizer = torch.optim.AdamW(groups, lr=1e-3)
-        scaler = torch.amp.GradScaler("cuda") if precision == "f16" else None
         window = torch.randint(0, 256, (batch, t + 1), device="cuda")
-        dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(precision)
 
-        def step():
-            optimizer.zero_grad(set_to_none=False)
-            with torch.autocast("cuda", dtype=dtype, enabled=dtype is not None):
-                logits = model(window[:, :t])
-            loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, 256),
+        def loss():
+            logits = model(window[:, :t])
+            return torch.nn.functional.cross_entropy(logits.float().reshape(-1, 256),
                                                      window[:, 1:].reshape(-1))
-            if scaler:
-                scaler.scale(loss).backward()
-                scaler.step(optimizer)
-                scaler.update()
-            else:
-                loss.backward()
-                optimizer.step()
 
-        ms = timed_ms(torch, step, repeats, inner=10)
+        ms = timed_ms(torch, optimizer_step(torch, optimizer, precision, loss), repeats, inner=10)
         emit(peer="torch", figure=f"gpt-{precision}", layers=layers, d_model=d, heads=heads,
              context=t, batch=batch, ms_per_step=ms)
 
