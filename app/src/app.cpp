@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <new>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 
 #include "tenax/core/context.hpp"
 #include "tenax/core/error.hpp"
@@ -617,6 +619,7 @@ std::string App::config_text() const {
 }
 
 void App::record_file_digest(const Setting<std::string>& path, std::string key) {
+  input_files_.push_back(&path);
   record_also([this, &path, key = std::move(key)](io::ConfigWriter& config) {
     if (path().empty()) return;
     // An input file is read twice (here and by the program's reader), so it must be a regular
@@ -642,8 +645,19 @@ void App::record_file_digest(const Setting<std::string>& path, std::string key) 
 }
 
 void App::output_file(const Setting<std::string>& path) {
-  on_parsed([&path] {
-    if (!path().empty()) require_output_path(path(), "--" + path.name());
+  on_parsed([this, &path] {
+    if (path().empty()) return;
+    require_output_path_before_the_job(path(), "--" + path.name());
+    for (const Setting<std::string>* input : input_files_) {
+      std::error_code ec;
+      const bool same = !(*input)().empty() && std::filesystem::equivalent(path(), (*input)(), ec);
+      TENAX_EXPECTS(!same, UsageError,
+                    "--" + path.name() + " " + path() + " is the file --" + input->name() + " " +
+                        (*input)() +
+                        " names, which this job reads: writing the output would "
+                        "replace it",
+                    "give --" + path.name() + " another path");
+    }
   });
 }
 

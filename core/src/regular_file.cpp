@@ -169,6 +169,23 @@ void require_output_path(const std::filesystem::path& path, std::string_view wha
           (kind == FileKind::symlink ? " (remove the link, or give the path it points to)" : ""));
 }
 
+void require_output_path_before_the_job(const std::filesystem::path& path, std::string_view what) {
+  TENAX_EXPECTS(path.empty() || (path.filename() != "." && path.filename() != ".."), UsageError,
+                std::string(what) + " " + path.string() + " names no file",
+                "give a file name, e.g. " + (path / "out.h5").lexically_normal().string());
+  require_output_path(path, what);
+  // A path "dir/" has an empty file name: its parent is dir itself, a directory refused above
+  // when it exists.
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : ".";
+  const FileKind folder_kind = file_kind(folder, /*follow_symlinks=*/true);
+  TENAX_EXPECTS(folder_kind == FileKind::directory, UsageError,
+                std::string(what) + " " + path.string() + ": the directory " + folder.string() +
+                    (folder_kind == FileKind::missing
+                         ? " does not exist"
+                         : " is " + std::string(describe(folder_kind)) + ", not a directory"),
+                "create it first, or give a path in an existing directory");
+}
+
 void replace_file(const std::filesystem::path& path, std::string_view what,
                   const std::function<void(const std::filesystem::path& temporary)>& write) {
   require_output_path(path, what);

@@ -20,6 +20,7 @@
 
 #include "durable_file.hpp"
 #include "matrix_market_text.hpp"
+#include "tenax/core/regular_file.hpp"
 #include "tenax/core/sparse_triplets.hpp"
 
 namespace tenax::io {
@@ -106,19 +107,13 @@ std::string format_value(double v) {
   return out;
 }
 
-// Writes `text` to `path` through a temporary file that is synced and renamed into place.
-// Writes `text` to a temporary file, fsyncs it and renames it over `path` (then fsyncs the
-// directory), so a reader never sees a half-written matrix.
+// Writes `text` whole through replace_file (a path that is a device, FIFO, directory or symbolic
+// link is refused, never replaced): a temporary beside it, synced, renamed over it, and the
+// directory synced, so a reader never sees a half-written matrix.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
-  const std::filesystem::path temp = path.string() + ".tmp." + std::to_string(::getpid());
-  try {
-    detail::write_file_synced(temp, text);
-    detail::rename_path(temp, path);
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(temp, ignored);
-    throw;
-  }
+  replace_file(
+      path, "write_matrix_market: the output",
+      [&](const std::filesystem::path& temporary) { detail::write_file_synced(temporary, text); });
   detail::fsync_path(path.has_parent_path() ? path.parent_path() : ".", true);
 }
 

@@ -82,6 +82,19 @@ void check_no_overlap(std::string_view op, const NamedTensor& out,
   }
 }
 
+void check_alias(std::string_view op, std::string_view out_name, const Tensor& out,
+                 std::string_view in_name, const Tensor& in) {
+  const bool same = out.device() == in.device() && out.data() == in.data() &&
+                    out.shape() == in.shape() && out.dtype() == in.dtype();
+  TENAX_EXPECTS(same || !overlaps(out, in), UsageError,
+                std::string(op) + ": " + std::string(out_name) + ", " + out.describe() +
+                    ", overlaps " + std::string(in_name) + ", " + in.describe() +
+                    ", in memory without being it",
+                "pass as " + std::string(out_name) + " " + std::string(in_name) +
+                    " itself (in place) or a tensor that shares no memory with it (e.g. a new "
+                    "Tensor::empty)");
+}
+
 namespace {
 
 std::string format(double value) {

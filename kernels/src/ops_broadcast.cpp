@@ -58,18 +58,6 @@ constexpr std::string_view kBroadcastFix =
     "make each pair of extents, aligned from the right, equal or 1 (reshape an operand, e.g. "
     "[C] -> [1, C] or [B] -> [B, 1])";
 
-// out is `in` itself (same storage and shape: each element is read before it is written, by the
-// same thread) or shares no memory with it.
-void check_alias(std::string_view op, const Tensor& out, std::string_view in_name,
-                 const Tensor& in) {
-  const bool same = out.data() == in.data() && out.shape() == in.shape();
-  TENAX_EXPECTS(same || !detail::overlaps(out, in), UsageError,
-                std::string(op) + ": out, " + out.describe() + ", overlaps " +
-                    std::string(in_name) + ", " + in.describe() + ", in memory",
-                "pass an out that is " + std::string(in_name) +
-                    " itself or shares no memory with it (e.g. a new Tensor::empty)");
-}
-
 void check_floating_operands(std::string_view op, std::string_view a_name, const Tensor& a,
                              std::string_view b_name, const Tensor& b) {
   detail::check_defined(op, a_name, a);
@@ -230,8 +218,8 @@ void broadcast_binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const 
       name + ": out is " + out.describe() + " but a, " + a.describe() + ", and b, " + b.describe() +
           ", broadcast to shape " + to_string(shape),
       "pass an out of shape " + to_string(shape) + " (or let ops::broadcast_binary allocate it)");
-  check_alias(name, out, "a", a);
-  check_alias(name, out, "b", b);
+  detail::check_alias(name, "out", out, "a", a);
+  detail::check_alias(name, "out", out, "b", b);
   if (out.numel() == 0) return;
   if (a.shape() == b.shape()) {
     // No broadcasting: the element-wise kernel, whose bits the broadcast body reproduces anyway.
@@ -259,7 +247,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 void sum_to_into(const Tensor& x, const Tensor& out) {
   check_floating_operands("sum_to_into", "x", x, "out", out);
   check_sums_to("sum_to_into", x, "out", out.shape());
-  check_alias("sum_to_into", out, "x", x);
+  detail::check_alias("sum_to_into", "out", out, "x", x);
   if (out.numel() == 0) return;
   if (x.numel() == 0) {
     fill(out, 0.0);  // every output sums nothing

@@ -156,6 +156,7 @@ void copy(const Tensor& dst, const Tensor& src) {
                 "copy: dst is " + dst.describe() + " but src is " + src.describe(),
                 "use ops::cast_into(dst, src) to convert between dtypes");
   detail::check_same_shape("copy", "dst", dst, "src", src);
+  detail::check_alias("copy", "dst", dst, "src", src);
   if (dst.numel() == 0 || (dst.device() == src.device() && dst.data() == src.data())) return;
   if (dst.device() == src.device() && dst.device().is_cuda() && is_floating(dst.dtype())) {
     // A same-dtype cast is a copy kernel, ordered on the stream like every other op.
@@ -182,6 +183,7 @@ void cast_into(const Tensor& dst, const Tensor& src) {
   check_float_operand("cast_into", "dst", dst);
   check_float_operand("cast_into", "src", src);
   detail::check_same_shape("cast_into", "dst", dst, "src", src);
+  detail::check_alias("cast_into", "dst", dst, "src", src);
   if (dst.numel() == 0) return;
   if (dst.device() == src.device()) {
     TENAX_RUN_KERNEL(dst.device(), cast, dst, src);
@@ -196,6 +198,7 @@ void cast_into(const Tensor& dst, const Tensor& src) {
 
 void axpby(double a, const Tensor& x, double b, const Tensor& y) {
   check_float_pair("axpby", "x", x, "y", y);
+  detail::check_alias("axpby", "y", y, "x", x);
   if (y.numel() == 0) return;
   TENAX_RUN_KERNEL(y.device(), axpby, a, x, b, y);
 }
@@ -246,6 +249,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
 
 void unary_into(UnaryOp op, const Tensor& x, const Tensor& out) {
   check_float_pair(to_string(op), "x", x, "out", out);
+  detail::check_alias(to_string(op), "out", out, "x", x);
   if (x.numel() == 0) return;
   TENAX_RUN_KERNEL(x.device(), unary, op, x, out);
 }
@@ -260,6 +264,8 @@ Tensor unary_mul(UnaryOp op, const Tensor& x, const Tensor& g) {
 void unary_mul_into(UnaryOp op, const Tensor& x, const Tensor& g, const Tensor& out) {
   check_float_pair("unary_mul", "x", x, "g", g);
   check_float_pair("unary_mul", "x", x, "out", out);
+  detail::check_alias("unary_mul", "out", out, "x", x);
+  detail::check_alias("unary_mul", "out", out, "g", g);
   if (x.numel() == 0) return;
   TENAX_RUN_KERNEL(x.device(), unary_mul, op, x, g, out);
 }
@@ -274,6 +280,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   check_float_pair(to_string(op), "a", a, "b", b);
   check_float_pair(to_string(op), "a", a, "out", out);
+  detail::check_alias(to_string(op), "out", out, "a", a);
+  detail::check_alias(to_string(op), "out", out, "b", b);
   if (a.numel() == 0) return;
   TENAX_RUN_KERNEL(a.device(), binary, op, a, b, out);
 }

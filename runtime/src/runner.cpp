@@ -140,26 +140,7 @@ Runner::Runner(Workload& workload, RunnerOptions options,
                   "use 0 (no telemetry) or a number of seconds up to a week (the default is 10)");
   }
   if (!options.profile_path.empty()) {
-    const std::filesystem::path& path = options.profile_path;
-    const std::filesystem::path folder =
-        path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-    std::error_code ec;
-    TENAX_EXPECTS(!path.filename().empty() && path.filename() != "." && path.filename() != "..",
-                  UsageError, "RunnerOptions::profile_path " + path.string() + " names no file",
-                  "give a file name, e.g. profile.json");
-    TENAX_EXPECTS(!std::filesystem::is_directory(path, ec), UsageError,
-                  "RunnerOptions::profile_path " + path.string() + " is a directory",
-                  "give a file name in it, e.g. " + (path / "profile.json").string());
-    const FileKind kind = file_kind(path);
-    TENAX_EXPECTS(kind == FileKind::missing || kind == FileKind::regular, UsageError,
-                  "RunnerOptions::profile_path " + path.string() + " is " +
-                      std::string(describe(kind)) + ", not a regular file",
-                  "give the path of a regular file (a new one, or one to replace), e.g. "
-                  "profile.json: the profile is written whole and renamed into place");
-    TENAX_EXPECTS(std::filesystem::is_directory(folder, ec), UsageError,
-                  "RunnerOptions::profile_path " + path.string() + ": the directory " +
-                      folder.string() + " does not exist",
-                  "create it first, or write the profile elsewhere (e.g. profile.json)");
+    require_output_path_before_the_job(options.profile_path, "RunnerOptions::profile_path");
   }
   TENAX_EXPECTS(communicator != nullptr, UsageError, "the runner was given a null communicator",
                 "pass a communicator or use the default single-rank one");

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -264,6 +265,29 @@ TEST_F(HostileInput, ProfilePathsThatCannotBeWrittenAreRefusedBeforeTheRun) {
                  {"--profile", "does not exist", "create it first"});
   expect_refused(TRAIN_MLP_PATH, "--steps 2 --profile /tmp", {"(--profile) /tmp is a directory"});
   expect_refused(POISSON_PATH, "--n 8 --profile ..", {"--profile", "names no file"});
+}
+
+// An --output that is the job's own input (the file itself or a hard link to it) would replace
+// it; one in a directory that does not exist would fail after the whole job. Both are refused
+// before the job runs, and the input keeps its bytes.
+TEST_F(HostileInput, OutputsThatWouldReplaceAnInputOrCannotBeWrittenAreRefusedFirst) {
+  const fs::path matrix = dir_ / "a.mtx";
+  const std::string text =
+      "%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 2.0\n2 2 3.0\n";
+  std::ofstream(matrix) << text;
+  fs::create_hard_link(matrix, dir_ / "hard-link.h5");
+  for (const fs::path& output : {matrix, dir_ / "hard-link.h5"}) {
+    expect_refused(POISSON_PATH, "--matrix " + matrix.string() + " --output " + output.string(),
+                   {"--output " + output.string() + " is the file --matrix", "which this job reads",
+                    "give --output another path"});
+  }
+  expect_refused(TRAIN_MLP_PATH,
+                 "--steps 1 --data " + matrix.string() + " --output " + matrix.string(),
+                 {"is the file --data"});
+  std::ifstream in(matrix);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), text);
+  expect_refused(POISSON_PATH, "--n 8 --output " + (dir_ / "missing" / "x.h5").string(),
+                 {"--output", "the directory", "missing does not exist", "create it first"});
 }
 
 // Files that are not regular files, as a hostile user passes them. A FIFO and a symbolic link of

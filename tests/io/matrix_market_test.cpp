@@ -171,6 +171,33 @@ TEST_F(MatrixMarket, FewerDigitsAreAllowedButLossy) {
   EXPECT_FALSE(fs::exists(dir_ / "bad.mtx"));
 }
 
+// The output path is replaced only when it is a regular file or missing: a FIFO, a character
+// device, a symbolic link and a directory are refused and left as they were (the link's target
+// untouched), and nothing is left beside them.
+TEST_F(MatrixMarket, WritingRefusesAnythingButARegularFile) {
+  const CooMatrix a{1, 1, {0}, {0}, {1.0}};
+  ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0644), 0);
+  std::ofstream(dir_ / "target.txt") << "keep";
+  fs::create_symlink(dir_ / "target.txt", dir_ / "link.mtx");
+  fs::create_directory(dir_ / "folder");
+  for (const fs::path& path :
+       {dir_ / "fifo", dir_ / "link.mtx", dir_ / "folder", fs::path("/dev/null")}) {
+    const auto kind_before = fs::symlink_status(path).type();
+    try {
+      write_matrix_market(path, a);
+      ADD_FAILURE() << path << " was written";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fs::symlink_status(path).type(), kind_before) << path;
+  }
+  EXPECT_EQ(slurp(dir_ / "target.txt"), "keep");
+  EXPECT_THROW(write_matrix_market("", a), UsageError);
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir_)) ++entries;
+  EXPECT_EQ(entries, 4u) << "a temporary was left behind";
+}
+
 CooMatrix random_symmetric(std::int64_t n, bool skew, std::uint64_t seed) {
   CooMatrix a;
   a.rows = a.cols = n;

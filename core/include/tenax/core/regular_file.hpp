@@ -117,6 +117,13 @@ struct OpenedFile {
 /// UsageError too.
 void require_output_path(const std::filesystem::path& path, std::string_view what);
 
+/// require_output_path for a file a job writes when it ends, checked before it starts: also a
+/// UsageError (naming `what`, the path and the fix) for a path that names no file ("." or "..")
+/// and one whose directory does not exist or is not a directory -- so that a job learns of an
+/// output it cannot write before it runs, not after. (A directory removed during the job is
+/// the writer's IoError then.)
+void require_output_path_before_the_job(const std::filesystem::path& path, std::string_view what);
+
 /// Writes `path` whole: require_output_path(path, what), then `write(temporary)` on a new empty
 /// file beside it (`path` + ".tmp-<pid>", created here with O_EXCL | O_NOFOLLOW; `write` fills
 /// it, by name or by truncating it), then a rename over `path` (atomic, and a symbolic link or

@@ -112,8 +112,10 @@ struct RowRange {
 /// Throws UsageError for inconsistent input, non-finite values, a precision outside 0..17, a
 /// non-square matrix with a symmetry, more entries than rows * cols under Symmetry::general
 /// (duplicates that readers reject), or an entry that breaks the symmetry (naming the first
-/// one); IoError when the file cannot be written. The file is written to a temporary name next
-/// to `path` and renamed into place, so a crash never leaves a half-written file at `path`.
+/// one); UsageError when `path` is empty or names something other than a regular file (a
+/// directory, device, FIFO or symbolic link is refused, never replaced: replace_file's rule);
+/// IoError when the file cannot be written. The file is written to a temporary name next to
+/// `path` and renamed into place, so a crash never leaves a half-written file at `path`.
 void write_matrix_market(const std::filesystem::path& path, const CooMatrix& coo,
                          Symmetry symmetry = Symmetry::general, int precision = 0);
 

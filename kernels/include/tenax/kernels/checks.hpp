@@ -36,6 +36,12 @@ void check_all_compatible(std::string_view op, std::initializer_list<NamedTensor
 void check_no_overlap(std::string_view op, const NamedTensor& out,
                       std::initializer_list<NamedTensor> others);
 
+/// The written `out` is `in` itself -- the same first element, shape and dtype, so that each
+/// element is read before it is written, by the same thread (an op in place) -- or shares no
+/// memory with it. A partial overlap (out a shifted view of in) is a UsageError naming both.
+void check_alias(std::string_view op, std::string_view out_name, const Tensor& out,
+                 std::string_view in_name, const Tensor& in);
+
 /// t has at least one element (for reductions without an identity, such as max).
 void check_not_empty(std::string_view op, std::string_view name, const Tensor& t);
 /// a and b have the same shape and the same device (any dtypes).

@@ -5,8 +5,8 @@
 /// tensors' device. A CUDA tensor in a build without CUDA raises NotCompiledError.
 ///
 /// Style: an op that makes a new tensor returns it (`Tensor add(a, b)`); its `_into` variant
-/// writes into a caller-provided `out` of the right shape, dtype and device (out may alias an
-/// input). Ops that update a tensor (fill, random_*, axpby, scale, unscale_and_check,
+/// writes into a caller-provided `out` of the right shape, dtype and device (out may be an input
+/// itself, in place, but must not overlap one partially: UsageError). Ops that update a tensor (fill, random_*, axpby, scale, unscale_and_check,
 /// unscale_and_measure) work in place. f16 and bf16 are computed in f32 and rounded to nearest
 /// even on store. Broadcasting binary ops are in ops_broadcast.hpp.
 ///
@@ -107,7 +107,8 @@ void random_normal(const Tensor& t, std::uint64_t seed, std::uint64_t offset, do
 /// Copies src into dst: same dtype (any dtype; cast_into converts) and shape, any two devices.
 /// A copy that involves the host returns when dst holds the data (queued CUDA work on either
 /// side is waited for first); a copy within one CUDA device is enqueued on its stream like the
-/// other ops. Copying a tensor onto itself does nothing.
+/// other ops. Copying a tensor onto itself does nothing; dst and src otherwise share no memory
+/// (UsageError).
 void copy(const Tensor& dst, const Tensor& src);
 
 /// src converted to `dtype` on src's device (a copy even when the dtype is unchanged).
@@ -115,13 +116,15 @@ void copy(const Tensor& dst, const Tensor& src);
 [[nodiscard]] Tensor cast(const Tensor& src, DType dtype);
 /// Converts src into dst (same shape, any floating dtypes, any devices). Across devices the
 /// narrower representation is the one transferred: a narrowing cast runs on src's device before
-/// the copy, a widening cast on dst's device after it.
+/// the copy, a widening cast on dst's device after it. dst is src itself (same dtype) or shares
+/// no memory with it (UsageError).
 void cast_into(const Tensor& dst, const Tensor& src);
 
 // ---- BLAS-1 ----
 
 /// y = a * x + b * y, in place, with a and b rounded to the compute type (f64, or f32 for f32,
-/// f16 and bf16). When b == 0, y is not read (NaN or garbage in y does not matter).
+/// f16 and bf16). When b == 0, y is not read (NaN or garbage in y does not matter). x may be y
+/// itself; a partial overlap is a UsageError.
 void axpby(double a, const Tensor& x, double b, const Tensor& y);
 /// x = a * x, in place (a rounded to the compute type as in axpby).
 void scale(double a, const Tensor& x);
