@@ -174,6 +174,7 @@ void bias_grad(CpuContext& context, const BiasGradArgs& args) {
 
 void embedding(CpuContext& context, const EmbeddingArgs& args) {
   check_indices("embedding", args.indices, args.vocab);
+  if (args.d == 0) return;  // rows without columns: the indices checked, nothing to copy
   kernels::detail::dispatch_float(args.weight.dtype(), "embedding", [&](auto tag) {
     using S = typename decltype(tag)::type;
     const EmbeddingBody<S> body{static_cast<const S*>(args.weight.data()),
@@ -185,13 +186,15 @@ void embedding(CpuContext& context, const EmbeddingArgs& args) {
 
 void embedding_grad(CpuContext& context, const EmbeddingGradArgs& args) {
   check_indices("embedding_grad", args.indices, args.vocab);
+  if (args.d == 0) return;  // rows without columns: the indices checked, nothing to sum
   kernels::detail::dispatch_float(args.dy.dtype(), "embedding_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
-    S* out = static_cast<S*>(args.dweight.data());
-    std::fill(out, out + args.dweight.numel(), S{});  // after the index check: nothing written
+    using C = compute_t<S>;
+    C* sums = static_cast<C*>(args.sums.data());
+    std::fill(sums, sums + args.sums.numel(), C{});  // after the index check: nothing written
     const EmbeddingGradBody<S> body{static_cast<const std::int64_t*>(args.indices.data()),
                                     static_cast<const S*>(args.dy.data()),
-                                    out,
+                                    sums,
                                     args.rows,
                                     args.d,
                                     args.vocab};

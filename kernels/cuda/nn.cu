@@ -126,16 +126,17 @@ void embedding(const EmbeddingArgs& args) {
 void embedding_grad(const EmbeddingGradArgs& args) {
   kernels::detail::dispatch_float(args.dy.dtype(), "embedding_grad", [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using C = compute_t<S>;
     {
-      const detail::Launch launch(args.dweight.device());
-      launch.check(cudaMemsetAsync(args.dweight.data(), 0, args.dweight.nbytes(), launch.stream),
+      const detail::Launch launch(args.sums.device());
+      launch.check(cudaMemsetAsync(args.sums.data(), 0, args.sums.nbytes(), launch.stream),
                    "cudaMemsetAsync");
     }
     detail::for_each(
         args.dy.device(), args.d,
         EmbeddingGradBody<S>{static_cast<const std::int64_t*>(args.indices.data()),
                              static_cast<const S*>(args.dy.data()),
-                             static_cast<S*>(args.dweight.data()), args.rows, args.d, args.vocab},
+                             static_cast<C*>(args.sums.data()), args.rows, args.d, args.vocab},
         "embedding_grad kernel");
   });
 }

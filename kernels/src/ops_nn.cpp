@@ -2,7 +2,11 @@
 // device.
 #include "tenax/kernels/ops_nn.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +22,9 @@ namespace {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+// The compute dtype of a floating storage dtype: f64 for f64, f32 otherwise.
+DType compute_dtype(DType storage) { return storage == DType::f64 ? DType::f64 : DType::f32; }
+
 void check_no_overlap(std::string_view op, std::string_view out_name, const Tensor& out,
                       std::string_view in_name, const Tensor& in) {
   TENAX_EXPECTS(
@@ -26,6 +33,46 @@ void check_no_overlap(std::string_view op, std::string_view out_name, const Tens
           std::string(in_name) + ", " + in.describe() + ", in memory, but " +
           std::string(out_name) + " is written",
       "pass a separate tensor for " + std::string(out_name) + " (e.g. a new " + "Tensor::empty)");
+}
+
+// Every defined output shares no memory with any defined input or other output.
+void check_outputs_apart(std::string_view op, std::initializer_list<detail::NamedTensor> outputs,
+                         std::initializer_list<detail::NamedTensor> inputs) {
+  for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+    if (!out->second->defined()) continue;
+    for (const detail::NamedTensor& in : inputs) {
+      if (in.second->defined())
+        check_no_overlap(op, out->first, *out->second, in.first, *in.second);
+    }
+    for (auto other = std::next(out); other != outputs.end(); ++other) {
+      if (other->second->defined()) {
+        check_no_overlap(op, out->first, *out->second, other->first, *other->second);
+      }
+    }
+  }
+}
+
+// The shortest text that reads back as `value`.
+std::string format(double value) {
+  char text[32];
+  return {text, std::to_chars(text, text + sizeof text, value).ptr};
+}
+
+// A double parameter as the kernels use it, rounded to the compute type of `dtype` (f32 for f32,
+// f16 and bf16): finite there, and positive (`positive`) or zero exactly when the double is --
+// so that 1e300 does not become inf and 1e-300 not 0 after the checks in double passed.
+void check_in_compute_type(std::string_view op, std::string_view name, double value, DType dtype,
+                           bool positive) {
+  if (compute_dtype(dtype) != DType::f32) return;
+  const auto rounded = static_cast<float>(value);
+  const bool kept =
+      std::isfinite(rounded) && (positive ? rounded > 0.0F : (rounded == 0.0F) == (value == 0.0));
+  TENAX_EXPECTS(kept, UsageError,
+                std::string(op) + ": " + std::string(name) + " " + format(value) + " is " +
+                    format(static_cast<double>(rounded)) + " in f32, the compute type of " +
+                    std::string(to_string(dtype)) + " operands",
+                "pass " + std::string(name) +
+                    " within f32's range, between about 1.2e-38 and 3.4e38 in magnitude");
 }
 
 // logits [B, C] floating with C >= 1, labels [B] i64 on the logits' device. Returns {B, C}.
@@ -96,6 +143,7 @@ void softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, doub
   detail::check_same_dtype(op, "logits", logits, "grad", grad);
   detail::check_same_shape(op, "logits", logits, "grad", grad);
   detail::check_finite(op, "scale", scale);
+  check_in_compute_type(op, "scale", scale, logits.dtype(), /*positive=*/false);
   if (grad.data() != logits.data()) check_no_overlap(op, "grad", grad, "logits", logits);
   check_no_overlap(op, "grad", grad, "labels", labels);
   if (shape.rows == 0) return;
@@ -136,9 +184,6 @@ Lines lines_of(const Shape& shape, int axis) {
   lines.n = shape[axis];
   return lines;
 }
-
-// The compute dtype of a floating storage dtype: f64 for f64, f32 otherwise.
-DType compute_dtype(DType storage) { return storage == DType::f64 ? DType::f64 : DType::f32; }
 
 // `t` is undefined or [d] of `dtype` on `device`.
 void check_vector(std::string_view op, std::string_view name, const Tensor& t, std::int64_t d,
@@ -185,13 +230,15 @@ struct RowsOf {
   std::int64_t d;
 };
 
-RowsOf rows_of_last_axis(std::string_view op, const Tensor& x) {
-  detail::check_defined(op, "x", x);
-  detail::check_floating(op, "x", x);
+// `what` says what the op does along the last axis.
+RowsOf rows_of_last_axis(std::string_view op, const Tensor& x, std::string_view name = "x",
+                         std::string_view what = "it is normalised over its last axis") {
+  detail::check_defined(op, name, x);
+  detail::check_floating(op, name, x);
   TENAX_EXPECTS(x.shape().rank() >= 1, UsageError,
-                std::string(op) + ": x is " + x.describe() +
-                    ", a scalar, but it is normalised over its last axis",
-                "pass x of shape [..., d]");
+                std::string(op) + ": " + std::string(name) + " is " + x.describe() +
+                    ", a scalar, but " + std::string(what),
+                "pass " + std::string(name) + " of shape [..., d]");
   const std::int64_t d = x.shape()[x.shape().rank() - 1];
   return {d == 0 ? 0 : x.numel() / d, d};
 }
@@ -249,9 +296,10 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   check_vector(op, "weight", weight, shape.d, c, x.device());
   check_vector(op, "bias", bias, shape.d, c, x.device());
   detail::check_positive(op, "eps", eps);
+  check_in_compute_type(op, "eps", eps, x.dtype(), /*positive=*/true);
   check_stats(op, x, shape, mean, rstd);
-  check_no_overlap(op, "y", y, "x", x);
-  check_no_overlap(op, "mean", mean, "rstd", rstd);
+  check_outputs_apart(op, {{"y", &y}, {"mean", &mean}, {"rstd", &rstd}},
+                      {{"x", &x}, {"weight", &weight}, {"bias", &bias}});
   if (shape.rows == 0 || shape.d == 0) return;
   run(x.device(), &kernels::cpu::layer_norm, &kernels::cuda::layer_norm,
       kernels::LayerNormArgs{x, weight, bias, eps, y, mean, rstd, shape.rows, shape.d});
@@ -264,7 +312,8 @@ void layer_norm_grad_input(const Tensor& dy, const Tensor& x, const Tensor& weig
   detail::check_all_compatible(op, {{"x", &x}, {"dy", &dy}, {"dx", &dx}});
   check_vector(op, "weight", weight, shape.d, compute_dtype(x.dtype()), x.device());
   check_stats(op, x, shape, mean, rstd);
-  check_no_overlap(op, "dx", dx, "x", x);
+  check_outputs_apart(op, {{"dx", &dx}},
+                      {{"x", &x}, {"weight", &weight}, {"mean", &mean}, {"rstd", &rstd}});
   if (dx.data() != dy.data()) check_no_overlap(op, "dx", dx, "dy", dy);
   if (shape.rows == 0 || shape.d == 0) return;
   run(x.device(), &kernels::cpu::layer_norm_grad_input, &kernels::cuda::layer_norm_grad_input,
@@ -280,6 +329,8 @@ void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mea
   check_vector(op, "dweight", dweight, shape.d, c, x.device());
   check_vector(op, "dbias", dbias, shape.d, c, x.device());
   check_stats(op, x, shape, mean, rstd);
+  check_outputs_apart(op, {{"dweight", &dweight}, {"dbias", &dbias}},
+                      {{"dy", &dy}, {"x", &x}, {"mean", &mean}, {"rstd", &rstd}});
   if (!dweight.defined() && !dbias.defined()) return;
   if (shape.rows == 0) {  // a sum over no rows
     if (dweight.defined()) fill(dweight, 0.0);
@@ -293,9 +344,10 @@ void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mea
 
 void bias_grad(const Tensor& dy, const Tensor& dbias) {
   constexpr std::string_view op = "bias_grad";
-  const RowsOf shape = rows_of_last_axis(op, dy);
+  const RowsOf shape = rows_of_last_axis(op, dy, "dy", "its columns (last axis) are summed");
   detail::check_defined(op, "dbias", dbias);
   check_vector(op, "dbias", dbias, shape.d, compute_dtype(dy.dtype()), dy.device());
+  check_no_overlap(op, "dbias", dbias, "dy", dy);
   if (shape.rows == 0) {  // a sum over no rows
     fill(dbias, 0.0);
     return;
@@ -345,7 +397,8 @@ Shape check_table(std::string_view op, const Tensor& weight, const Tensor& indic
 
 void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out) {
   check_table("embedding", weight, indices, "out", out);
-  if (out.numel() == 0) return;
+  // With d == 0 the CPU kernel still runs: it checks the indices (CUDA has no row to mark NaN).
+  if (indices.numel() == 0 || (out.numel() == 0 && !out.device().is_cpu())) return;
   run(weight.device(), &kernels::cpu::embedding, &kernels::cuda::embedding,
       kernels::EmbeddingArgs{weight, indices, out, indices.numel(), weight.shape()[1],
                              weight.shape()[0]});
@@ -353,13 +406,20 @@ void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out) {
 
 void embedding_grad(const Tensor& indices, const Tensor& dy, const Tensor& dweight) {
   check_table("embedding_grad", dweight, indices, "dy", dy);
-  if (dy.numel() == 0) {  // no rows: a sum of nothing
+  if (indices.numel() == 0) {  // no rows: a sum of nothing
     fill(dweight, 0.0);
     return;
   }
+  if (dweight.numel() == 0 && !dweight.device().is_cpu()) return;  // the CPU checks the indices
+  // f16/bf16 sums run in f32 and are rounded once (the rule of every 16-bit op).
+  const DType compute = compute_dtype(dweight.dtype());
+  const Tensor sums = compute == dweight.dtype()
+                          ? dweight
+                          : Tensor::empty(dweight.shape(), compute, dweight.device());
   run(dweight.device(), &kernels::cpu::embedding_grad, &kernels::cuda::embedding_grad,
-      kernels::EmbeddingGradArgs{indices, dy, dweight, indices.numel(), dweight.shape()[1],
+      kernels::EmbeddingGradArgs{indices, dy, sums, indices.numel(), dweight.shape()[1],
                                  dweight.shape()[0]});
+  if (sums.data() != dweight.data()) cast_into(dweight, sums);
 }
 
 void dropout(const Tensor& x, double p, const DropoutKey& key, const Tensor& y) {
@@ -378,6 +438,25 @@ void dropout(const Tensor& x, double p, const DropoutKey& key, const Tensor& y) 
   TENAX_EXPECTS(key.first_sample >= 0, UsageError,
                 std::string(op) + ": the first sample is " + std::to_string(key.first_sample),
                 "pass the global index of x's first sample, >= 0");
+  // The Philox counter holds the element, the sample and the stream in 32-bit words (the
+  // stream's high bit marks dropout): beyond them the masks would repeat.
+  constexpr std::int64_t kWord = std::int64_t{1} << 32;
+  const std::int64_t samples = x.shape().rank() >= 1 ? x.shape()[0] : 0;
+  TENAX_EXPECTS(key.first_sample <= kWord - samples, UsageError,
+                std::string(op) + ": samples " + std::to_string(key.first_sample) + " to " +
+                    std::to_string(key.first_sample + samples - 1) +
+                    " reach past 2^32, where the masks would repeat",
+                "number the samples within the batch (the mask also depends on the step)");
+  TENAX_EXPECTS(samples == 0 || x.numel() / samples <= kWord, UsageError,
+                std::string(op) + ": x is " + x.describe() + ", whose " +
+                    std::to_string(samples == 0 ? 0 : x.numel() / samples) +
+                    " elements per sample reach past 2^32, where the masks would repeat",
+                "split each sample over the first axis (reshape x to [more samples, ...])");
+  TENAX_EXPECTS(key.stream < 0x80000000U, UsageError,
+                std::string(op) + ": the stream is " + std::to_string(key.stream) +
+                    ", at or beyond 2^31, whose masks would repeat those of stream " +
+                    std::to_string(key.stream & 0x7fffffffU),
+                "number the dropouts of a model from 0, below 2^31");
   if (y.data() != x.data()) check_no_overlap(op, "y", y, "x", x);
   if (x.numel() == 0) return;
   const std::int64_t per_sample = x.numel() / x.shape()[0];

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -350,6 +351,34 @@ TEST_P(ElementwiseKernels, UnaryNamedOpsLargeTensorsAndInPlace) {
   Tensor z = put(make_tensor({-2, 3}, DType::f32));
   ops::unary_into(ops::UnaryOp::abs, z, z);
   EXPECT_EQ(values_of(z), (std::vector<double>{2, 3}));
+}
+
+// An element-wise out may be an input itself (in place) but not a shifted view of one, which
+// would read elements already written: refused, naming both, for every op with an out; the
+// tensors keep their bytes.
+TEST_P(ElementwiseKernels, PartialOverlapsAreRefusedInPlaceIsNot) {
+  const std::int64_t n = 70000;  // past the 16-bit table size too
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    const Tensor buffer = random({n + 1}, dtype, 3);
+    const Tensor before = buffer.to(Device::cpu());
+    const Tensor x = buffer.slice(0, n), shifted = buffer.slice(1, n + 1);
+    const Tensor g = random({n}, dtype, 4);
+    const auto refused = [&](const std::function<void()>& call, const char* op) {
+      testing::expect_contains(testing::usage_error(call), {op, "overlaps", "without being it"});
+    };
+    refused([&] { ops::unary_into(ops::UnaryOp::gelu, x, shifted); }, "gelu");
+    refused([&] { ops::unary_mul_into(ops::UnaryOp::gelu_grad, x, g, shifted); }, "unary_mul");
+    refused([&] { ops::unary_mul_into(ops::UnaryOp::gelu_grad, g, x, shifted); }, "unary_mul");
+    refused([&] { ops::binary_into(ops::BinaryOp::add, x, g, shifted); }, "add");
+    refused([&] { ops::axpby(1.0, x, 1.0, shifted); }, "axpby");
+    refused([&] { ops::copy(shifted, x); }, "copy");
+    refused([&] { ops::cast_into(shifted, x); }, "cast_into");
+    EXPECT_TRUE(same(buffer, before)) << "a refused op wrote";
+    // In place is allowed, and gives the out-of-place bits.
+    const Tensor want = ops::unary_mul(ops::UnaryOp::gelu_grad, x, g);
+    ops::unary_mul_into(ops::UnaryOp::gelu_grad, x, g, x);
+    EXPECT_TRUE(same(x, want)) << to_string(dtype);
+  }
 }
 
 TEST_P(ElementwiseKernels, BinaryEveryOpAndDtypeMatchesTheReference) {

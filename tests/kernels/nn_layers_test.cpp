@@ -360,6 +360,78 @@ TEST(NnLayers, LayerNormRefusesBadOperands) {
                   {"overlaps"});
 }
 
+// Outputs that share memory with an input or with each other (which the kernels would read
+// after writing, or write twice) are refused, as are parameters that pass in double but become
+// 0 or inf in f32, the compute type of f32/f16/bf16 operands.
+TEST(NnLayers, OverlapsAndParametersLostInF32AreRefused) {
+  const Tensor buffer = uniform_tensor({5, 4}, DType::f32, 1, -1, 1);
+  const Tensor x = buffer.slice(0, 4);
+  Tensor y = Tensor::empty({4, 4}, DType::f32);
+  Tensor stats = Tensor::empty({8}, DType::f32);
+  const Tensor mean = stats.slice(0, 4), rstd = stats.slice(4, 8);
+  const Tensor mean_in_x = buffer.slice(0, 1).reshape({4});
+  expect_contains(usage_error([&] { ops::layer_norm(x, {}, {}, 1e-5, y, mean_in_x, rstd); }),
+                  {"layer_norm", "mean", "overlaps x"});
+  expect_contains(
+      usage_error([&] { ops::layer_norm(x, {}, {}, 1e-5, y, y.slice(0, 1).reshape({4}), rstd); }),
+      {"y", "overlaps mean"});
+  ops::layer_norm(x, {}, {}, 1e-5, y, mean, rstd);  // apart: accepted
+  const Tensor scratch = Tensor::empty({20}, DType::f32);
+  ops::copy(scratch.slice(12, 16), mean);
+  expect_contains(usage_error([&] {
+                    ops::layer_norm_grad_input(y, x, {}, scratch.slice(12, 16), rstd,
+                                               scratch.slice(0, 16).reshape({4, 4}));
+                  }),
+                  {"layer_norm_grad_input", "dx", "overlaps mean"});
+  Tensor dw = Tensor::empty({4}, DType::f32);
+  expect_contains(usage_error([&] { ops::layer_norm_grad_params(y, x, mean, rstd, dw, dw); }),
+                  {"layer_norm_grad_params", "dweight", "overlaps dbias"});
+  expect_contains(usage_error([&] { ops::layer_norm_grad_params(y, x, mean, rstd, mean, dw); }),
+                  {"dweight", "overlaps mean"});
+  expect_contains(usage_error([&] { ops::bias_grad(x, mean_in_x); }),
+                  {"bias_grad", "dbias", "overlaps dy"});
+  expect_contains(usage_error([&] { ops::bias_grad(Tensor(), dw); }), {"bias_grad: dy"});
+  expect_contains(usage_error([&] { ops::bias_grad(Tensor::empty({}, DType::f32), dw); }),
+                  {"its columns (last axis) are summed"});
+  // Parameters.
+  expect_contains(usage_error([&] { ops::layer_norm(x, {}, {}, 1e-300, y, mean, rstd); }),
+                  {"layer_norm", "eps 1e-300 is 0 in f32"});
+  const Tensor labels = make_tensor({4}, DType::i64, {0, 1, 2, 3});
+  Tensor g = Tensor::empty({4, 4}, DType::f32);
+  expect_contains(usage_error([&] { ops::softmax_cross_entropy_grad(x, labels, 1e300, g); }),
+                  {"scale 1e+300 is inf in f32"});
+  expect_contains(usage_error([&] { ops::softmax_cross_entropy_grad(x, labels, 1e-50, g); }),
+                  {"scale", "is 0 in f32"});
+  ops::softmax_cross_entropy_grad(x, labels, 0.0, g);  // a zero scale stays allowed
+}
+
+// Dropout's counter words are 32-bit: samples or elements past 2^32, or a stream with the bit
+// that marks dropout, would repeat masks, and are refused.
+TEST(NnLayers, DropoutCountersPastTheirWordsAreRefused) {
+  const Tensor x = uniform_tensor({4, 8}, DType::f32, 1, -1, 1);
+  Tensor y = Tensor::empty_like(x);
+  ops::DropoutKey key;
+  key.first_sample = (std::int64_t{1} << 32) - 4;  // the last four samples: allowed
+  ops::dropout(x, 0.5, key, y);
+  key.first_sample = (std::int64_t{1} << 32) - 3;
+  expect_contains(usage_error([&] { ops::dropout(x, 0.5, key, y); }),
+                  {"dropout", "past 2^32", "masks would repeat"});
+  key.first_sample = 0;
+  key.stream = 0x80000000U;
+  expect_contains(usage_error([&] { ops::dropout(x, 0.5, key, y); }),
+                  {"stream is 2147483648", "stream 0"});
+}
+
+// An index outside the table is refused even when rows have no columns (d == 0).
+TEST(NnLayers, EmbeddingIndicesAreCheckedWhenRowsAreEmpty) {
+  const Tensor table = Tensor::empty({3, 0}, DType::f32);
+  const Tensor indices = make_tensor({2}, DType::i64, {7, 0});
+  Tensor out = Tensor::empty({2, 0}, DType::f32);
+  EXPECT_THROW(ops::embedding(table, indices, out), UsageError);
+  EXPECT_THROW(ops::embedding_grad(indices, out, Tensor::empty({3, 0}, DType::f32)), UsageError);
+  ops::embedding(table, make_tensor({2}, DType::i64, {2, 0}), out);
+}
+
 TEST(NnLayers, EmbeddingGathersAndItsGradientSumsRepeatsInOrder) {
   for (const DType dtype : {DType::f64, DType::f32, DType::bf16}) {
     const Tensor table = uniform_tensor({5, 3}, dtype, 2, -1, 1);
@@ -377,6 +449,28 @@ TEST(NnLayers, EmbeddingGathersAndItsGradientSumsRepeatsInOrder) {
     ops::embedding_grad(indices, dy, dw);
     EXPECT_EQ(values_of(dw),
               (std::vector<double>{4, 5, 6, 0, 0, 0, 7, 8, 9, 0, 0, 0, 1.5, 2.25, 3.125}));
+  }
+}
+
+// 16-bit gradients are summed in f32 and rounded once: 3000 ones at one index give 3000 in f16
+// and 3008 (3000 rounded to bf16's 8 bits) in bf16, not the 2048 / 256 where a sum kept in the
+// storage type stops growing; a tail of small values that each vanish beside the sum adds up.
+TEST(NnLayers, SixteenBitEmbeddingGradientsAreSummedInF32AndRoundedOnce) {
+  const std::int64_t n = 3000;
+  for (const DType dtype : {DType::f16, DType::bf16}) {
+    const Tensor indices = make_tensor({n}, DType::i64, std::vector<double>(n, 1.0));
+    std::vector<double> values(static_cast<std::size_t>(2 * n), 1.0);
+    for (std::int64_t i = n / 2; i < n; ++i)
+      values[static_cast<std::size_t>(2 * i + 1)] = 0.0078125;
+    const Tensor dy = make_tensor({n, 2}, dtype, values);  // column 1: 1500 ones, 1500 x 2^-7
+    Tensor dw = Tensor::empty({3, 2}, dtype);
+    ops::embedding_grad(indices, dy, dw);
+    const std::vector<double> got = values_of(dw);
+    Tensor want = make_tensor({2}, DType::f32, {3000.0, 1500.0 + 1500.0 * 0.0078125});
+    EXPECT_EQ(got[2], values_of(ops::cast(want, dtype))[0]) << to_string(dtype);
+    EXPECT_EQ(got[3], values_of(ops::cast(want, dtype))[1]) << to_string(dtype);
+    EXPECT_EQ(got[0], 0.0);
+    EXPECT_EQ(got[5], 0.0);
   }
 }
 

@@ -111,8 +111,8 @@ void bias_grad(const Tensor& dy, const Tensor& dbias);
 /// row on CUDA.
 void embedding(const Tensor& weight, const Tensor& indices, const Tensor& out);
 /// dweight [vocab, d] = the sum, for each row v, of the rows of dy (shape indices.shape + [d], the
-/// dtype of dweight) whose index is v, added in the order of the indices; rows no index names are
-/// 0. dweight is overwritten.
+/// dtype of dweight) whose index is v, added in the order of the indices in the compute type (f32
+/// for f16/bf16, rounded once); rows no index names are 0. dweight is overwritten.
 void embedding_grad(const Tensor& indices, const Tensor& dy, const Tensor& dweight);
 ///@}
 

@@ -495,14 +495,15 @@ struct EmbeddingBody {
   }
 };
 
-/// Column j of the embedding's weight gradient: dweight[indices[i], j] += dy[i, j] for i in
-/// order (dweight zeroed before), in C; one thread owns a column, so no two write one element.
-/// An index outside [0, vocab) is skipped.
+/// Column j of the embedding's weight gradient: sums[indices[i], j] += dy[i, j] for i in order
+/// (sums zeroed before), in the compute type C -- for f16/bf16 dy, sums is an f32 array the
+/// front end rounds to the weight's dtype once at the end; one thread owns a column, so no two
+/// write one element. An index outside [0, vocab) is skipped.
 template <class S>
 struct EmbeddingGradBody {
   const std::int64_t* indices;
   const S* dy;
-  S* dweight;
+  compute_t<S>* sums;
   std::int64_t rows;
   std::int64_t d;
   std::int64_t vocab;
@@ -511,8 +512,7 @@ struct EmbeddingGradBody {
     for (std::int64_t i = 0; i < rows; ++i) {
       const std::int64_t index = valid_label(indices[i], vocab);
       if (index < 0) continue;
-      S& target = dweight[index * d + j];
-      store(target, load(target) + load(dy[i * d + j]));
+      sums[index * d + j] += load(dy[i * d + j]);
     }
   }
 };

@@ -117,7 +117,9 @@ struct EmbeddingArgs {
 struct EmbeddingGradArgs {
   Tensor indices;
   Tensor dy;
-  Tensor dweight;
+  Tensor sums;  ///< [vocab, d] in dy's compute type: the weight gradient itself, or for f16/bf16
+                ///< an f32 array the front end rounds into it
+
   std::int64_t rows = 0;
   std::int64_t d = 0;
   std::int64_t vocab = 0;
