@@ -354,17 +354,19 @@ int run(const Settings& o, tenax::app::Job& job) {
                 residual_history.defined() ? ", residual per iteration in /residual_history" : "");
   }
   if (o.json()) {
+    // dim and n describe the generated problem: null for a system read from a file.
+    const std::string dim = o.matrix().empty() ? std::to_string(o.dim()) : "null";
+    const std::string n = o.matrix().empty() ? std::to_string(o.n()) : "null";
     std::printf(
         "{\"solver\":\"%s\",\"precond\":\"%s\",\"operator\":\"%s\",\"precision\":\"%s\","
-        "\"dim\":%d,\"n\":%lld,\"rows\":%lld,\"nnz\":%lld,\"iterations\":%lld,"
+        "\"dim\":%s,\"n\":%s,\"rows\":%lld,\"nnz\":%lld,\"iterations\":%lld,"
         "\"residual\":%.17g,\"relative_residual\":%.17g,\"status\":\"%s\",\"setup_s\":%.9g,"
         "\"solve_s\":%.9g,\"ms_per_iteration\":%.9g,\"bytes_per_iteration\":%.17g,"
         "\"gbps\":%.9g,\"error_max\":%.17g,\"error_rms\":%.17g}\n",
         method.c_str(), solver_options.preconditioner.c_str(),
-        o.matrix().empty() ? o.op().c_str() : "csr", o.precision().c_str(), o.dim(),
-        static_cast<long long>(o.n()), static_cast<long long>(system.rows),
-        static_cast<long long>(system.nnz), static_cast<long long>(result.iterations),
-        result.residual, result.relative_residual,
+        o.matrix().empty() ? o.op().c_str() : "csr", o.precision().c_str(), dim.c_str(), n.c_str(),
+        static_cast<long long>(system.rows), static_cast<long long>(system.nnz),
+        static_cast<long long>(result.iterations), result.residual, result.relative_residual,
         std::string(solvers::to_string(result.status)).c_str(), setup_seconds, solve_seconds,
         ms_per_iteration, bytes, gbps, error.max, error.rms);
   }

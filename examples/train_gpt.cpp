@@ -24,7 +24,9 @@ using tenax::Tensor;
 struct Settings {
   explicit Settings(tenax::app::App& app)
       : data(app.setting("data", "/usr/share/games/fortunes/songs-poems", "the text, any file")
-                 .free_to_change()),  // recorded by its contents
+                 .free_to_change()  // recorded by its contents
+                 .expect([](const std::string& path) { return !path.empty(); },
+                         "a file's path, not empty")),
         val_fraction(app.setting("val-fraction", 0.1, "the held-out tail of the file (0: none)")
                          .at_least(0.0)
                          .at_most(0.5)),

@@ -215,7 +215,7 @@ App::App(std::string program, std::string description, RunDefaults defaults)
                                [](const std::string& v) {
                                  return !v.empty() && v.find_first_not_of('/') != std::string::npos;
                                },
-                               "a directory's path other than the file system's root");
+                               "a directory's path, not empty and not the file system's root");
   TENAX_EXPECTS(defaults_.steps >= 0, UsageError,
                 "RunDefaults::steps is " + std::to_string(defaults_.steps),
                 "give the default step count (>= 1), or 0 for a program that derives it");
@@ -647,9 +647,18 @@ void App::record_file_digest(const Setting<std::string>& path, std::string key) 
 void App::output_file(const Setting<std::string>& path) {
   on_parsed([this, &path] {
     if (path().empty()) return;
-    require_output_path_before_the_job(path(), "--" + path.name());
+    // A file in the run directory (made when the job starts) needs no directory yet.
+    std::error_code ec;
+    const std::filesystem::path output(path());
+    const std::filesystem::path folder = output.has_parent_path() ? output.parent_path() : ".";
+    const bool in_run_dir = std::filesystem::weakly_canonical(folder, ec) ==
+                            std::filesystem::weakly_canonical((*standard_.run_dir)(), ec);
+    if (in_run_dir) {
+      require_output_path(output, "--" + path.name());
+    } else {
+      require_output_path_before_the_job(output, "--" + path.name());
+    }
     for (const Setting<std::string>* input : input_files_) {
-      std::error_code ec;
       const bool same = !(*input)().empty() && std::filesystem::equivalent(path(), (*input)(), ec);
       TENAX_EXPECTS(!same, UsageError,
                     "--" + path.name() + " " + path() + " is the file --" + input->name() + " " +

@@ -216,7 +216,25 @@ double dot(const Tensor& x, const Tensor& y) {
 
 double nrm2(const Tensor& x) {
   check_float_operand("nrm2", "x", x);
-  return TENAX_RUN_KERNEL(x.device(), nrm2, x);
+  const double norm = TENAX_RUN_KERNEL(x.device(), nrm2, x);
+  // The squares are summed unscaled (dot's rule and bits). Where the sum left the normal range
+  // of a double -- a norm below 2^-511 has lost digits to underflow or become 0 for a non-zero
+  // x; inf may be the overflow of finite elements -- the norm is formed again from x scaled by
+  // a power of two (exact), so that a tiny or huge vector is not taken for 0 or inf. Inside a
+  // ShardedReductionScope max and nrm2 are global, so every rank takes this path alike.
+  if (std::isnan(norm) || (norm >= 0x1p-511 && norm <= std::numeric_limits<double>::max())) {
+    return norm;
+  }
+  if (x.numel() == 0 && kernels::ShardedReductionScope::active() == nullptr) return norm;
+  const Tensor wide = Tensor::empty(x.shape(), DType::f64, x.device());
+  cast_into(wide, x);
+  unary_into(UnaryOp::abs, wide, wide);
+  const double largest = max(wide);
+  if (largest == 0.0 || !std::isfinite(largest)) return largest == 0.0 ? 0.0 : norm;
+  int exponent = 0;
+  (void)std::frexp(largest, &exponent);  // largest = f * 2^exponent, 0.5 <= f < 1
+  scale(std::ldexp(1.0, -exponent), wide);
+  return std::ldexp(TENAX_RUN_KERNEL(x.device(), nrm2, wide), exponent);
 }
 
 double sum(const Tensor& x) {

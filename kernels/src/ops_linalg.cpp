@@ -99,6 +99,16 @@ void check_gemm_operands(std::string_view op, const Tensor& a, const Tensor& b, 
   check_no_overlap(op, "c", c, "b", b);
 }
 
+// A product over k == 0 is C = beta * C (no sum to add, so a -0 or NaN of C stays as it is;
+// beta == 0 writes zeros without reading C): done here for every backend and path alike.
+void scale_by_beta(const Tensor& c, double beta) {
+  if (beta == 0.0) {
+    fill(c, 0.0);
+  } else if (beta != 1.0) {
+    scale(beta, c);
+  }
+}
+
 // Matrix i of a [count, rows, cols] tensor.
 Tensor matrix_of(const Tensor& batch, std::int64_t i) {
   const Shape& s = batch.shape();
@@ -113,6 +123,7 @@ void gemm(const Tensor& a, const Tensor& b, const Tensor& c, double alpha, doubl
   check_gemm_operands(op, a, b, c);
   const kernels::GemmArgs args = checked_gemm(op, a, b, c, alpha, beta, transpose_a, transpose_b);
   if (args.m == 0 || args.n == 0) return;
+  if (args.k == 0) return scale_by_beta(c, beta);
   if (c.device().is_cpu()) {
     kernels::cpu::gemm(args);
   } else {
@@ -138,15 +149,16 @@ void addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Tensor& c
       "pass a bias of shape [" + str(args.n) + "], one value per column of c");
   check_no_overlap(op, "c", c, "bias", bias);
   if (args.m == 0 || args.n == 0) return;
-  if (c.device().is_cpu()) {
+  if (c.device().is_cpu() && args.k > 0) {
     args.bias = bias;
     kernels::cpu::gemm(args);
     return;
   }
-  // On CUDA the two steps: every row of c the bias (1 * bias: exact, -0 and NaN kept), then the
-  // product added with beta = 1.
+  // On CUDA, and for k == 0 everywhere, the two steps: every row of c the bias (1 * bias: exact,
+  // -0 and NaN kept), then the product added with beta = 1 (none when k == 0).
   fill(c, 1.0);
   broadcast_binary_into(BinaryOp::mul, c, bias.reshape(Shape{1, args.n}), c);
+  if (args.k == 0) return;
   args.beta = 1.0;
   kernels::cuda::gemm(args);
 }
@@ -168,6 +180,7 @@ void gemm_batched(const Tensor& a, const Tensor& b, const Tensor& c, double alph
   const kernels::GemmArgs first = checked_gemm(
       op, matrix_of(a, 0), matrix_of(b, 0), matrix_of(c, 0), alpha, beta, transpose_a, transpose_b);
   if (first.m == 0 || first.n == 0) return;
+  if (first.k == 0) return scale_by_beta(c, beta);
   std::vector<kernels::GemmArgs> products(static_cast<std::size_t>(count), first);
   for (std::int64_t i = 1; i < count; ++i) {
     kernels::GemmArgs& product = products[static_cast<std::size_t>(i)];

@@ -3,7 +3,6 @@
 #include "tenax/kernels/ops_nn.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -13,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tenax/core/text.hpp"
 #include "tenax/kernels/checks.hpp"
 #include "tenax/kernels/detail/nn_kernels.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
@@ -52,12 +52,6 @@ void check_outputs_apart(std::string_view op, std::initializer_list<detail::Name
   }
 }
 
-// The shortest text that reads back as `value`.
-std::string format(double value) {
-  char text[32];
-  return {text, std::to_chars(text, text + sizeof text, value).ptr};
-}
-
 // A double parameter as the kernels use it, rounded to the compute type of `dtype` (f32 for f32,
 // f16 and bf16): finite there, and positive (`positive`) or zero exactly when the double is --
 // so that 1e300 does not become inf and 1e-300 not 0 after the checks in double passed.
@@ -68,8 +62,8 @@ void check_in_compute_type(std::string_view op, std::string_view name, double va
   const bool kept =
       std::isfinite(rounded) && (positive ? rounded > 0.0F : (rounded == 0.0F) == (value == 0.0));
   TENAX_EXPECTS(kept, UsageError,
-                std::string(op) + ": " + std::string(name) + " " + format(value) + " is " +
-                    format(static_cast<double>(rounded)) + " in f32, the compute type of " +
+                std::string(op) + ": " + std::string(name) + " " + format_number(value) + " is " +
+                    format_number(static_cast<double>(rounded)) + " in f32, the compute type of " +
                     std::string(to_string(dtype)) + " operands",
                 "pass " + std::string(name) +
                     " within f32's range, between about 1.2e-38 and 3.4e38 in magnitude");

@@ -1,9 +1,11 @@
 #include "tenax/solvers/jacobi_preconditioner.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "detail/float_dispatch.hpp"
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 
 namespace tenax::solvers {
@@ -19,13 +21,20 @@ Tensor inverted_diagonal(const LinearOperator& a) {
     const T* d = diagonal.data_as<const T>();
     T* out = inverse.data_as<T>();
     for (std::int64_t i = 0; i < diagonal.numel(); ++i) {
-      TENAX_EXPECTS(d[i] != T(0) && std::isfinite(static_cast<double>(d[i])), UsageError,
+      // A subnormal entry passes the first test but its inverse overflows to inf.
+      const T inverse_entry = T(1) / d[i];
+      TENAX_EXPECTS(d[i] != T(0) && std::isfinite(static_cast<double>(d[i])) &&
+                        std::isfinite(static_cast<double>(inverse_entry)),
+                    UsageError,
                     "jacobi: diagonal entry " + std::to_string(i) + " of " + a.describe() + " is " +
-                        std::to_string(static_cast<double>(d[i])) +
+                        format_number(static_cast<double>(d[i])) +
+                        (d[i] != T(0) && std::isfinite(static_cast<double>(d[i]))
+                             ? ", whose inverse overflows"
+                             : "") +
                         ", so diag(A) cannot be inverted",
                     "use pc=none or pc=ilu0, or check the matrix (a zero on the diagonal often "
                     "means a missing entry)");
-      out[i] = T(1) / d[i];
+      out[i] = inverse_entry;
     }
     return inverse.to(a.device());
   });

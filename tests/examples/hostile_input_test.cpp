@@ -169,7 +169,7 @@ TEST_F(HostileInput, SettingsThatCannotMeanAnythingAreRefused) {
   // The root of the file system as a run directory.
   const Finished root = run_measured(std::string(HEAT2D_PATH) + " --n 8 --run-dir /", dir_ / "log");
   EXPECT_EQ(root.exit_code, 1) << root.output;
-  EXPECT_NE(root.output.find("a directory's path other than the file system's root"),
+  EXPECT_NE(root.output.find("a directory's path, not empty and not the file system's root"),
             std::string::npos)
       << root.output;
   // A first restart delay beyond the cap of the delays.

@@ -289,6 +289,48 @@ TEST(Gemm, F16AccumulationIsNotF16) {
   EXPECT_EQ(values_of(c)[0], 4096.0);
 }
 
+// k == 0 gives C = beta * C on every path (f64 through Eigen, bf16 through AMX included): a -0 in
+// C or in addmm's bias stays -0, beta == 0 writes zeros over NaN, beta == 2 doubles.
+TEST(Gemm, AnEmptyInnerDimensionScalesCAndKeepsItsSigns) {
+  for (DType dtype : {DType::f64, DType::f32, DType::f16, DType::bf16}) {
+    for (DType c_dtype : {dtype, DType::f32}) {
+      if (c_dtype == DType::f32 && dtype == DType::f64) continue;
+      const std::string what =
+          std::string(to_string(dtype)) + " into " + std::string(to_string(c_dtype));
+      const Tensor a = Tensor::empty(Shape{3, 0}, dtype), b = Tensor::empty(Shape{0, 2}, dtype);
+      const std::vector<double> c0 = {-0.0, 1.5, -2.0, std::numeric_limits<double>::quiet_NaN(),
+                                      0.0,  -0.0};
+      for (const double beta : {1.0, 2.0, 0.0}) {
+        const Tensor c = make_tensor(Shape{3, 2}, c_dtype, c0);
+        ops::gemm(a, b, c, 1.0, beta);
+        const std::vector<double> got = values_of(c);
+        for (std::size_t i = 0; i < c0.size(); ++i) {
+          const double want = beta == 0.0 ? 0.0 : beta * c0[i];
+          if (std::isnan(want)) {
+            EXPECT_TRUE(std::isnan(got[i])) << what << " beta " << beta << " element " << i;
+          } else {
+            EXPECT_EQ(got[i], want) << what << " beta " << beta << " element " << i;
+            EXPECT_EQ(std::signbit(got[i]), std::signbit(want))
+                << what << " beta " << beta << " element " << i;
+          }
+        }
+      }
+      const Tensor bias = make_tensor(Shape{2}, c_dtype, {-0.0, 3.0});
+      const Tensor c = make_tensor(Shape{3, 2}, c_dtype, c0);
+      ops::addmm(bias, a, b, c, 0.5);
+      const std::vector<double> got = values_of(c);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(got[2 * i] == 0.0 && std::signbit(got[2 * i])) << what << " row " << i;
+        EXPECT_EQ(got[2 * i + 1], 3.0) << what << " row " << i;
+      }
+      const Tensor batch = make_tensor(Shape{1, 3, 2}, c_dtype, c0);
+      ops::gemm_batched(Tensor::empty(Shape{1, 3, 0}, dtype), Tensor::empty(Shape{1, 0, 2}, dtype),
+                        batch, 1.0, 1.0);
+      EXPECT_TRUE(std::signbit(values_of(batch)[0])) << what << " gemm_batched";
+    }
+  }
+}
+
 // addmm has the bits of filling c's rows with the bias and then gemm with beta = 1, for every
 // dtype (bf16 through the AMX epilogue where the CPU has it), c of the inputs' dtype or f32,
 // every transpose, alpha != 1, k = 0 (a -0 bias stays -0) and NaN in the bias; bad biases are

@@ -124,4 +124,24 @@ TEST_P(ReduceKernels, EmptyTensorsAndNonFiniteValues) {
   EXPECT_EQ(ops::nrm2(put(make_tensor({65504, 65504, 65504, 65504}, DType::f16))), 131008.0);
 }
 
+// Vectors whose sum of squares leaves the normal range of a double still get their norm: tiny
+// ones are not 0 (b = 1e-300 taken for converged), huge finite ones not inf; zeros stay 0 and a
+// NaN or inf element still gives NaN or inf. Around the threshold both forms agree closely.
+TEST_P(ReduceKernels, Nrm2OfTinyAndHugeVectorsIsAccurate) {
+  const double root2 = std::sqrt(2.0);
+  for (const double v : {1e-300, 1e-200, 3e-160, 1e200, 1e300}) {
+    const double got = ops::nrm2(put(make_tensor({v, -v, 0.0, v, v}, DType::f64)));
+    EXPECT_NEAR(got, 2.0 * v, 4e-16 * 2.0 * v) << v;
+  }
+  EXPECT_NEAR(ops::nrm2(put(make_tensor({1e-300, 1e-300}, DType::f64))), root2 * 1e-300, 1e-315);
+  EXPECT_EQ(ops::nrm2(put(make_tensor({0.0, -0.0, 0.0}, DType::f64))), 0.0);
+  EXPECT_TRUE(std::isnan(ops::nrm2(put(make_tensor({1e-300, kNaN}, DType::f64)))));
+  EXPECT_EQ(ops::nrm2(put(make_tensor({1e300, kInf}, DType::f64))), kInf);
+  // f32's smallest subnormals square to about 2e-90 in f64: the plain form, still normal.
+  EXPECT_GT(ops::nrm2(put(make_tensor({1e-45, 1e-45}, DType::f32))), 0.0);
+  const double at_threshold = 0x1p-511;
+  EXPECT_NEAR(ops::nrm2(put(make_tensor({at_threshold, at_threshold}, DType::f64))),
+              root2 * at_threshold, 1e-15 * at_threshold);
+}
+
 }  // namespace tenax::reduce_cases

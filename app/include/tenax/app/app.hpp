@@ -183,7 +183,8 @@ class App {
   /// directory, a symbolic link such as /dev/stdout) is refused with a UsageError naming the
   /// flag, the path, what it is and the fix, before the job runs (require_output_path in
   /// tenax/core/regular_file.hpp; the writers replace a regular file whole), and so is a path
-  /// in a directory that does not exist, or the very file (the same inode: a hard or symbolic
+  /// in a directory that does not exist (but for the run directory, which the job makes), or the
+  /// very file (the same inode: a hard or symbolic
   /// link to it too) of an input declared by record_file_digest, which the output would replace.
   void output_file(const Setting<std::string>& path);
 
@@ -239,7 +240,7 @@ class App {
   Standard standard_{};
   std::vector<std::function<void()>> parsed_hooks_;
   std::vector<std::function<void(io::ConfigWriter&)>> derived_entries_;
-  std::map<std::string, std::string> file_digests_;  // path -> XXH64 in hex
+  std::map<std::string, std::string> file_digests_;       // path -> XXH64 in hex
   std::vector<const Setting<std::string>*> input_files_;  // the record_file_digest paths
   bool parsed_ = false;
 };

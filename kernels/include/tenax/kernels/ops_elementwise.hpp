@@ -134,7 +134,11 @@ void scale(double a, const Tensor& x);
 /// Sum of x[i] * y[i], each product formed in f64 from the widened elements, folded in the order
 /// of reduction_order.hpp; 0 for empty tensors. x and y have one shape, dtype and device.
 [[nodiscard]] double dot(const Tensor& x, const Tensor& y);
-/// sqrt(sum of squares) accumulated in f64 without rescaling: f64 inputs above ~1e154 overflow.
+/// sqrt(sum of squares), the squares summed in f64 in dot's order (the bits of sqrt(dot(x, x))).
+/// Where that sum leaves the normal range of a double -- a norm below 2^-511, or an infinite sum
+/// of finite elements (f64 values beyond ~1e154) -- the norm is formed again from x scaled by a
+/// power of two, so that it is accurate there too: a vector of 1e-300s is not taken for 0, nor
+/// one of 1e300s for inf. NaN for an x holding NaN, inf for one holding inf.
 [[nodiscard]] double nrm2(const Tensor& x);
 /// Sum of the elements widened to f64, in the order of reduction_order.hpp; 0 for an empty
 /// tensor.
