@@ -209,5 +209,55 @@ TEST_F(MatrixMarketSystem, AnEmptyRowIsRefusedOnEveryRank) {
   }
 }
 
+// A file with as many entries as rows (a duplicate, or an off-diagonal entry, in place of a
+// row's own) still has an empty row: found from the rows themselves, and refused alike on 1 to 3
+// ranks, naming the first empty row as the file counts it.
+TEST_F(MatrixMarketSystem, AnEmptyRowHiddenByTheEntryCountIsRefusedOnAnyRankCount) {
+  MatrixMarketSystemOptions options;
+  options.matrix = write("hidden.mtx",
+                         "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 2.0\n"
+                         "1 2 -1.0\n3 3 2.0\n");
+  expect_usage_error(
+      [&] { (void)read_matrix_market_system(options); },
+      "has 1 row(s) without an entry (the first is row 2), so the matrix is singular",
+      "give every row an entry");
+  for (const int ranks : {2, 3}) {
+    const auto errors = testing::on_thread_ranks(ranks, 60, [&](int, Communicator& comm) {
+      (void)read_matrix_market_system(comm, options);
+    });
+    for (const std::string& error : errors) {
+      EXPECT_NE(error.find("(the first is row 2)"), std::string::npos) << ranks << ": " << error;
+    }
+  }
+}
+
+// Values f32 cannot hold -- beyond its range (inf) or non-zero but below its smallest subnormal
+// (0, a singular matrix) -- are refused for an f32 system, in the matrix on any rank count and in
+// the right-hand side, naming the row; f64 takes them.
+TEST_F(MatrixMarketSystem, ValuesBeyondF32AreRefusedForAnF32System) {
+  MatrixMarketSystemOptions options;
+  options.dtype = DType::f32;
+  for (const char* value : {"1e39", "-1e39", "1e-50"}) {
+    options.matrix = write("big.mtx", std::string("%%MatrixMarket matrix coordinate real general\n"
+                                                  "2 2 2\n1 1 1.0\n2 2 ") +
+                                          value + "\n");
+    expect_usage_error([&] { (void)read_matrix_market_system(options); },
+                       "holds 1 value(s) that f32 cannot hold (the first in row 2)",
+                       "solve in f64");
+    const auto errors = testing::on_thread_ranks(
+        2, 60, [&](int, Communicator& comm) { (void)read_matrix_market_system(comm, options); });
+    for (const std::string& error : errors) {
+      EXPECT_NE(error.find("f32 cannot hold (the first in row 2)"), std::string::npos) << error;
+    }
+    options.dtype = DType::f64;
+    EXPECT_NO_THROW((void)read_matrix_market_system(options)) << value;
+    options.dtype = DType::f32;
+  }
+  options.matrix = laplacian(3);
+  options.rhs = write("b.mtx", "%%MatrixMarket matrix array real general\n3 1\n1\n1e39\n1\n");
+  expect_usage_error([&] { (void)read_matrix_market_system(options); },
+                     "the value 1e+39 of row 2 is inf in f32", "solve in f64");
+}
+
 }  // namespace
 }  // namespace tenax::runtime

@@ -86,6 +86,17 @@ TEST(Jacobi, WorksOnAShiftedStencilAndRejectsAZeroDiagonal) {
     EXPECT_NE(std::string(e.what()).find("diagonal entry 1"), std::string::npos) << e.what();
     EXPECT_NE(e.fix().find("pc=none"), std::string::npos) << e.fix();
   }
+  // A subnormal diagonal entry is not zero, but its inverse overflows to inf.
+  const OperatorPtr tiny =
+      make_csr_operator(CsrMatrix::from_dense(testing::dense(2, {1e-310, 1, 0, 1})));
+  try {
+    JacobiPreconditioner bad(*tiny);
+    FAIL() << "a diagonal whose inverse overflows was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("diagonal entry 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is 1e-310, whose inverse overflows"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Ilu0, IsTheExactFactorisationOfATridiagonalMatrix) {
