@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/solvers/factory.hpp"
 
@@ -91,6 +92,19 @@ void KrylovSolver::start(const OperatorPtr& a, const Tensor& b, const Tensor& x)
   const kernels::GlobalReductions global = a_->reductions();
   allocate_method();
   rhs_norm_ = reference_norm();
+  // The methods form residual norms and their coefficients from sums of squares in f64: for a
+  // right-hand side below 2^-511 those underflow (a residual of 0: "converged" at x = 0), above
+  // 2^511 they overflow (inf from finite elements included). Refused with the scale; every
+  // rank has the same global norm.
+  TENAX_EXPECTS(
+      !(rhs_norm_ > 0.0 && rhs_norm_ < 0x1p-511) &&
+          !(rhs_norm_ > 0x1p511 && (std::isfinite(rhs_norm_) || ops::count_nonfinite(b_) == 0)),
+      UsageError,
+      "the right-hand side's norm ||b|| = " + format_number(rhs_norm_) +
+          " is outside [1.5e-154, 6.7e153], where the squares that Krylov methods sum in f64 " +
+          (rhs_norm_ < 1.0 ? "underflow to 0" : "overflow to inf"),
+      "rescale the system: multiply A and b (or b alone, then x) by a power of two that brings "
+      "||b|| near 1");
   const double initial = start_method();
   result_.initial_residual = initial;
   record_residual(initial);

@@ -28,6 +28,32 @@ OperatorPtr dense_operator(std::int64_t n, const std::vector<double>& values) {
   return make_csr_operator(CsrMatrix::from_dense(testing::dense(n, values)));
 }
 
+// A right-hand side whose squares underflow (1e-300: r.r = 0, "converged" at x = 0 with an error
+// of 1) or overflow (1e300, or finite values whose norm exceeds the largest double) in f64 is
+// refused by every method, naming ||b|| and the rescaling; b = 0 still solves to x = 0.
+TEST(KrylovStatus, ARightHandSideBeyondTheSquaresRangeIsRefused) {
+  const OperatorPtr a = dense_operator(2, {1, 0, 0, 1});
+  for (const char* method : {"cg", "bicgstab", "gmres"}) {
+    for (const double v : {1e-300, 1e-160, 1e160, 1e300, 1.5e308}) {
+      try {
+        (void)make_solver(method)->solve(a, make_tensor({v, v}, DType::f64), zeros(2));
+        ADD_FAILURE() << method << " accepted b = " << v;
+      } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("the right-hand side's norm ||b||"), std::string::npos)
+            << e.what();
+        EXPECT_NE(e.fix().find("rescale the system"), std::string::npos) << e.fix();
+      }
+    }
+    const Tensor x = make_tensor({3.0, 4.0}, DType::f64);
+    EXPECT_EQ(make_solver(method)->solve(a, make_tensor({0.0, 0.0}, DType::f64), x).status,
+              SolveStatus::converged)
+        << method;
+    const SolveResult near =
+        make_solver(method)->solve(a, make_tensor({1e-150, 1e-150}, DType::f64), zeros(2));
+    EXPECT_EQ(near.status, SolveStatus::converged) << method;
+  }
+}
+
 TEST(KrylovStatus, CgBreaksDownWhenPApIsZero) {
   // A is zero on the subspace of the last two unknowns and b lies in it: p0 = b, A p0 = 0.
   const OperatorPtr a = dense_operator(4, {2, 1, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
