@@ -225,7 +225,8 @@ double nrm2(const Tensor& x) {
   if (std::isnan(norm) || (norm >= 0x1p-511 && norm <= std::numeric_limits<double>::max())) {
     return norm;
   }
-  if (x.numel() == 0 && kernels::ShardedReductionScope::active() == nullptr) return norm;
+  const kernels::ShardedReductionScope* scope = kernels::ShardedReductionScope::active();
+  if ((scope != nullptr ? scope->range().total : x.numel()) == 0) return norm;  // no elements
   const Tensor wide = Tensor::empty(x.shape(), DType::f64, x.device());
   cast_into(wide, x);
   unary_into(UnaryOp::abs, wide, wide);

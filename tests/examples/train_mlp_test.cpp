@@ -395,13 +395,13 @@ TEST_F(TrainMlp, NonFiniteDataAndStrayLabelsAreRefusedAtLoadNamingTheSample) {
     EXPECT_EQ(run_.output.find("rolling back"), std::string::npos) << run_.output;
   };
 
-  const fs::path nan_x = root() / "nan-x.h5";
+  const fs::path nan_x = root() / "nan-x-data.h5";  // not nan-x.h5, the run's --output
   Tensor poisoned = x.clone();
   poisoned.data_as<float>()[2 * 37 + 1] = std::nanf("");
   io::write_datasets(nan_x, {{"x", poisoned}, {"y", y}});
   refused("nan-x", "--data " + nan_x.string(), {"/x[37, 1] (sample 37) is nan"});
 
-  const fs::path inf_y = root() / "inf-y.h5";
+  const fs::path inf_y = root() / "inf-y-data.h5";
   Tensor targets = y.clone();
   targets.data_as<float>()[5] = -std::numeric_limits<float>::infinity();
   io::write_datasets(inf_y, {{"x", x}, {"y", targets}});
