@@ -41,8 +41,9 @@ void check_outputs_apart(std::string_view op, std::initializer_list<detail::Name
   for (auto out = outputs.begin(); out != outputs.end(); ++out) {
     if (!out->second->defined()) continue;
     for (const detail::NamedTensor& in : inputs) {
-      if (in.second->defined())
+      if (in.second->defined()) {
         check_no_overlap(op, out->first, *out->second, in.first, *in.second);
+      }
     }
     for (auto other = std::next(out); other != outputs.end(); ++other) {
       if (other->second->defined()) {

@@ -42,7 +42,8 @@ void softmax_cross_entropy(const Tensor& logits, const Tensor& labels, const Ten
 /// stored by the forward op) and the whole expression is evaluated in f32 (f64 for f64 logits)
 /// and rounded once when stored, so a loss-scaled f16 or bf16 gradient keeps the small
 /// probabilities that rounding the softmax to f16 first would flush. For a mean loss pass
-/// scale = loss_scale / B. scale must be finite. grad may be the logits tensor itself (in-place);
+/// scale = loss_scale / B. scale must be finite, and in f32 range when that is the compute type
+/// (neither inf nor 0 there unless it is 0). grad may be the logits tensor itself (in-place);
 /// otherwise it must not overlap the logits.
 void softmax_cross_entropy_grad(const Tensor& logits, const Tensor& labels, double scale,
                                 const Tensor& grad);
@@ -77,16 +78,18 @@ void log_softmax_grad(const Tensor& y, const Tensor& dy, int axis, const Tensor&
 /// over each row in order. weight and bias are [d] in the compute type (f32 master weights for
 /// f32, f16 and bf16 x; f64 for f64), either undefined for none. mean and rstd (= 1 /
 /// sqrt(var + eps)) are written, [rows] in the compute type with rows = x.numel() / d, for the
-/// gradients. eps finite and > 0. y has x's dtype, shape and device and may not overlap x.
+/// gradients. eps finite and > 0, and not 0 in f32 when that is the compute type (1e-300 is).
+/// y has x's dtype, shape and device; y, mean and rstd overlap no input and no other output.
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                 const Tensor& y, const Tensor& mean, const Tensor& rstd);
 /// dx of layer_norm from dy (x's dtype and shape), x, weight (or undefined) and the saved mean
 /// and rstd: with g = dy weight and xhat = (x - mean) rstd, dx = rstd (g - mean(g) - xhat
-/// mean(g xhat)) per row. dx may be dy.
+/// mean(g xhat)) per row. dx may be dy itself; otherwise it overlaps no input.
 void layer_norm_grad_input(const Tensor& dy, const Tensor& x, const Tensor& weight,
                            const Tensor& mean, const Tensor& rstd, const Tensor& dx);
 /// dweight = sum over rows of dy xhat and dbias = sum over rows of dy ([d], compute type; either
-/// undefined when not wanted), each column summed over the rows in order, overwritten.
+/// undefined when not wanted), each column summed over the rows in order, overwritten; they
+/// overlap no input and not each other.
 void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mean,
                             const Tensor& rstd, const Tensor& dweight, const Tensor& dbias);
 ///@}
@@ -97,8 +100,8 @@ void layer_norm_grad_params(const Tensor& dy, const Tensor& x, const Tensor& mea
 /// The gradient of a bias [d] added to every row of a [..., d] tensor (a Linear layer's):
 /// dbias[j] = the sum over the rows of dy [..., d] of column j, in dy's compute type (dbias is f32
 /// for f32, f16 and bf16 dy, f64 for f64), the rows in order; overwritten, 0 for no rows. One
-/// pass over dy. UsageError for an undefined or integer dy, or a dbias of another length, dtype
-/// or device.
+/// pass over dy. UsageError for an undefined or integer dy, a dbias of another length, dtype or
+/// device, or one that overlaps dy.
 void bias_grad(const Tensor& dy, const Tensor& dbias);
 ///@}
 
@@ -132,7 +135,9 @@ struct DropoutKey {
 /// e of sample first_sample + s kept when its uniform, drawn by Philox from (key.seed,
 /// key.stream, key.step, global sample, e), is >= p. So the mask is the same for any
 /// micro-batch, any number of ranks and after a resume, and the same call on the output
-/// gradient is the backward. 0 <= p < 1 (UsageError otherwise; p = 0 copies). y may be x.
+/// gradient is the backward. 0 <= p < 1 (UsageError otherwise; p = 0 copies). y may be x. The
+/// counter's words are 32-bit: samples first_sample.. must stay below 2^32, a sample's elements
+/// at most 2^32 and key.stream below 2^31 (beyond them masks would repeat: UsageError).
 void dropout(const Tensor& x, double p, const DropoutKey& key, const Tensor& y);
 ///@}
 
