@@ -89,4 +89,14 @@ StateDict StateDict::scope(std::string_view prefix) const {
   return result;
 }
 
+StateDict StateDict::clone() const {
+  StateDict result;
+  result.entries_.reserve(entries_.size());
+  for (const auto& [key, value] : entries_) {
+    const Tensor* tensor = std::get_if<Tensor>(&value);
+    result.entries_.emplace_back(key, tensor != nullptr ? Value(tensor->clone()) : value);
+  }
+  return result;
+}
+
 }  // namespace tenax

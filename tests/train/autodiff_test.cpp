@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tenax/kernels/ops_elementwise.hpp"
@@ -245,6 +246,41 @@ TEST(AutodiffErrors, ShapeMismatchesNameBothShapes) {
   EXPECT_THROW((void)matmul(a, a), UsageError);
   EXPECT_THROW((void)linear(a, b), UsageError);
   EXPECT_EQ(Tape::size(), 0u) << "failed ops record nothing";
+}
+
+// backward() on a thread that did not build the graph is refused before it seeds anything (a
+// fresh thread's tape once matched the graph's generation: it walked nothing, seeded the loss's
+// gradient with 1, and the real backward then doubled every gradient).
+TEST(Autodiff, BackwardOnAnotherThreadIsRefusedAndChangesNothing) {
+  Tensor start = Tensor::empty({2}, DType::f64);
+  start.data_as<double>()[0] = 1.0;
+  start.data_as<double>()[1] = 2.0;
+  const Variable x = Variable::parameter(start);
+  const Variable loss = sum(mul(x, x));
+  std::string error;
+  std::thread([&] {
+    try {
+      backward(loss);
+    } catch (const UsageError& e) {
+      error = e.what();
+    }
+  }).join();
+  EXPECT_NE(error.find("built on another thread"), std::string::npos) << error;
+  backward(loss);
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2.0, 4.0}));
+}
+
+// A Linear over 0 input features is the bias on every row (PyTorch's result), with gradients.
+TEST(Autodiff, LinearOverNoInputFeaturesIsTheBias) {
+  const Variable x = Variable::parameter(Tensor::empty({2, 0}, DType::f64));
+  const Variable w = Variable::parameter(Tensor::empty({3, 0}, DType::f64));
+  Tensor bias = Tensor::empty({3}, DType::f64);
+  for (int j = 0; j < 3; ++j) bias.data_as<double>()[j] = static_cast<double>(j + 1);
+  const Variable b = Variable::parameter(bias);
+  const Variable y = linear(x, w, b);
+  EXPECT_EQ(values(y.value()), (std::vector<double>{1, 2, 3, 1, 2, 3}));
+  backward(sum(y));
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{2, 2, 2}));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "tenax/io/state_file.hpp"
 #include "tenax/kernels/ops_elementwise.hpp"
 #include "tenax/train/autodiff/ops.hpp"
+#include "tenax/train/nn/gpt.hpp"
 #include "tenax/train/nn/linear.hpp"
 #include "tenax/train/nn/module.hpp"
 #include "tenax/train/nn/parameter_file.hpp"
@@ -296,6 +297,20 @@ TEST_F(ParameterFile, AnotherModelsFileIsRefusedAndChangesNothing) {
   EXPECT_THROW(load_parameter_file(smaller, garbage), Error);
   EXPECT_THROW(load_parameter_file(smaller, dir_ / "missing.h5"), Error);
   EXPECT_EQ(values_of(smaller.parameters()[0].value()), before);
+}
+
+// A GptConfig's GELU form outside the enumeration is refused by the constructor, naming it, not
+// at the first forward pass.
+TEST(GptModel, AGeluFormOutsideTheEnumerationIsRefusedAtConstruction) {
+  GptConfig config;
+  config.vocab = 16;
+  config.context = 4;
+  config.layers = 1;
+  config.d_model = 8;
+  config.heads = 2;
+  config.gelu = static_cast<autodiff::GeluApproximation>(9);
+  expect_contains(usage_error([&] { const GptModel model(config, DType::f32, Device::cpu(), 1); }),
+                  {"nn::GptModel: gelu = 9", "GeluApproximation::tanh"});
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <variant>
@@ -133,18 +134,6 @@ TEST(Optimizer, ZeroGradLrAndStepCount) {
 
 // ---- state dict ----
 
-StateDict deep_copy(const StateDict& state) {
-  StateDict copy;
-  for (const auto& [name, value] : state.entries()) {
-    if (const Tensor* t = std::get_if<Tensor>(&value)) {
-      copy.set(name, t->clone());
-    } else {
-      copy.set(name, value);
-    }
-  }
-  return copy;
-}
-
 // `steps` training steps of mlp on fixed batches (seeded by the step number).
 void train(const MLP& mlp, Optimizer& opt, int steps) {
   for (int i = 0; i < steps; ++i) {
@@ -165,8 +154,8 @@ TEST(Optimizer, StateDictRoundTripContinuesBitForBit) {
     MLP model({5, 8, 3}, Activation::tanh, DType::f32, Device::cpu(), 1);
     const auto opt = make_optimizer(kind, model.parameters(), options);
     train(model, *opt, 3);
-    const StateDict model_state = deep_copy(model.state_dict());
-    const StateDict opt_state = deep_copy(opt->state_dict());
+    const StateDict model_state = model.state_dict().clone();
+    const StateDict opt_state = opt->state_dict().clone();
     train(model, *opt, 3);
 
     MLP resumed({5, 8, 3}, Activation::tanh, DType::f32, Device::cpu(), 77);
@@ -218,11 +207,11 @@ TEST(Optimizer, LoadStateDictIsStrictAndChangesNothingOnError) {
   Adam opt({w, b}, AdamOptions{0.1});
   ops::fill(w.grad(), 1.0);
   opt.step();
-  const StateDict good = deep_copy(opt.state_dict());
+  const StateDict good = opt.state_dict().clone();
   opt.step();
   const std::vector<double> exp_avg = values_of(opt.state_dict().tensor("exp_avg/0"));
 
-  StateDict from_sgd = deep_copy(good);
+  StateDict from_sgd = good.clone();
   from_sgd.set("optimizer", std::string("sgd"));
   expect_contains(usage_error([&] { opt.load_state_dict(from_sgd); }),
                   {"saved by optimizer 'sgd'", "'adam' optimizer"});
@@ -231,20 +220,24 @@ TEST(Optimizer, LoadStateDictIsStrictAndChangesNothingOnError) {
     if (name != "exp_avg_sq/1") missing.set(name, value);
   }
   expect_contains(usage_error([&] { opt.load_state_dict(missing); }), {"no entry 'exp_avg_sq/1'"});
-  StateDict wrong_shape = deep_copy(good);
+  StateDict wrong_shape = good.clone();
   wrong_shape.set("exp_avg/1", Tensor::empty({3}, DType::f32));
   expect_contains(usage_error([&] { opt.load_state_dict(wrong_shape); }),
                   {"'exp_avg/1'", "f32[3]", "parameter 1 needs f32[2]"});
-  StateDict wrong_dtype = deep_copy(good);
+  StateDict wrong_dtype = good.clone();
   wrong_dtype.set("exp_avg/0", Tensor::empty({2, 2}, DType::f64));
   expect_contains(usage_error([&] { opt.load_state_dict(wrong_dtype); }), {"'exp_avg/0'", "f64"});
-  StateDict extra = deep_copy(good);
+  StateDict extra = good.clone();
   extra.set("momentum_buffer/0", Tensor::empty({2, 2}, DType::f32));
   expect_contains(usage_error([&] { opt.load_state_dict(extra); }),
                   {"unexpected entry 'momentum_buffer/0'"});
-  StateDict bad_step = deep_copy(good);
+  StateDict bad_step = good.clone();
   bad_step.set("step", 2.5);
   expect_contains(usage_error([&] { opt.load_state_dict(bad_step); }), {"'step'"});
+  // A step count the next step() could not increment.
+  bad_step.set("step", std::numeric_limits<std::int64_t>::max());
+  expect_contains(usage_error([&] { opt.load_state_dict(bad_step); }),
+                  {"'step' is 9223372036854775807"});
 
   EXPECT_EQ(opt.steps_taken(), 2) << "nothing changed";
   EXPECT_EQ(values_of(opt.state_dict().tensor("exp_avg/0")), exp_avg);

@@ -147,6 +147,9 @@ TEST(Training, ARecipesMistakeIsRefusedNamingTheOption) {
   r = recipe();
   r.schedule = "sawtooth";
   EXPECT_NE(refusal(r).find("sawtooth"), std::string::npos) << refusal(r);
+  r = recipe();
+  r.precision = static_cast<Precision>(9);  // not one of the enumerators
+  EXPECT_NE(refusal(r).find("TrainingRecipe::precision is 9"), std::string::npos) << refusal(r);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -121,6 +122,97 @@ TEST(TrainingWorkload, RanksWithDifferentValidationSetsAreRefusedOnEveryRank) {
     EXPECT_NE(error.find("45 samples on rank 0 and 44 on rank 1"), std::string::npos) << error;
     EXPECT_NE(error.find("the same validation set on every rank"), std::string::npos) << error;
   }
+}
+
+// A TrainingWorkload of a Linear 3 -> 2 on data(52, ...) batches, Adam, one grain per rank.
+struct SmallJob {
+  explicit SmallJob(std::uint64_t seed) : model(3, 2, DType::f32, Device::cpu(), seed) {
+    job.batch = [](std::int64_t step) { return data(52, 100 + static_cast<std::uint64_t>(step)); };
+    job.loss = [this](const Batch& micro, const ad::LossOptions& options) {
+      return ad::mse_loss(model.forward(ad::Variable::constant(micro[0])),
+                          ad::Variable::constant(micro[1]), options);
+    };
+  }
+  nn::Linear model;
+  TrainingJob job;
+};
+
+// Whether two states hold the same entries with the same values (tensors byte for byte).
+bool same_state(const StateDict& a, const StateDict& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto& [name_a, value_a] = a.entries()[i];
+    const auto& [name_b, value_b] = b.entries()[i];
+    if (name_a != name_b || value_a.index() != value_b.index()) return false;
+    if (const Tensor* t = std::get_if<Tensor>(&value_a)) {
+      const Tensor u = std::get<Tensor>(value_b).to(Device::cpu());
+      const Tensor v = t->to(Device::cpu());
+      if (v.nbytes() != u.nbytes() || std::memcmp(v.data(), u.data(), v.nbytes()) != 0)
+        return false;
+    } else if (const auto* n = std::get_if<std::int64_t>(&value_a)) {
+      if (*n != std::get<std::int64_t>(value_b)) return false;
+    } else if (const auto* r = std::get_if<double>(&value_a)) {  // bits: a NaN equals itself
+      if (std::memcmp(r, &std::get<double>(value_b), sizeof(double)) != 0) return false;
+    } else if (std::get<std::string>(value_a) != std::get<std::string>(value_b)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A state refused by a late check -- the loss scaler's, the optimizer's step, the workload's own
+// counts, an entry it never writes -- changes nothing: the model, the optimizer and the scaler
+// keep what they held (they had loaded the earlier parts first). A good state still loads.
+TEST(TrainingWorkload, ARefusedStateChangesNothing) {
+  SmallJob trained(7);
+  TrainingWorkload source(trained.model, trained.job, {.batch = 52, .grain = 4, .steps = 2});
+  for (std::int64_t k = 0; k < 2; ++k) {
+    source.step(k, 52);
+    ASSERT_FALSE(source.combine_step().has_value());
+    source.commit_step();
+  }
+  const StateDict saved = source.save_state().clone();
+  SmallJob fresh(8);
+  TrainingWorkload target(fresh.model, fresh.job, {.batch = 52, .grain = 4, .steps = 2});
+  const StateDict before = target.save_state().clone();
+  const auto refused = [&](const std::string& name, StateDict::Value value, const char* says) {
+    StateDict bad = saved.clone();
+    bad.set(name, std::move(value));
+    try {
+      target.load_state(bad);
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(same_state(target.save_state(), before)) << "refusing " << name << " changed it";
+  };
+  refused("training/scaler/scale", std::numeric_limits<double>::quiet_NaN(), "scale");
+  refused("training/optimizer/step", std::int64_t{-1}, "step");
+  refused("skipped_steps", std::int64_t{-4}, "skipped steps is -4");
+  refused("bogus_entry", std::int64_t{1}, "'bogus_entry'");
+  target.load_state(saved);
+  EXPECT_TRUE(same_state(target.save_state(), saved));
+}
+
+// A batch function that returns no tensors is refused, naming the step, before the loss runs.
+TEST(TrainingWorkload, AnEmptyBatchIsRefused) {
+  SmallJob small(7);
+  bool loss_ran = false;
+  small.job.batch = [](std::int64_t) { return Batch{}; };
+  const auto loss = small.job.loss;
+  small.job.loss = [&](const Batch& micro, const ad::LossOptions& options) {
+    loss_ran = true;
+    return loss(micro, options);
+  };
+  TrainingWorkload workload(small.model, small.job, {.batch = 52, .grain = 4, .steps = 1});
+  try {
+    workload.step(0, 52);
+    ADD_FAILURE() << "an empty batch was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the batch of step 0 holds no tensors"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(loss_ran);
 }
 
 }  // namespace

@@ -22,6 +22,17 @@ std::string optimizer_options(const TrainingRecipe& recipe) {
                                           : std::string(rate) + "," + recipe.optimizer_options;
 }
 
+Precision checked_precision(Precision precision) {
+  TENAX_EXPECTS(
+      precision == Precision::f32 || precision == Precision::f16 || precision == Precision::bf16,
+      UsageError,
+      "TrainingRecipe::precision is " + std::to_string(static_cast<int>(precision)) +
+          ", not a Precision",
+      "pass Precision::f32, Precision::f16 or Precision::bf16 (parse_precision reads "
+      "the text of a flag)");
+  return precision;
+}
+
 LossScalerOptions scaler_options(const TrainingRecipe& recipe) {
   LossScalerOptions options = recipe.loss_scaler;
   options.enabled = PrecisionPolicy{recipe.precision}.uses_loss_scaling();
@@ -34,7 +45,7 @@ Training::Training(std::vector<autodiff::Variable> params, const TrainingRecipe&
     : Training(std::vector<nn::ParameterGroup>{{std::move(params), true}}, recipe) {}
 
 Training::Training(std::vector<nn::ParameterGroup> groups, const TrainingRecipe& recipe)
-    : precision_{recipe.precision},
+    : precision_{checked_precision(recipe.precision)},
       optimizer_(
           nn::make_optimizer(recipe.optimizer, std::move(groups), optimizer_options(recipe))),
       schedule_(nn::parse_lr_schedule(recipe.schedule, recipe.lr, recipe.total_steps)),
@@ -49,8 +60,17 @@ StateDict Training::state_dict() const {
 }
 
 void Training::load_state_dict(const StateDict& state) {
-  optimizer_->load_state_dict(state.scope("optimizer"));
-  scaler_.load_state_dict(state.scope("scaler"));
+  // Each part's loader checks everything before changing anything; a refused later part puts
+  // the earlier ones back, so that a refused state changes nothing.
+  const StateDict before = state_dict().clone();
+  try {
+    optimizer_->load_state_dict(state.scope("optimizer"));
+    scaler_.load_state_dict(state.scope("scaler"));
+  } catch (...) {
+    optimizer_->load_state_dict(before.scope("optimizer"));
+    scaler_.load_state_dict(before.scope("scaler"));
+    throw;
+  }
 }
 
 }  // namespace tenax::train

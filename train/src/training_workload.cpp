@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -88,6 +89,11 @@ void TrainingWorkload::step(std::int64_t step, std::int64_t micro_batch) {
   }
   const std::int64_t cap = options_.micro_batch > 0 ? options_.micro_batch : options_.batch;
   const Batch batch = job_.batch(step);
+  TENAX_EXPECTS(!batch.empty(), UsageError,
+                "TrainingWorkload: the batch of step " + std::to_string(step) +
+                    " holds no tensors, so there are no samples to split into micro-batches",
+                "return the step's samples from TrainingJob::batch: one or more tensors with "
+                "TrainingWorkloadOptions::batch samples on their first axis");
   for (const Tensor& t : batch) {
     TENAX_EXPECTS(t.defined() && t.shape().rank() >= 1 && t.shape()[0] == options_.batch,
                   UsageError,
@@ -247,27 +253,51 @@ StateDict TrainingWorkload::save_state() const {
 }
 
 void TrainingWorkload::load_state(const StateDict& state) {
-  model_.load_state_dict(state.scope("model"));
-  training_->load_state_dict(state.scope("training"));
+  // What the workload itself saved, checked before anything changes.
+  for (const auto& [name, value] : state.entries()) {
+    const bool known = name.starts_with("model/") || name.starts_with("training/") ||
+                       name == "loss" || name == "skipped_steps" || name == "skipped_batches" ||
+                       name == "val_loss";
+    TENAX_EXPECTS(known, UsageError,
+                  "TrainingWorkload: the saved state holds an entry '" + name +
+                      "' that a TrainingWorkload does not write",
+                  "resume from a checkpoint written by a TrainingWorkload");
+  }
   const Tensor& loss = state.tensor("loss");
   TENAX_EXPECTS(loss.dtype() == DType::f64 && loss.shape().rank() == 1, UsageError,
                 "TrainingWorkload: the saved loss history is " + loss.describe(),
                 "resume from a checkpoint written by a TrainingWorkload");
-  if (loss.numel() >= loss_history_.numel()) {  // a checkpoint of a longer run
-    loss_history_ = Tensor::empty(Shape{loss.numel() + 1}, DType::f64);
-  }
-  loss_count_ = loss.numel();
-  ops::copy(loss_history_.slice(0, loss_count_), loss.to(Device::cpu()));
-  skipped_ = state.integer("skipped_steps");
+  const std::int64_t skipped = state.integer("skipped_steps");
+  TENAX_EXPECTS(skipped >= 0 && skipped <= loss.numel(), UsageError,
+                "TrainingWorkload: the saved count of skipped steps is " + std::to_string(skipped) +
+                    " for " + std::to_string(loss.numel()) + " steps taken",
+                "resume from a checkpoint written by a TrainingWorkload");
   const Tensor skipped_batches = state.tensor("skipped_batches").to(Device::cpu());
   TENAX_EXPECTS(skipped_batches.dtype() == DType::i64 && skipped_batches.shape().rank() == 1,
                 UsageError,
                 "TrainingWorkload: the saved skipped_batches is " + skipped_batches.describe(),
                 "resume from a checkpoint written by a TrainingWorkload");
+  const std::optional<double> val_loss =
+      state.contains("val_loss") ? std::optional<double>(state.real("val_loss")) : std::nullopt;
+  // The model's and the training's loaders each check everything before changing anything; a
+  // refused later part puts the model back.
+  const StateDict model_before = model_.state_dict().clone();
+  model_.load_state_dict(state.scope("model"));
+  try {
+    training_->load_state_dict(state.scope("training"));
+  } catch (...) {
+    model_.load_state_dict(model_before);
+    throw;
+  }
+  if (loss.numel() >= loss_history_.numel()) {  // a checkpoint of a longer run
+    loss_history_ = Tensor::empty(Shape{loss.numel() + 1}, DType::f64);
+  }
+  loss_count_ = loss.numel();
+  ops::copy(loss_history_.slice(0, loss_count_), loss.to(Device::cpu()));
+  skipped_ = skipped;
   skipped_batches_.assign(skipped_batches.data_as<std::int64_t>(),
                           skipped_batches.data_as<std::int64_t>() + skipped_batches.numel());
-  val_loss_.reset();
-  if (state.contains("val_loss")) val_loss_ = state.real("val_loss");
+  val_loss_ = val_loss;
   if (loss_count_ > 0) last_.loss = loss_history_.data_as<double>()[loss_count_ - 1];
 }
 

@@ -74,7 +74,9 @@ Variable linear_impl(const Variable& x, const Variable& weight, const Variable* 
   // x as rows [batch * per, in]: `per` rows of each sample (1 for a matrix), grains in samples.
   const std::int64_t samples = sx[0];
   const std::int64_t in = sw[1];
-  const std::int64_t batch = in == 0 ? 0 : x.value().numel() / in;
+  // The rows: the product of x's leading extents (not numel / in, which is 0 / 0 for in == 0).
+  std::int64_t batch = 1;
+  for (int a = 0; a + 1 < sx.rank(); ++a) batch *= sx[a];
   const std::int64_t per = samples == 0 ? 1 : std::max<std::int64_t>(batch / samples, 1);
   const Tensor x_rows = x.value().reshape(Shape{batch, in});
   const std::int64_t out = sw[0];

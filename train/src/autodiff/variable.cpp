@@ -1,3 +1,4 @@
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -24,17 +25,25 @@ struct Node {
   std::vector<Variable> inputs;
 };
 
+// A tape's generations are unique in the process, not per thread: a graph built on one thread
+// then never matches another thread's tape (whose backward() would otherwise walk an empty tape,
+// seed the loss's gradient and return, doubling the real backward's result). From 1, so that a
+// default Impl (generation 0) never matches a live tape.
+std::uint64_t next_generation() {
+  static std::atomic<std::uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct ThreadTape {
   std::vector<Node> nodes;
-  // Starts at 1 so that a default Impl (generation 0) never matches a live tape.
-  std::uint64_t generation = 1;
+  std::uint64_t generation = next_generation();
   int no_grad_depth = 0;
   // The node whose backward closure is running (for anomaly reports), nullptr otherwise.
   const Node* running = nullptr;
 
   void reset() {
     nodes.clear();
-    ++generation;
+    generation = next_generation();
   }
 };
 

@@ -29,6 +29,12 @@ const GptConfig& checked(const GptConfig& c) {
                 "nn::GptModel: d_model = " + std::to_string(c.d_model) + " is not a multiple of " +
                     std::to_string(c.heads) + " heads",
                 "pass a d_model that the heads divide (e.g. 256 with 4 heads of 64)");
+  TENAX_EXPECTS(
+      c.gelu == autodiff::GeluApproximation::none || c.gelu == autodiff::GeluApproximation::tanh,
+      UsageError,
+      "nn::GptModel: gelu = " + std::to_string(static_cast<int>(c.gelu)) +
+          " is not a GeluApproximation",
+      "pass GeluApproximation::none (exact) or GeluApproximation::tanh");
   return c;
 }
 

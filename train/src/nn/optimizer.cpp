@@ -1,6 +1,7 @@
 #include "tenax/train/nn/optimizer.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -177,8 +178,13 @@ void Optimizer::load_state_dict(const StateDict& state) {
                     (saved_name != nullptr ? *saved_name : std::string("?")) + "'",
                 fix);
   const auto* step = std::get_if<std::int64_t>(&entry("step"));
-  TENAX_EXPECTS(step != nullptr && *step >= 0, UsageError,
-                who + ": entry 'step' is not a step count (an integer >= 0)", fix);
+  // Below the largest int64, so that the next step() can count itself.
+  TENAX_EXPECTS(step != nullptr && *step >= 0 && *step < std::numeric_limits<std::int64_t>::max(),
+                UsageError,
+                who + ": entry 'step' is " +
+                    (step != nullptr ? std::to_string(*step) : std::string("not an integer")) +
+                    ", not a step count (an integer in [0, 2^63 - 1))",
+                fix);
   const auto* lr = std::get_if<double>(&entry("lr"));
   TENAX_EXPECTS(lr != nullptr && std::isfinite(*lr) && *lr >= 0.0, UsageError,
                 who + ": entry 'lr' is not a learning rate (a real >= 0)", fix);

@@ -54,6 +54,10 @@ class StateDict {
   /// Entries whose names start with `prefix/`, with that removed, in order (copies of the
   /// values).
   [[nodiscard]] StateDict scope(std::string_view prefix) const;
+  /// A copy whose tensors hold their own data (Tensor::clone, on their devices), so that it
+  /// keeps this state while the objects it was saved from change: the backup a strict loader
+  /// restores when a later part of a state is refused.
+  [[nodiscard]] StateDict clone() const;
 
   /// Every (name, value) pair in insertion order, for serialisation and listing.
   [[nodiscard]] const std::vector<std::pair<std::string, Value>>& entries() const& noexcept {
