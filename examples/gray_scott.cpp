@@ -7,6 +7,8 @@
 // ranks (the same bits), with checkpoints, resume, fault policies and out-of-memory backoff.
 #include <tenax/tenax.hpp>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <vector>
 
@@ -46,6 +48,11 @@ int main(int argc, char** argv) {
   auto& json = app.setting("json", false, "print a JSON summary as the last line").not_recorded();
   app.output_file(output);
   return app.main(argc, argv, [&](tenax::app::Job& job) {
+    // The explicit step of a diffusion rate D on a unit grid is stable for D dt <= 1/4.
+    TENAX_EXPECTS(std::max(Du(), Dv()) * dt() <= 0.25, tenax::UsageError,
+                  Du.given() + ", " + Dv.given() + " and " + dt.given() +
+                      " give a diffusion number max(Du, Dv) dt above 1/4: unstable",
+                  "lower --dt to at most 0.25 / max(Du, Dv)");
     // u and v at the least, with their ghost rows and the backoff's smallest blocks: 8 rows.
     (void)tenax::app::expect_grid_fits(job.device(), n.given(), n(), 2, 2 * sizeof(double),
                                        8 * n() * sizeof(double));

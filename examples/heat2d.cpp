@@ -255,6 +255,12 @@ int run(const Settings& options, tenax::app::Job& job) {
                             : "--courant times h^2/(4 alpha) with " + options.alpha.given()) +
           "): below the smallest normal double, so t would not advance",
       "lower --alpha or give a larger --dt");
+  // ... and one too large for a double (h^2/(4 alpha) overflows for a subnormal --alpha).
+  TENAX_EXPECTS(std::isfinite(dt), tenax::UsageError,
+                "the time step is " + std::string(step_text) +
+                    " (--courant times h^2/(4 alpha) with " + options.alpha.given() +
+                    "): beyond the largest double",
+                "raise --alpha, or give --dt");
   tenax::io::FileMetadata metadata;
   metadata.config = job.config();
   const auto attributes = [&](double t, std::int64_t steps) {

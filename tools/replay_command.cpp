@@ -92,11 +92,13 @@ std::string read_text(const fs::path& path) {
 
 // The last `lines` lines of `text`.
 std::string tail(const std::string& text, int lines) {
-  std::size_t at = text.size();
-  for (int n = 0; n <= lines && at != std::string::npos && at > 0; ++n) {
-    at = text.rfind('\n', at - 1);
+  std::size_t at = text.size();  // the start of the tail, just after a newline (or the end)
+  for (int n = 0; n <= lines && at > 0; ++n) {
+    const std::size_t newline = text.rfind('\n', at - 1);
+    if (newline == std::string::npos) return text;  // fewer lines than asked: all of it
+    at = newline;
   }
-  return at == std::string::npos ? text : text.substr(at + 1);
+  return at == text.size() ? std::string() : text.substr(at + 1);
 }
 
 // The directory of this executable (where the example programs are installed beside it).
@@ -404,7 +406,16 @@ int run_replay(const ReplayOptions& options, std::ostream& out) {
   // How far: K steps, or up to the run's next checkpoint (where the states compare too).
   const std::map<std::int64_t, std::string> digests = logged_digests(options.run_dir);
   std::int64_t until = 0;
+  // The run's last step with something to compare: a checkpoint or a logged digest.
+  const std::int64_t last = std::max(committed.empty() ? options.from : committed.back(),
+                                     digests.empty() ? options.from : digests.rbegin()->first);
   if (options.steps > 0) {
+    TENAX_EXPECTS(options.steps <= last - options.from, UsageError,
+                  "--steps " + std::to_string(options.steps) + " reaches past step " +
+                      std::to_string(last) +
+                      ", the run's last checkpoint or logged digest: nothing would compare there",
+                  "give --steps " + std::to_string(last - options.from) +
+                      " or fewer, or leave it out to replay up to the next checkpoint");
     until = options.from + options.steps;
   } else {
     const auto next = std::upper_bound(committed.begin(), committed.end(), options.from);

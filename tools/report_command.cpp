@@ -23,6 +23,7 @@
 #include "svg_chart.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/regular_file.hpp"
+#include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/runtime/run_events.hpp"
 #include "time_text.hpp"
 
@@ -686,6 +687,11 @@ int run_report(const std::filesystem::path& run_dir, const std::filesystem::path
   // Refused before anything is read or written: -o /dev/full or /dev/stdout was replaced by the
   // page (a device node or link renamed over).
   require_output_path(page, output.empty() ? "the report" : "-o");
+  TENAX_EXPECTS(!io::is_run_directory_file(run_dir, page), UsageError,
+                "-o " + page.string() + " is a file of the run directory " + run_dir.string() +
+                    " (its event log, a checkpoint or a lock), which the report would replace",
+                "leave -o out (the report goes to " + (run_dir / "report.html").string() +
+                    ") or give a path outside the run's events*.jsonl, checkpoints/ and locks/");
   const RunHistory run = read_run_history(run_dir);
   const std::string html = render_report_html(run);
   // Written beside its final name and renamed: a reader never sees half a page, and a failure

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "tenax/core/error.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/runtime/event_log.hpp"
 #include "tenax/runtime/run_events.hpp"
 
@@ -33,8 +34,11 @@ double number_or(const json& line, const char* name, double fallback) {
 std::optional<std::int64_t> integer_field(const json& line, const char* name) {
   const auto it = line.find(name);
   if (it == line.end() || !it->is_number()) return std::nullopt;
-  return it->is_number_integer() ? it->get<std::int64_t>()
-                                 : static_cast<std::int64_t>(it->get<double>());
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  // A real only where it is a whole number in range (1e30 is no step: a cast would be undefined).
+  const double value = it->get<double>();
+  if (!(value >= -0x1p63 && value < 0x1p63) || value != std::trunc(value)) return std::nullopt;
+  return static_cast<std::int64_t>(value);
 }
 
 // A number as printf's %g writes it (32768, 0.5, 1e-05).
@@ -156,12 +160,14 @@ class FaultWalk {
       last_step_ = from;
       if (kind == event::started) {
         const std::string total = event.field("total_steps");
-        if (!total.empty()) run_.total_steps = std::stoll(total);
+        if (const auto n = parse_whole<std::int64_t>(total); n && *n >= 0) run_.total_steps = *n;
         const std::string ranks = event.field("ranks");
-        if (!ranks.empty()) run_.world_size = std::max(run_.world_size, std::stoi(ranks));
+        if (const auto n = parse_whole<int>(ranks); n && *n >= 1) {
+          run_.world_size = std::max(run_.world_size, *n);
+        }
       } else {
         const std::string total = event.field("total_steps");
-        if (!total.empty()) run_.total_steps = std::stoll(total);
+        if (const auto n = parse_whole<std::int64_t>(total); n && *n >= 0) run_.total_steps = *n;
       }
     } else if (kind == event::oom_retry || kind == event::backoff) {
       SurvivedFault fault;

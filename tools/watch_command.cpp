@@ -21,6 +21,7 @@
 #include "command_status.hpp"
 #include "tenax/core/error.hpp"
 #include "tenax/core/regular_file.hpp"
+#include "tenax/core/text.hpp"
 #include "tenax/runtime/run_events.hpp"
 #include "time_text.hpp"
 
@@ -50,6 +51,11 @@ bool LogFollower::exists() const {
 
 std::vector<std::string> LogFollower::new_lines() {
   std::vector<std::string> lines;
+  // Not (or no longer) a regular file -- a symbolic link, a FIFO -- is nothing to follow: not
+  // behind either, so that read_all_new_lines stops (it spun on a linked log, whose size the
+  // link's target gave but which is never opened).
+  size_seen_ = offset_;
+  if (!exists()) return lines;
   std::error_code ec;
   const std::uintmax_t size = std::filesystem::file_size(path_, ec);
   if (ec) return lines;
@@ -61,7 +67,10 @@ std::vector<std::string> LogFollower::new_lines() {
   if (size == offset_) return lines;
   // Never blocking, never through a link, a regular file only (see tenax/core/regular_file.hpp).
   const OpenedFile in = try_open_regular_file(path_, O_RDONLY, Symlinks::refuse);
-  if (!in.ok()) return lines;
+  if (!in.ok()) {
+    size_seen_ = offset_;
+    return lines;
+  }
   const std::uintmax_t want = std::min<std::uintmax_t>(size - offset_, max_read_);
   std::string chunk(static_cast<std::size_t>(want), '\0');
   ssize_t got;
@@ -69,6 +78,7 @@ std::vector<std::string> LogFollower::new_lines() {
     got = ::pread(in.fd.get(), chunk.data(), chunk.size(), static_cast<off_t>(offset_));
   } while (got < 0 && errno == EINTR);
   chunk.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
+  if (chunk.empty()) size_seen_ = offset_;  // shrunk meanwhile: the next call starts again
   offset_ += chunk.size();
   partial_ += chunk;
   std::size_t start = 0;
@@ -122,9 +132,10 @@ void WatchState::consume(const std::string& text) {
     recent_seconds_.clear();
     if (kind == event::resumed) ++resumes_;
     const std::string total = event.field("total_steps");
-    if (!total.empty()) total_steps_ = std::stoll(total);
+    // A field that is not a count (a torn or edited line) is left out, not thrown.
+    if (const auto n = parse_whole<std::int64_t>(total); n && *n >= 0) total_steps_ = *n;
     const std::string ranks = event.field("ranks");
-    if (!ranks.empty()) world_ = std::max(1, std::stoi(ranks));
+    if (const auto n = parse_whole<int>(ranks); n && *n >= 1) world_ = *n;
   } else if (kind == event::oom_retry || kind == event::backoff) {
     ++ooms_;
   } else if (kind == event::step_skipped) {
@@ -334,6 +345,12 @@ int run_watch(const std::filesystem::path& run_dir, const WatchOptions& options,
                 "use --events 8 (the default) or another count in that range");
 
   LogFollower log(run_dir / "events.jsonl");
+  // A log that is there but is not a regular file would be waited for forever.
+  const FileKind log_kind = file_kind(log.path());
+  TENAX_EXPECTS(
+      log_kind == FileKind::missing || log_kind == FileKind::regular, UsageError,
+      log.path().string() + " is " + std::string(describe(log_kind)) + ", not a regular file",
+      "watch a run directory that tenax wrote (its events.jsonl is a regular file)");
   std::map<int, LogFollower> rank_logs;  // events-rank-<r>.jsonl, r >= 1, as they appear
   WatchState state;
   std::string previous;

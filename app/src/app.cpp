@@ -16,6 +16,7 @@
 #include "tenax/core/error.hpp"
 #include "tenax/core/fault_injection.hpp"
 #include "tenax/core/regular_file.hpp"
+#include "tenax/io/checkpoint_layout.hpp"
 #include "tenax/io/checksum.hpp"
 #include "tenax/runtime/event_log.hpp"
 #include "tenax/runtime/run_events.hpp"
@@ -658,6 +659,13 @@ void App::output_file(const Setting<std::string>& path) {
     } else {
       require_output_path_before_the_job(output, "--" + path.name());
     }
+    TENAX_EXPECTS(!io::is_run_directory_file((*standard_.run_dir)(), output), UsageError,
+                  "--" + path.name() + " " + path() + " is a file of the run directory " +
+                      (*standard_.run_dir)() +
+                      " (its event log, a checkpoint or a lock), which the output would replace",
+                  "give --" + path.name() +
+                      " a path outside the run's events*.jsonl, checkpoints/ and locks/ (e.g. " +
+                      (std::filesystem::path((*standard_.run_dir)()) / "output.h5").string() + ")");
     for (const Setting<std::string>* input : input_files_) {
       const bool same = !(*input)().empty() && std::filesystem::equivalent(path(), (*input)(), ec);
       TENAX_EXPECTS(!same, UsageError,

@@ -72,11 +72,13 @@ std::int64_t expect_grid_fits(Device device, const std::string& flag, std::int64
   const MemoryStats pool = memory_stats(device);
   const auto limit = static_cast<std::int64_t>(
       std::min<std::uint64_t>(pool.capacity == 0 ? INT64_MAX : budget(device, pool), INT64_MAX));
-  const std::string largest =
-      "use at most " +
-      std::to_string(
-          largest_root(std::max<std::int64_t>(0, limit - extra_bytes) / bytes_per_point, dims)) +
-      " points per side here";
+  // The extra bytes grow with the side given (a halo row per side, say): for a side far too
+  // large they exceed the limit, and leave no room to advise from ("at most 0 points per
+  // side"). Then the grid alone is counted, less a sixteenth for the extras of a side that fits.
+  const std::int64_t room = extra_bytes <= limit / 2 ? limit - extra_bytes : limit - limit / 16;
+  const std::string largest = "use at most " +
+                              std::to_string(largest_root(room / bytes_per_point, dims)) +
+                              " points per side here";
   std::int64_t points = 1;
   for (int axis = 0; axis < dims; ++axis) {
     points = size_product(flag + ": the grid's points", {points, side}, largest);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
 
 #include "tenax/core/error.hpp"
@@ -18,7 +19,7 @@ constexpr std::string_view kSyntax =
     "write comma-separated items kind@point=N or kind@point=NxM (N and M from 1), optionally "
     "followed by :phase and/or :rank=R (step and checkpoint points), e.g. "
     "TENAX_FAULTS=oom@alloc=37,nan@step=50x2:rank=1,kill@checkpoint=2:after_rename; kinds: oom, "
-    "nan, inf, device, comm, io, kill, enospc, overflow, hang, bitflip; points: alloc, step, "
+    "nan, inf, device, comm, kill, enospc, overflow, hang, bitflip; points: alloc, step, "
     "checkpoint";
 
 [[noreturn]] void bad(std::string_view item, const std::string& what) {
@@ -55,6 +56,37 @@ std::uint64_t parse_count(std::string_view item, std::string_view token, const c
     bad(item, std::string(what) + " '" + std::string(token) + "' is not a whole number from 1");
   }
   return *value;
+}
+
+// Where each kind is injected (the FaultKind table): an item at another point would be accepted
+// and never fire, and the run would end with "no faults", as if it had survived one.
+void check_injected_there(std::string_view item, const FaultSpec& spec) {
+  const auto at = [&](std::initializer_list<FaultPoint> points) {
+    return std::find(points.begin(), points.end(), spec.point) != points.end();
+  };
+  std::string where;
+  switch (spec.kind) {
+    case FaultKind::oom:
+      if (at({FaultPoint::alloc, FaultPoint::step})) return;
+      where = "alloc or step";
+      break;
+    case FaultKind::kill:
+      if (at({FaultPoint::step, FaultPoint::checkpoint})) return;
+      where = "step or checkpoint";
+      break;
+    case FaultKind::enospc:
+      if (at({FaultPoint::checkpoint})) return;
+      where = "checkpoint";
+      break;
+    case FaultKind::io:
+      bad(item, "nothing in tenax injects 'io' faults (use enospc@checkpoint for a failed write)");
+    default:  // nan, inf, device, comm, overflow, hang, bitflip
+      if (at({FaultPoint::step})) return;
+      where = "step";
+      break;
+  }
+  bad(item, "'" + std::string(to_string(spec.kind)) + "' is injected at " + where + ", not at '" +
+                std::string(to_string(spec.point)) + "': the item would never fire");
 }
 
 FaultSpec parse_item(std::string_view item) {
@@ -110,6 +142,7 @@ FaultSpec parse_item(std::string_view item) {
     number = number.substr(0, x);
   }
   spec.first = parse_count(item, number, "occurrence");
+  check_injected_there(item, spec);
   return spec;
 }
 

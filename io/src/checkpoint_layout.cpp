@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <system_error>
 
@@ -385,6 +386,21 @@ ParsedCommitRecord read_commit_record(const std::filesystem::path& path) {
     text.append(chunk, static_cast<std::size_t>(n));
   }
   return parse_commit_record(text);
+}
+
+bool is_run_directory_file(const std::filesystem::path& run_dir,
+                           const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::weakly_canonical(run_dir, ec);
+  if (ec) return false;
+  const std::filesystem::path file = std::filesystem::weakly_canonical(path, ec);
+  if (ec) return false;
+  const std::filesystem::path relative = file.lexically_relative(dir);
+  if (relative.empty() || *relative.begin() == "..") return false;
+  const std::string first = relative.begin()->string();
+  if (first == kCheckpointsDirName || first == "locks") return true;
+  return std::distance(relative.begin(), relative.end()) == 1 && first.starts_with("events") &&
+         first.ends_with(".jsonl");
 }
 
 }  // namespace tenax::io

@@ -88,6 +88,7 @@ CheckpointStore::CheckpointStore(std::filesystem::path run_dir, CheckpointOption
   TENAX_EXPECTS(options_.keep_last >= 1, UsageError,
                 "checkpoint retention keep_last = " + std::to_string(options_.keep_last),
                 "keep at least one checkpoint (keep_last >= 1; the default is 3)");
+  refuse_a_linked_checkpoints_dir();
   const FaultPlan& plan =
       options_.fault_plan != nullptr ? *options_.fault_plan : process_fault_plan();
   for (const FaultSpec& spec : plan.faults()) {
@@ -106,6 +107,17 @@ CheckpointStore::CheckpointStore(std::filesystem::path run_dir, CheckpointOption
 
 std::filesystem::path CheckpointStore::checkpoints_dir() const {
   return checkpoints_path(run_dir_);
+}
+
+// A symbolic link in the place of checkpoints/ would put the checkpoints wherever it points,
+// and retention would delete step directories there: refused, as a linked locks/ is.
+void CheckpointStore::refuse_a_linked_checkpoints_dir() const {
+  if (file_kind(checkpoints_dir()) != FileKind::symlink) return;
+  throw UsageError("the run directory's checkpoints folder " + checkpoints_dir().string() +
+                       " is a symbolic link, not a directory",
+                   "remove the link (tenax creates " + checkpoints_dir().string() +
+                       " itself, and would write and delete checkpoints wherever it points), "
+                       "or pass another --run-dir");
 }
 
 std::filesystem::path CheckpointStore::step_dir(std::int64_t step) const {
@@ -178,6 +190,7 @@ CheckpointFile CheckpointStore::write_rank_file(std::int64_t step, const StateDi
   const std::filesystem::path final_path = dir / file_name;
   const std::filesystem::path temp_path = dir / temp_name(file_name);
   bool renamed = false;
+  refuse_a_linked_checkpoints_dir();
   if (auto problem = step_dir_problem(dir)) {
     throw UsageError(
         "cannot write the checkpoint of step " + std::to_string(step) + ": " + *problem,

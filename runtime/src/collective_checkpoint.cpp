@@ -14,14 +14,16 @@
 namespace tenax::runtime::detail {
 namespace {
 
-// One rank's part of a checkpoint as the ranks gather it: fixed size, the reason cut short.
+// One rank's part of a checkpoint as the ranks gather it: fixed size, the reason cut at 999
+// bytes -- room for a long run directory's path twice, the errno text and the fix (232 bytes had
+// cut off the cause, "No space left on device").
 struct RankPart {
   std::uint64_t ok = 0;
   std::uint64_t size = 0;
   std::uint64_t digest = 0;
-  std::array<char, 232> reason{};
+  std::array<char, 1000> reason{};
 };
-static_assert(sizeof(RankPart) == 256);
+static_assert(sizeof(RankPart) == 1024);
 
 std::vector<RankPart> gather(Communicator& communicator, const RankPart& mine) {
   std::vector<RankPart> all(static_cast<std::size_t>(communicator.size()));

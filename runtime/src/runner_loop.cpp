@@ -144,6 +144,17 @@ RunResult Runner::Impl::run() {
     return run_steps();
   } catch (const CommFaultError& e) {
     return comm_failure(e);
+  } catch (const Error& e) {
+    // An error the Runner does not handle goes on to the program, but the log still ends with
+    // an exit line, so that `tenax watch` and `tenax report` see that the run ended and why.
+    try {
+      events->append(event::exit, {{"status", std::string("failed")},
+                                   {"exit_code", std::int64_t{1}},
+                                   {"step", step},
+                                   {"message", detail::say_error(e)}});
+    } catch (const Error&) {  // the log itself unwritable (a full disk): the error says enough
+    }
+    throw;
   }
 }
 

@@ -290,6 +290,103 @@ TEST_F(HostileInput, OutputsThatWouldReplaceAnInputOrCannotBeWrittenAreRefusedFi
                  {"--output", "the directory", "missing does not exist", "create it first"});
 }
 
+// The run directory's own files -- its event log, checkpoints, locks -- are never an output: a
+// program's --output or a report's -o naming one is refused and the file kept. A checkpoints/
+// that is a symbolic link is refused before anything is written or deleted where it points. A
+// heat2d step that overflows a double is refused naming --alpha.
+TEST_F(HostileInput, TheRunDirectorysOwnFilesAreNeverOverwritten) {
+  const fs::path run = dir_ / "run";
+  const Finished made = run_measured(std::string(HEAT2D_PATH) +
+                                         " --device cpu --n 16 --steps 4 --checkpoint-every 2 "
+                                         "--progress quiet --run-dir " +
+                                         run.string(),
+                                     dir_ / "log");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::ifstream log_in(run / "events.jsonl");
+  const std::string log(std::istreambuf_iterator<char>(log_in), {});
+  ASSERT_FALSE(log.empty());
+  expect_refused(
+      HEAT2D_PATH,
+      "--n 16 --steps 6 --checkpoint-every 2 --output " + (run / "events.jsonl").string(),
+      {"is a file of the run directory", "which the output would replace"});
+  expect_refused(
+      HEAT2D_PATH,
+      "--n 16 --steps 6 --output " + (run / "checkpoints" / "step-4" / "rank-0.h5").string(),
+      {"is a file of the run directory"});
+  const Finished report = run_measured(std::string(TENAX_CLI_PATH) + " report " + run.string() +
+                                           " -o " + (run / "events.jsonl").string(),
+                                       dir_ / "log");
+  EXPECT_NE(report.exit_code, 0) << report.output;
+  EXPECT_NE(report.output.find("which the report would replace"), std::string::npos)
+      << report.output;
+  std::ifstream after_in(run / "events.jsonl");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(after_in), {}).substr(0, log.size()), log);
+
+  // A linked checkpoints/ (retention would delete step directories wherever it points).
+  fs::remove_all(run);
+  fs::create_directories(run);
+  fs::create_directories(dir_ / "elsewhere" / "step-1");
+  std::ofstream(dir_ / "elsewhere" / "step-1" / "data.txt") << "precious";
+  fs::create_directory_symlink(dir_ / "elsewhere", run / "checkpoints");
+  expect_refused(HEAT2D_PATH, "--n 16 --steps 4 --checkpoint-every 2 --keep-last 1",
+                 {"checkpoints folder", "is a symbolic link"});
+  EXPECT_TRUE(fs::exists(dir_ / "elsewhere" / "step-1" / "data.txt"));
+  fs::remove(run / "checkpoints");
+
+  expect_refused(HEAT2D_PATH, "--n 16 --steps 3 --alpha 1e-320",
+                 {"--alpha 1e-320", "beyond the largest double"});
+}
+
+// A run stopped by an error the Runner does not handle (its checkpoints failed three times in a
+// row) still ends its log with an exit line, so that watch ends and report says "failed".
+TEST_F(HostileInput, ARunStoppedByAnErrorEndsItsLogWithAnExitLine) {
+  const fs::path run = dir_ / "run";
+  const Finished failed =
+      run_measured(std::string(HEAT2D_PATH) +
+                       " --device cpu --n 16 --steps 40 --checkpoint-every 10 "
+                       "--progress quiet --inject enospc@checkpoint=2x3 --run-dir " +
+                       run.string(),
+                   dir_ / "log");
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  std::ifstream in(run / "events.jsonl");
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  EXPECT_NE(last.find(R"("event":"exit")"), std::string::npos) << last;
+  EXPECT_NE(last.find(R"("status":"failed")"), std::string::npos) << last;
+  const Finished watch = run_measured(
+      "timeout 20 " + std::string(TENAX_CLI_PATH) + " watch " + run.string(), dir_ / "log");
+  EXPECT_NE(watch.exit_code, 124) << "watch did not end on the exit line: " << watch.output;
+  EXPECT_NE(watch.output.find("failed"), std::string::npos) << watch.output;
+}
+
+// `tenax watch --once` on a log that is a symbolic link ends at once (it spun at 100 % CPU), and a
+// line whose counts are not numbers is skipped by report and watch (they ended with "stoll").
+TEST_F(HostileInput, WatchAndReportSurviveOddLogs) {
+  const fs::path run = dir_ / "linked";
+  fs::create_directories(run);
+  std::ofstream(dir_ / "real.jsonl") << R"({"event":"started","time":1,"total_steps":5,"ranks":1})"
+                                     << "\n";
+  fs::create_symlink(dir_ / "real.jsonl", run / "events.jsonl");
+  const Finished watch = run_measured(
+      "timeout 20 " + std::string(TENAX_CLI_PATH) + " watch --once " + run.string(), dir_ / "log");
+  EXPECT_NE(watch.exit_code, 124) << "watch did not end: " << watch.output;
+  EXPECT_NE(watch.output.find("not a regular file"), std::string::npos) << watch.output;
+  const fs::path odd = dir_ / "odd";
+  fs::create_directories(odd);
+  std::ofstream(odd / "events.jsonl")
+      << R"({"event":"started","time":1,"total_steps":"abc","ranks":"99999999999"})"
+      << "\n";
+  for (const char* command : {" report ", " watch --once "}) {
+    const Finished run_ = run_measured(
+        "timeout 20 " + std::string(TENAX_CLI_PATH) + command + odd.string(), dir_ / "log");
+    EXPECT_EQ(run_.exit_code, 0) << command << run_.output;
+    EXPECT_EQ(run_.output.find("stoll"), std::string::npos) << run_.output;
+    EXPECT_EQ(run_.output.find("stoi"), std::string::npos) << run_.output;
+  }
+}
+
 // Files that are not regular files, as a hostile user passes them. A FIFO and a symbolic link of
 // the test's own stand for the devices (/dev/null, /dev/full, /dev/stdout) the user named; every
 // command runs under `timeout`, so a regression that blocks fails instead of hanging.

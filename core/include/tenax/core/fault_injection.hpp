@@ -50,7 +50,7 @@ enum class FaultKind : unsigned char {
   inf,       ///< step: as nan, with an infinity
   device,    ///< step: the step throws DeviceFaultError
   comm,      ///< step: the step throws CommFaultError
-  io,        ///< accepted by the grammar; no owner in tenax injects it
+  io,        ///< a name only: nothing in tenax injects it, so the grammar refuses it
   kill,      ///< step or checkpoint (phase): the process raises SIGKILL
   enospc,    ///< checkpoint (phase): the write fails with ENOSPC, as on a full disk
   overflow,  ///< step: the step's gradients overflow (an Inf, as f16 makes)

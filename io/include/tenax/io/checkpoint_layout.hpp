@@ -167,4 +167,12 @@ struct ParsedCommitRecord {
 /// A missing or unreadable file is a problem in the result, not an exception.
 [[nodiscard]] ParsedCommitRecord read_commit_record(const std::filesystem::path& path);
 
+/// Whether `path` names a file tenax keeps in the run directory `run_dir` -- its event logs
+/// (events.jsonl, events.rank-<r>.jsonl), anything under checkpoints/ or locks/ -- which an
+/// output file (a program's --output, a report) must never replace. Both paths are resolved
+/// first (weakly_canonical), so a relative, dotted or linked spelling counts too. Never throws
+/// but std::bad_alloc.
+[[nodiscard]] bool is_run_directory_file(const std::filesystem::path& run_dir,
+                                         const std::filesystem::path& path);
+
 }  // namespace tenax::io

@@ -157,6 +157,8 @@ class CheckpointStore {
   [[nodiscard]] const std::filesystem::path& run_dir() const noexcept { return run_dir_; }
   /// `RUN_DIR/checkpoints` (checkpoints_path).
   [[nodiscard]] std::filesystem::path checkpoints_dir() const;
+  /// UsageError when checkpoints/ is a symbolic link (writes and retention would follow it).
+  void refuse_a_linked_checkpoints_dir() const;
   /// `RUN_DIR/checkpoints/step-<N>` (step_path); UsageError for a negative step.
   [[nodiscard]] std::filesystem::path step_dir(std::int64_t step) const;
 

@@ -80,7 +80,9 @@ inline constexpr std::string_view error = "error";
 inline constexpr std::string_view config_refused = "config_refused";
 /// An accepted change of configuration at resume: `step`, `key`, `old`, `new`, `allowed`.
 inline constexpr std::string_view config_changed = "config_changed";
-/// The end of a Runner::run(): `status`, `exit_code`, `step`, `message`.
+/// The end of a Runner::run(): `status` (a RunStatus's name, or "failed" when an error the
+/// Runner does not handle ends it: a checkpoint that failed again and again, a refused state),
+/// `exit_code`, `step`, `message`.
 inline constexpr std::string_view exit = "exit";
 /// The program ended with a non-zero exit status after its Runner completed (a solve that broke
 /// down or met a non-finite residual: the steps ran, the job failed): `exit_code`, `program`.
