@@ -163,7 +163,7 @@ TEST(FaultInjectingResource, FailsExactlyTheNthAllocation) {
 TEST(FaultInjectingResource, RepeatFailsConsecutiveAllocations) {
   auto upstream = std::make_shared<CountingResource>();
   FaultInjectingResource faulty(
-      upstream, std::make_shared<const FaultPlan>(FaultPlan::parse("oom@alloc=2x3,nan@alloc=1")));
+      upstream, std::make_shared<const FaultPlan>(FaultPlan::parse("oom@alloc=2x3,nan@step=1")));
   std::vector<bool> failed;
   for (int n = 1; n <= 6; ++n) {
     try {

@@ -84,6 +84,13 @@ class HostileInput : public ::testing::Test {
     EXPECT_LT(run.peak_rss_kib, 300 * 1000) << "peak RSS " << run.peak_rss_kib << " KiB";
   }
 
+  // Runs `program --device cpu --progress quiet args --run-dir run` (a run that may succeed).
+  Finished run_in(const std::string& program, const std::string& args, const fs::path& run) {
+    return run_measured(
+        program + " --device cpu --progress quiet " + args + " --run-dir " + run.string(),
+        dir_ / "log");
+  }
+
   fs::path dir_;
 };
 
@@ -296,11 +303,7 @@ TEST_F(HostileInput, OutputsThatWouldReplaceAnInputOrCannotBeWrittenAreRefusedFi
 // heat2d step that overflows a double is refused naming --alpha.
 TEST_F(HostileInput, TheRunDirectorysOwnFilesAreNeverOverwritten) {
   const fs::path run = dir_ / "run";
-  const Finished made = run_measured(std::string(HEAT2D_PATH) +
-                                         " --device cpu --n 16 --steps 4 --checkpoint-every 2 "
-                                         "--progress quiet --run-dir " +
-                                         run.string(),
-                                     dir_ / "log");
+  const Finished made = run_in(HEAT2D_PATH, "--n 16 --steps 4 --checkpoint-every 2", run);
   ASSERT_EQ(made.exit_code, 0) << made.output;
   std::ifstream log_in(run / "events.jsonl");
   const std::string log(std::istreambuf_iterator<char>(log_in), {});
@@ -341,12 +344,8 @@ TEST_F(HostileInput, TheRunDirectorysOwnFilesAreNeverOverwritten) {
 // row) still ends its log with an exit line, so that watch ends and report says "failed".
 TEST_F(HostileInput, ARunStoppedByAnErrorEndsItsLogWithAnExitLine) {
   const fs::path run = dir_ / "run";
-  const Finished failed =
-      run_measured(std::string(HEAT2D_PATH) +
-                       " --device cpu --n 16 --steps 40 --checkpoint-every 10 "
-                       "--progress quiet --inject enospc@checkpoint=2x3 --run-dir " +
-                       run.string(),
-                   dir_ / "log");
+  const Finished failed = run_in(
+      HEAT2D_PATH, "--n 16 --steps 40 --checkpoint-every 10 --inject enospc@checkpoint=2x3", run);
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
   std::ifstream in(run / "events.jsonl");
   std::string line, last;

@@ -168,7 +168,7 @@ struct ParsedCommitRecord {
 [[nodiscard]] ParsedCommitRecord read_commit_record(const std::filesystem::path& path);
 
 /// Whether `path` names a file tenax keeps in the run directory `run_dir` -- its event logs
-/// (events.jsonl, events.rank-<r>.jsonl), anything under checkpoints/ or locks/ -- which an
+/// (events.jsonl, events-rank-R.jsonl), anything under checkpoints/ or locks/ -- which an
 /// output file (a program's --output, a report) must never replace. Both paths are resolved
 /// first (weakly_canonical), so a relative, dotted or linked spelling counts too. Never throws
 /// but std::bad_alloc.
