@@ -23,8 +23,9 @@ constexpr std::string_view kSyntax =
     "checkpoint";
 
 [[noreturn]] void bad(std::string_view item, const std::string& what) {
-  throw UsageError("bad fault-injection item '" + std::string(item) + "' in TENAX_FAULTS: " + what,
-                   std::string(kSyntax));
+  throw UsageError(
+      "bad fault-injection item '" + std::string(item) + "' (--inject or TENAX_FAULTS): " + what,
+      std::string(kSyntax));
 }
 
 FaultKind parse_kind(std::string_view item, std::string_view token) {

@@ -229,10 +229,21 @@ RunDirectoryLock RunDirectoryLock::acquire(const fs::path& run_dir, int rank,
                          "another --run-dir");
   }
   std::error_code ec;
+  (void)fs::status(run_dir, ec);
+  if (ec.value() == ELOOP) {
+    throw UsageError("the run directory " + run_dir.string() +
+                         " is a loop of symbolic links (each points on to the next)",
+                     "remove the links, or pass another --run-dir");
+  }
+  ec.clear();
   fs::create_directories(locks, ec);
   if (ec) {
     // create_directories reports "file exists" for a file in the way; say which path it is.
-    const fs::path subject = fs::exists(run_dir) && !fs::is_directory(run_dir) ? run_dir : locks;
+    // (Not the throwing forms: a run directory that is a loop of symbolic links made them throw
+    // a bare filesystem_error, no path or fix said.)
+    std::error_code probe;
+    const fs::path subject =
+        fs::exists(run_dir, probe) && !fs::is_directory(run_dir, probe) ? run_dir : locks;
     throw_errno("cannot create the run directory's locks folder, at", subject, run_dir,
                 ec.value() == EEXIST ? ENOTDIR : ec.value());
   }

@@ -338,6 +338,13 @@ TEST_F(HostileInput, TheRunDirectorysOwnFilesAreNeverOverwritten) {
 
   expect_refused(HEAT2D_PATH, "--n 16 --steps 3 --alpha 1e-320",
                  {"--alpha 1e-320", "beyond the largest double"});
+
+  // A run directory that is a loop of symbolic links: said, not a bare filesystem error.
+  fs::create_symlink(dir_ / "loop-b", dir_ / "loop-a");
+  fs::create_symlink(dir_ / "loop-a", dir_ / "loop-b");
+  const Finished loop = run_in(HEAT2D_PATH, "--n 16 --steps 2", dir_ / "loop-a");
+  EXPECT_EQ(loop.exit_code, 1) << loop.output;
+  EXPECT_NE(loop.output.find("is a loop of symbolic links"), std::string::npos) << loop.output;
 }
 
 // A run stopped by an error the Runner does not handle (its checkpoints failed three times in a
