@@ -6,9 +6,10 @@
 ///
 /// Style: an op that makes a new tensor returns it (`Tensor add(a, b)`); its `_into` variant
 /// writes into a caller-provided `out` of the right shape, dtype and device (out may be an input
-/// itself, in place, but must not overlap one partially: UsageError). Ops that update a tensor (fill, random_*, axpby, scale, unscale_and_check,
-/// unscale_and_measure) work in place. f16 and bf16 are computed in f32 and rounded to nearest
-/// even on store. Broadcasting binary ops are in ops_broadcast.hpp.
+/// itself, in place, but must not overlap one partially: UsageError). Ops that update a tensor
+/// (fill, random_*, axpby, scale, unscale_and_check, unscale_and_measure) work in place. f16 and
+/// bf16 are computed in f32 and rounded to nearest even on store. Broadcasting binary ops are in
+/// ops_broadcast.hpp.
 ///
 /// Reductions accumulate in f64 over fixed blocks of kReduceBlock elements combined in a fixed
 /// tree order (reduction_order.hpp): the result does not depend on the thread count, and the CUDA
