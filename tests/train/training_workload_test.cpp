@@ -190,6 +190,12 @@ TEST(TrainingWorkload, ARefusedStateChangesNothing) {
   refused("training/optimizer/step", std::int64_t{-1}, "step");
   refused("skipped_steps", std::int64_t{-4}, "skipped steps is -4");
   refused("bogus_entry", std::int64_t{1}, "'bogus_entry'");
+  // A good scaler part loads first; the optimizer's refusal then puts it back.
+  StateDict late = saved.clone();
+  late.set("training/scaler/scale", 1024.0);
+  late.set("training/optimizer/step", std::int64_t{-1});
+  EXPECT_THROW(target.load_state(late), UsageError);
+  EXPECT_TRUE(same_state(target.save_state(), before)) << "the scaler kept the refused state's";
   target.load_state(saved);
   EXPECT_TRUE(same_state(target.save_state(), saved));
 }

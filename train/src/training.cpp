@@ -60,15 +60,15 @@ StateDict Training::state_dict() const {
 }
 
 void Training::load_state_dict(const StateDict& state) {
-  // Each part's loader checks everything before changing anything; a refused later part puts
-  // the earlier ones back, so that a refused state changes nothing.
-  const StateDict before = state_dict().clone();
+  // Each part's loader checks everything before changing anything. The loss scaler (a few
+  // numbers) goes first and is put back when the optimizer refuses its part, so that a refused
+  // state changes nothing -- without a copy of the optimizer's buffers.
+  const StateDict scaler_before = scaler_.state_dict();
+  scaler_.load_state_dict(state.scope("scaler"));
   try {
     optimizer_->load_state_dict(state.scope("optimizer"));
-    scaler_.load_state_dict(state.scope("scaler"));
   } catch (...) {
-    optimizer_->load_state_dict(before.scope("optimizer"));
-    scaler_.load_state_dict(before.scope("scaler"));
+    scaler_.load_state_dict(scaler_before);
     throw;
   }
 }
