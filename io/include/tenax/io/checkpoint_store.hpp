@@ -157,8 +157,6 @@ class CheckpointStore {
   [[nodiscard]] const std::filesystem::path& run_dir() const noexcept { return run_dir_; }
   /// `RUN_DIR/checkpoints` (checkpoints_path).
   [[nodiscard]] std::filesystem::path checkpoints_dir() const;
-  /// UsageError when checkpoints/ is a symbolic link (writes and retention would follow it).
-  void refuse_a_linked_checkpoints_dir() const;
   /// `RUN_DIR/checkpoints/step-<N>` (step_path); UsageError for a negative step.
   [[nodiscard]] std::filesystem::path step_dir(std::int64_t step) const;
 
@@ -218,6 +216,8 @@ class CheckpointStore {
       bool deep = false) const;
 
  private:
+  /// UsageError when checkpoints/ is a symbolic link (writes and retention would follow it).
+  void refuse_a_linked_checkpoints_dir() const;
   /// How much check() reads: the commit record and file sizes; also every file's digest; also
   /// every dataset's checksum.
   enum class Depth { record, digest, datasets };
