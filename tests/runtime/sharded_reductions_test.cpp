@@ -87,6 +87,14 @@ TEST_P(ShardedReductionsTest, EveryReductionHasTheSingleProcessBitsOnEveryRank) 
       ops::copy(poisoned.slice(c.n - 1, c.n), nan);
     }
     const double poisoned_max = c.n > 0 ? ops::max(poisoned) : 0.0;
+    // A vector whose squares underflow (f64 scaled by 1e-300): nrm2's rescaled form, over the
+    // global largest element, gives every rank the single process's norm; zeros give 0.
+    Tensor tiny = x.clone();
+    if (c.dtype == DType::f64) ops::scale(1e-300, tiny);
+    const double tiny_nrm2 = ops::nrm2(tiny);
+    if (c.dtype == DType::f64 && c.n > 0) EXPECT_GT(tiny_nrm2, 0.0) << "underflowed to 0";
+    Tensor zeros = Tensor::empty_like(x);
+    ops::fill(zeros, 0.0);
     const std::int64_t nonfinite = ops::count_nonfinite(poisoned);
 
     // The fused Krylov updates: x += a p, r -= a q (and z = inv_diag r), with their dots.
@@ -107,6 +115,9 @@ TEST_P(ShardedReductionsTest, EveryReductionHasTheSingleProcessBitsOnEveryRank) 
       ShardedReductions reductions(comm, range);
       EXPECT_EQ(bits(ops::dot(xs, ys)), bits(dot)) << "dot on rank " << r;
       EXPECT_EQ(bits(ops::nrm2(xs)), bits(nrm2)) << "nrm2 on rank " << r;
+      EXPECT_EQ(bits(ops::nrm2(shard_of(tiny, range))), bits(tiny_nrm2))
+          << "nrm2 of tiny values on rank " << r;
+      EXPECT_EQ(ops::nrm2(shard_of(zeros, range)), 0.0) << "nrm2 of zeros on rank " << r;
       EXPECT_EQ(bits(ops::sum(xs)), bits(sum)) << "sum on rank " << r;
       if (c.n > 0) {  // a rank's shard may be empty, the vector may not
         EXPECT_EQ(bits(ops::max(xs)), bits(max)) << "max on rank " << r;
