@@ -58,8 +58,17 @@ bool model_of_modules() {
     return false;
   }
   tenax::train::nn::AdamW adamw(groups, {.lr = 0.1, .weight_decay = 0.5});
+  // A backup that keeps its own copy of the weights (state_dict() alone shares them).
+  const tenax::StateDict backup = tower.state_dict().clone();
+  const auto weight_sum = [&] {
+    return tenax::ops::sum(tower.named_parameters()[1].variable.value());
+  };
+  const double before = weight_sum();
   adamw.step();  // zero gradients: only the weights decay
-  return tenax::ops::sum(tower.named_parameters()[0].variable.value()) == 4.0 &&
+  const bool decayed = weight_sum() != before;
+  tower.load_state_dict(backup);
+  return decayed && weight_sum() == before &&
+         tenax::ops::sum(tower.named_parameters()[0].variable.value()) == 4.0 &&
          tower.parameter_count() == 4 + 2 * 20;
 }
 
